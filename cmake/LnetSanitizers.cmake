@@ -1,0 +1,11 @@
+# LNET_SANITIZE = "" | "address" (ASan+UBSan) | "thread" (TSan). Applies to every target.
+set(LNET_SANITIZE "" CACHE STRING "Sanitizer build: address or thread")
+if(LNET_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(LNET_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT LNET_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "LNET_SANITIZE must be empty, 'address' or 'thread', not '${LNET_SANITIZE}'")
+endif()

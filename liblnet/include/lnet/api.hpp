@@ -1,0 +1,154 @@
+// lnet::Instance: one LNet per process (LNetNIInit), with PUT/GET/ping, match entries and
+// memory descriptors, and the RAII handles Me and Md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <lnet/config.hpp>
+#include <lnet/event.hpp>
+#include <lnet/md.hpp>
+#include <lnet/nid.hpp>
+#include <lnet/result.hpp>
+#include <lnet/stats.hpp>
+#include <lnet/wire.hpp>
+
+namespace lnet {
+
+namespace core {
+class Core;
+}
+
+// The answer to a ping: the peer's pid, features and NIDs (0@lo first).
+struct PingResult {
+  ProcessId id;  // whom we pinged (pid as answered)
+  PingInfo info;
+};
+
+class Instance {
+ public:
+  // Brings up 0@lo and the configured networks. `pid` kPidAny: getpid() with the user
+  // flag set (a userspace client); anything else is used as given (e.g. kPidLustre).
+  static Result<std::unique_ptr<Instance>> create(const Config& config = {}, Pid pid = kPidAny);
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  Pid pid() const;
+  // The local NIDs, 0@lo first (LNetGetId order).
+  std::vector<Nid> nids() const;
+  // Distance to `nid`: 0 local, 1 on a directly connected net; -EHOSTUNREACH otherwise.
+  // *src gets the local NID that would be used, *order the index of that net.
+  int dist(Nid nid, Nid* src, std::uint32_t* order) const;
+
+  // Match entries (LNetMEAttach / LNetMEInsert / LNetMEUnlink).
+  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits,
+                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits,
+                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  int me_unlink(MeHandle me);
+
+  // Memory descriptors (LNetMDAttach / LNetMDBind / LNetMDUnlink).
+  Result<MdHandle> md_attach(MeHandle me, const MdDesc& md, Unlink unlink);
+  Result<MdHandle> md_bind(const MdDesc& md, Unlink unlink);
+  int md_unlink(MdHandle md);
+
+  // LNetPut / LNetGet. `self` Nid::any() lets multi-rail choose the local NI.
+  int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
+          std::uint32_t offset, std::uint64_t hdr_data);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
+          std::uint32_t offset, bool recovery = false);
+
+  // Unmatched PUTs to a lazy portal wait for a later MD instead of being dropped.
+  int set_lazy_portal(unsigned portal);
+  int clear_lazy_portal(unsigned portal);
+
+  // GETs the peer's ping info (portal 0, kPingMatchBits); pid kPidAny means kPidLustre.
+  // Fails with -ETIMEDOUT when no answer arrives within `timeout`. Blocks: never call it
+  // from an event handler.
+  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout,
+                          unsigned max_nids = 16);
+  // This node's own ping info (what a ping of it answers).
+  PingInfo ping_info() const;
+
+  // An event queue tied to this instance (poll() also drives polled drivers).
+  std::shared_ptr<EventQueue> make_event_queue(std::size_t capacity, EventQueue::Callback callback = {});
+
+  Counters counters() const;
+  void reset_counters();
+  std::vector<NiInfo> nets() const;
+  std::vector<PeerInfo> peers() const;
+
+  core::Core& core() { return *core_; }
+
+ private:
+  explicit Instance(std::unique_ptr<core::Core> c);
+  std::unique_ptr<core::Core> core_;
+};
+
+// A match entry that is unlinked when this object goes away (unless released).
+class Me {
+ public:
+  Me() = default;
+  Me(Instance& lnet, MeHandle h) : lnet_(&lnet), h_(h) {}
+  Me(Me&& o) noexcept : lnet_(o.lnet_), h_(o.release()) {}
+  Me& operator=(Me&& o) noexcept {
+    if (this != &o) {
+      reset();
+      lnet_ = o.lnet_;
+      h_ = o.release();
+    }
+    return *this;
+  }
+  ~Me() { reset(); }
+  static Result<Me> attach(Instance& lnet, unsigned portal, ProcessId match_id, std::uint64_t match_bits,
+                           std::uint64_t ignore_bits, Unlink unlink = Unlink::Unlink,
+                           InsPos pos = InsPos::After);
+
+  MeHandle handle() const { return h_; }
+  MeHandle release() { return std::exchange(h_, MeHandle{}); }
+  void reset() {
+    if (lnet_ && h_.is_valid()) (void)lnet_->me_unlink(h_);
+    h_ = {};
+  }
+
+ private:
+  Instance* lnet_ = nullptr;
+  MeHandle h_;
+};
+
+// A memory descriptor that is unlinked when this object goes away (unless released).
+class Md {
+ public:
+  Md() = default;
+  Md(Instance& lnet, MdHandle h) : lnet_(&lnet), h_(h) {}
+  Md(Md&& o) noexcept : lnet_(o.lnet_), h_(o.release()) {}
+  Md& operator=(Md&& o) noexcept {
+    if (this != &o) {
+      reset();
+      lnet_ = o.lnet_;
+      h_ = o.release();
+    }
+    return *this;
+  }
+  ~Md() { reset(); }
+  static Result<Md> bind(Instance& lnet, const MdDesc& desc, Unlink unlink = Unlink::Unlink);
+  // Attaches to `me`; the ME handle is released from `me` since the ME now lives with the MD.
+  static Result<Md> attach(Instance& lnet, Me& me, const MdDesc& desc, Unlink unlink = Unlink::Unlink);
+
+  MdHandle handle() const { return h_; }
+  MdHandle release() { return std::exchange(h_, MdHandle{}); }
+  void reset() {
+    if (lnet_ && h_.is_valid()) (void)lnet_->md_unlink(h_);
+    h_ = {};
+  }
+
+ private:
+  Instance* lnet_ = nullptr;
+  MdHandle h_;
+};
+
+}  // namespace lnet

@@ -1,0 +1,13 @@
+// The C++ API of liblnet in one include.
+#pragma once
+
+#include <lnet/api.hpp>
+#include <lnet/config.hpp>
+#include <lnet/event.hpp>
+#include <lnet/lnd.hpp>
+#include <lnet/md.hpp>
+#include <lnet/nid.hpp>
+#include <lnet/nid_range.hpp>
+#include <lnet/result.hpp>
+#include <lnet/stats.hpp>
+#include <lnet/wire.hpp>

@@ -1,0 +1,121 @@
+// LNet identifiers: network ids, 64-bit NIDs and process ids, parsed and printed exactly
+// as the real LNet does ("0@lo", "192.168.1.2@tcp1", "12345-10.0.0.1@tcp", "<?>").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <lnet/result.hpp>
+
+namespace lnet {
+
+using Pid = std::uint32_t;
+
+// LND (network) type numbers, as in the real LNet; `mpi` is this project's private type.
+inline constexpr std::uint32_t kSockLnd = 2;   // tcp
+inline constexpr std::uint32_t kO2ibLnd = 5;   // o2ib
+inline constexpr std::uint32_t kLoLnd = 9;     // lo
+inline constexpr std::uint32_t kGniLnd = 13;   // gni
+inline constexpr std::uint32_t kGipLnd = 14;   // gip
+inline constexpr std::uint32_t kPtl4Lnd = 15;  // ptlf
+inline constexpr std::uint32_t kKfiLnd = 16;   // kfi
+inline constexpr std::uint32_t kEfaLnd = 18;   // efa
+inline constexpr std::uint32_t kBxi3Lnd = 19;  // bxi3f
+// Private, never sent to a real Lustre node (real numbers are assigned below 64).
+inline constexpr std::uint32_t kMpiLnd = 64;   // mpi
+
+inline constexpr Pid kPidAny = 0xFFFFFFFFu;
+inline constexpr Pid kPidLustre = 12345;
+inline constexpr Pid kPidUserFlag = 0x80000000u;
+inline constexpr Pid kPidReserved = 0xF0000000u;
+
+// The name of an LND type ("tcp") or nullptr when the type has no name.
+const char* lnd_type_name(std::uint32_t type);
+// Whether addresses of this LND type are dotted IPv4 (tcp, o2ib, gip, efa).
+bool lnd_type_uses_ip(std::uint32_t type);
+
+// A network: (type << 16) | number.
+class NetId {
+ public:
+  static constexpr std::uint32_t kAnyValue = 0xFFFFFFFFu;
+
+  constexpr NetId() = default;
+  constexpr explicit NetId(std::uint32_t value) : value_(value) {}
+  static constexpr NetId make(std::uint32_t type, std::uint32_t num) {
+    return NetId(((type & 0xFFu) << 16) | (num & 0xFFFFu));
+  }
+  static constexpr NetId any() { return NetId(kAnyValue); }
+
+  constexpr std::uint32_t value() const { return value_; }
+  constexpr std::uint32_t type() const { return (value_ >> 16) & 0xFFu; }
+  constexpr std::uint32_t num() const { return value_ & 0xFFFFu; }
+  constexpr bool is_any() const { return value_ == kAnyValue; }
+
+  // "tcp", "tcp1", "<?>" for ANY, "<type:num>" for unknown types.
+  std::string to_string() const;
+  // Accepts "tcp", "tcp0", "o2ib3", "lo"; the failure message names the bad part.
+  static Result<NetId> parse(std::string_view text);
+
+  friend constexpr bool operator==(NetId a, NetId b) { return a.value_ == b.value_; }
+  friend constexpr auto operator<=>(NetId a, NetId b) { return a.value_ <=> b.value_; }
+
+ private:
+  std::uint32_t value_ = kAnyValue;
+};
+
+// The classic 64-bit NID: network in the high 32 bits, address in the low 32 bits.
+class Nid {
+ public:
+  static constexpr std::uint64_t kAnyValue = ~0ULL;
+
+  constexpr Nid() = default;
+  constexpr explicit Nid(std::uint64_t value) : value_(value) {}
+  static constexpr Nid make(NetId net, std::uint32_t addr) {
+    return Nid((std::uint64_t{net.value()} << 32) | addr);
+  }
+  static constexpr Nid any() { return Nid(kAnyValue); }
+  static constexpr Nid lo() { return make(NetId::make(kLoLnd, 0), 0); }
+
+  constexpr std::uint64_t value() const { return value_; }
+  constexpr NetId net() const { return NetId(static_cast<std::uint32_t>(value_ >> 32)); }
+  constexpr std::uint32_t addr() const { return static_cast<std::uint32_t>(value_); }
+  constexpr bool is_any() const { return value_ == kAnyValue; }
+  constexpr bool is_lo() const { return net().type() == kLoLnd; }
+
+  // "192.168.1.2@tcp1", "0@lo", "5@mpi", "<?>" for ANY.
+  std::string to_string() const;
+  // Accepts "<addr>@<net>", a bare address (net tcp0) and "<?>".
+  static Result<Nid> parse(std::string_view text);
+
+  friend constexpr bool operator==(Nid a, Nid b) { return a.value_ == b.value_; }
+  friend constexpr auto operator<=>(Nid a, Nid b) { return a.value_ <=> b.value_; }
+
+ private:
+  std::uint64_t value_ = kAnyValue;
+};
+
+// (nid, pid): a process on the network.
+struct ProcessId {
+  Nid nid = Nid::any();
+  Pid pid = kPidAny;
+
+  static constexpr ProcessId any() { return {}; }
+  // "12345-10.0.0.1@tcp", "U42-5@mpi" (user flag), "LNET_PID_ANY-0@lo".
+  std::string to_string() const;
+  // Accepts the printed forms; a bare NID gets pid ANY.
+  static Result<ProcessId> parse(std::string_view text);
+
+  friend constexpr bool operator==(const ProcessId&, const ProcessId&) = default;
+};
+
+}  // namespace lnet
+
+template <>
+struct std::hash<lnet::Nid> {
+  std::size_t operator()(lnet::Nid n) const noexcept {
+    std::uint64_t x = n.value() * 0x9E3779B97F4A7C15ULL;
+    return static_cast<std::size_t>(x ^ (x >> 29));
+  }
+};

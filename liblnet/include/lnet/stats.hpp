@@ -1,0 +1,83 @@
+// Counters and state snapshots: what `lnetctl stats show`, `net show` and `peer show`
+// print (the keys of the real lnetctl YAML).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <lnet/config.hpp>
+#include <lnet/nid.hpp>
+
+namespace lnet {
+
+// Global message counters (lnet_counters: common + health).
+struct Counters {
+  std::uint64_t msgs_alloc = 0;
+  std::uint64_t msgs_max = 0;
+  std::uint64_t rst_alloc = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t send_count = 0;
+  std::uint64_t resend_count = 0;
+  std::uint64_t response_timeout_count = 0;
+  std::uint64_t local_interrupt_count = 0;
+  std::uint64_t local_dropped_count = 0;
+  std::uint64_t local_aborted_count = 0;
+  std::uint64_t local_no_route_count = 0;
+  std::uint64_t local_timeout_count = 0;
+  std::uint64_t local_error_count = 0;
+  std::uint64_t remote_dropped_count = 0;
+  std::uint64_t remote_error_count = 0;
+  std::uint64_t remote_timeout_count = 0;
+  std::uint64_t network_timeout_count = 0;
+  std::uint64_t recv_count = 0;
+  std::uint64_t route_count = 0;
+  std::uint64_t drop_count = 0;
+  std::uint64_t send_length = 0;
+  std::uint64_t recv_length = 0;
+  std::uint64_t route_length = 0;
+  std::uint64_t drop_length = 0;
+};
+
+// Per-message-type counts (sent_stats / received_stats / dropped_stats).
+struct MsgTypeStats {
+  std::uint64_t put = 0;
+  std::uint64_t get = 0;
+  std::uint64_t reply = 0;
+  std::uint64_t ack = 0;
+  std::uint64_t hello = 0;
+  std::uint64_t total() const { return put + get + reply + ack + hello; }
+};
+
+struct NiInfo {
+  Nid nid;
+  bool up = true;
+  std::vector<std::string> interfaces;
+  NetTunables tunables;
+  int health = 1000;
+  bool fatal_error = false;
+  unsigned selection_priority = 0xFFFFFFFFu;
+  int tx_credits = 0;      // available now, summed over CPTs
+  int min_tx_credits = 0;  // lowest seen, summed over CPTs
+  MsgTypeStats sent, received, dropped;
+};
+
+struct PeerNiInfo {
+  Nid nid;
+  bool up = true;
+  int max_tx_credits = 0;
+  int tx_credits = 0;
+  int min_tx_credits = 0;
+  std::uint64_t tx_q_nob = 0;  // bytes queued for sending
+  int health = 1000;
+  unsigned selection_priority = 0xFFFFFFFFu;
+  MsgTypeStats sent, received, dropped;
+};
+
+struct PeerInfo {
+  Nid primary_nid;
+  bool multi_rail = false;
+  std::vector<PeerNiInfo> nis;
+};
+
+}  // namespace lnet

@@ -1,0 +1,132 @@
+// Wire structures of LNet, encoded and decoded explicitly in little-endian byte order:
+// the 72-byte message header and the ping-info buffer answered to pings and pushes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <lnet/nid.hpp>
+#include <lnet/result.hpp>
+
+namespace lnet {
+
+enum class MsgType : std::uint32_t { Ack = 0, Put = 1, Get = 2, Reply = 3, Hello = 4 };
+const char* msg_type_name(MsgType t);  // "ACK", "PUT", ...
+
+inline constexpr std::uint64_t kWireCookieNone = ~0ULL;
+inline constexpr std::size_t kHeaderSize = 72;
+inline constexpr std::uint32_t kMaxPayload = 1U << 20;  // LNET_MTU
+inline constexpr unsigned kMaxIov = 256;                // LNET_MAX_IOV
+inline constexpr unsigned kMaxPortals = 64;
+inline constexpr unsigned kReservedPortal = 0;
+inline constexpr std::uint64_t kPingMatchBits = 0x8000000000000000ULL;
+
+// A handle as it travels on the wire; opaque to everyone but its creator.
+struct WireHandle {
+  std::uint64_t interface_cookie;
+  std::uint64_t object_cookie;
+
+  static constexpr WireHandle none() { return {kWireCookieNone, kWireCookieNone}; }
+  constexpr bool is_none() const { return object_cookie == kWireCookieNone; }
+  friend constexpr bool operator==(const WireHandle&, const WireHandle&) = default;
+};
+
+// The classic (4-byte-address NID) LNet header. Only the union member of `type` is valid.
+struct Header {
+  struct Ack {
+    WireHandle dst_wmd;
+    std::uint64_t match_bits;
+    std::uint32_t mlength;
+  };
+  struct Put {
+    WireHandle ack_wmd;
+    std::uint64_t match_bits;
+    std::uint64_t hdr_data;
+    std::uint32_t ptl_index;
+    std::uint32_t offset;
+  };
+  struct Get {
+    WireHandle return_wmd;
+    std::uint64_t match_bits;
+    std::uint32_t ptl_index;
+    std::uint32_t src_offset;
+    std::uint32_t sink_length;
+  };
+  struct Reply {
+    WireHandle dst_wmd;
+  };
+  struct Hello {
+    std::uint64_t incarnation;
+    std::uint32_t type;
+  };
+
+  Nid dest_nid;
+  Nid src_nid;
+  Pid dest_pid = 0;
+  Pid src_pid = 0;
+  MsgType type = MsgType::Ack;
+  std::uint32_t payload_length = 0;
+  union {
+    Ack ack;
+    Put put;
+    Get get;
+    Reply reply;
+    Hello hello;
+  } msg{};
+};
+
+// Writes the 72 little-endian bytes of `h`; union bytes not used by its type are zero.
+void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out);
+// Reads a header. Fails with -EPROTO when fewer than 72 bytes are given or the type is
+// not one of ACK/PUT/GET/REPLY/HELLO; the semantic checks are the receive path's.
+int decode_header(std::span<const std::uint8_t> in, Header& out);
+
+// ---- ping info (what a ping's REPLY and a push's PUT carry) ----------------------------
+
+inline constexpr std::uint32_t kPingMagic = 0x70696E67;  // "ping"
+inline constexpr std::uint32_t kNiStatusUp = 0x15aac0de;
+inline constexpr std::uint32_t kNiStatusDown = 0xdeadface;
+inline constexpr std::uint32_t kPingFeatBase = 0x01;
+inline constexpr std::uint32_t kPingFeatNiStatus = 0x02;
+inline constexpr std::uint32_t kPingFeatRteDisabled = 0x04;
+inline constexpr std::uint32_t kPingFeatMultiRail = 0x08;
+inline constexpr std::uint32_t kPingFeatDiscovery = 0x10;
+inline constexpr std::uint32_t kPingFeatLargeAddr = 0x20;
+inline constexpr std::uint32_t kPingFeatPrimaryLarge = 0x40;
+inline constexpr std::uint32_t kPingFeatMetadata = 0x80;
+inline constexpr std::uint32_t kPingFeatBits = 0xFF;
+inline constexpr std::size_t kPingInfoHeaderSize = 16;
+inline constexpr std::size_t kNiStatusSize = 16;
+inline constexpr std::size_t kPingInfoMinSize = kPingInfoHeaderSize + 16 * kNiStatusSize;  // 272
+inline constexpr std::uint32_t kDefaultMaxInterfaces = 4096;
+
+struct NiStatus {
+  Nid nid;
+  std::uint32_t status = kNiStatusUp;  // entry 0 (0@lo): the ping-buffer sequence number
+  std::uint32_t msg_size = 0;
+  friend bool operator==(const NiStatus&, const NiStatus&) = default;
+};
+
+struct PingInfo {
+  std::uint32_t features = 0;
+  Pid pid = 0;
+  std::vector<NiStatus> nis;  // nis[0] must be 0@lo
+
+  std::size_t wire_size() const { return kPingInfoHeaderSize + kNiStatusSize * nis.size(); }
+};
+
+// Encodes in little-endian order (the responder's native order on our platforms).
+std::vector<std::uint8_t> encode_ping_info(const PingInfo& info);
+void encode_ping_info(const PingInfo& info, std::span<std::uint8_t> out);  // out.size() >= wire_size()
+
+// Decodes and validates a ping-info buffer in either byte order: magic, NI_STATUS feature,
+// 1 <= nnis <= max_interfaces, entry 0 = 0@lo. A buffer holding fewer entries than it
+// announces fails with -E2BIG and `needed` set to the size it needs. Large-address and
+// metadata blocks (LARGE_ADDR, METADATA) are size-checked and skipped.
+Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in,
+                                  std::uint32_t max_interfaces = kDefaultMaxInterfaces,
+                                  std::size_t* needed = nullptr);
+
+}  // namespace lnet

@@ -1,0 +1,148 @@
+// The LNet core of one instance: local NIs, peers, portals, credits and the message
+// lifecycle (commit, send, parse, finalize). It is the LndHost its drivers call back.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <lnet/api.hpp>
+#include <lnet/config.hpp>
+#include <lnet/lnd.hpp>
+
+#include "core/counters.hpp"
+#include "core/cpt.hpp"
+#include "core/message.hpp"
+#include "core/ni.hpp"
+#include "peer/peer_table.hpp"
+#include "portals/portal_table.hpp"
+
+namespace lnet::core {
+
+class Core final : public LndHost, private portals::MsgCompleter {
+ public:
+  Core(const Config& config, Pid pid);
+  ~Core() override;
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // Brings up 0@lo, the configured NIs and the ping/push targets.
+  Result<bool> startup();
+  void shutdown();
+
+  Pid pid() const { return pid_; }
+  std::vector<Nid> nids() const;
+  int dist(Nid nid, Nid* src, std::uint32_t* order) const;
+
+  // ---- API (see lnet::Instance) ----
+  Result<MeHandle> me_attach(unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore, Unlink unlink,
+                             InsPos pos) {
+    return portals_->me_attach(portal, id, bits, ignore, unlink, pos);
+  }
+  Result<MeHandle> me_insert(MeHandle cur, ProcessId id, std::uint64_t bits, std::uint64_t ignore, Unlink unlink,
+                             InsPos pos) {
+    return portals_->me_insert(cur, id, bits, ignore, unlink, pos);
+  }
+  int me_unlink(MeHandle me) { return portals_->me_unlink(me, *this); }
+  Result<MdHandle> md_attach(MeHandle me, const MdDesc& desc, Unlink unlink);
+  Result<MdHandle> md_bind(const MdDesc& desc, Unlink unlink) { return portals_->md_bind(desc, unlink); }
+  int md_unlink(MdHandle md) { return portals_->md_unlink(md, *this); }
+  int set_lazy_portal(unsigned portal) { return portals_->set_lazy(portal); }
+  int clear_lazy_portal(unsigned portal);
+  int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
+          std::uint32_t offset, std::uint64_t hdr_data);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
+          std::uint32_t offset);
+  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids);
+  PingInfo ping_info() const;
+
+  Counters counters() const { return counters_.snapshot(); }
+  void reset_counters();
+  std::vector<NiInfo> ni_info() const;
+  std::vector<PeerInfo> peer_info() const;
+
+  // Adds `nid` to the peer `primary` (configuration, tests). -EEXIST: owned by another peer.
+  int add_peer_ni(Nid primary, Nid nid, bool multi_rail);
+
+  // ---- LndHost ----
+  int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
+  void finalize(LndMessage* msg, int status) override;
+  void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
+
+  // ---- internals for tests and tools ----
+  const CptTable& cpts() const { return cpts_; }
+  portals::PortalTable& portals() { return *portals_; }
+  // The NI with this NID (nullptr if none); NIs live until shutdown.
+  Ni* find_ni(Nid nid) const;
+  const std::vector<std::unique_ptr<Ni>>& local_nis() const { return nis_; }
+  PeerNi* find_peer_ni(Nid nid);
+  int numa_range() const { return numa_range_; }
+  void set_numa_range(int r) { numa_range_ = r; }
+
+ private:
+  void complete(Message* msg) override;  // MsgCompleter
+  void process(Message* msg);
+
+  Message* new_msg(unsigned cpt);
+  void free_msg(Message* msg);
+  Ni* find_ni_locked(Nid nid) const;
+  Net* find_net(NetId id) const;
+  bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
+  int peer_credits_for(NetId net) const;
+
+  // Sending
+  int send(Nid self, Message* msg, Nid dst);
+  int send_local(Message* msg, Nid dst);
+  struct Path {
+    Ni* ni = nullptr;
+    PeerNi* lpni = nullptr;
+  };
+  int select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerNi* dst, Path& out);
+  Ni* best_ni_on(Net* net, unsigned cpt);
+  PeerNi* best_peer_ni_on(PeerNet* pn, Ni* ni);
+  bool post_send_locked(Message* msg);  // true: send now; false: queued for credits
+  void return_credits_locked(Message* msg, MsgQueue& to_send);
+  void ni_send(Message* msg);
+
+  // Receiving
+  void parse_put(Message* msg);
+  void parse_get(Message* msg);
+  void parse_reply(Message* msg);
+  void parse_ack(Message* msg);
+  void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset,
+                std::uint32_t mlen, std::uint32_t rlen);
+  void drop_rx(Message* msg);
+  void receive_matched(MsgQueue& matched, MsgQueue& dropped);
+  PeerNi* rx_peer(Nid from);
+
+  // Ping and push targets
+  int setup_ping_target();
+  void post_push_target();
+  void on_push(const Event& ev);
+
+  Config config_;
+  Pid pid_;
+  CptTable cpts_;
+  CptLocks net_locks_;
+  GlobalCounters counters_;
+  std::unique_ptr<portals::PortalTable> portals_;
+  PeerTable peers_;
+  std::atomic<std::uint64_t> config_gen_{0};
+  int numa_range_ = 0;
+
+  std::map<std::uint32_t, std::unique_ptr<Lnd>> lnds_;
+  std::vector<std::unique_ptr<Net>> nets_;
+  std::vector<std::unique_ptr<Ni>> nis_;
+  Ni* lo_ni_ = nullptr;
+
+  std::vector<std::uint8_t> ping_buf_;
+  MeHandle ping_me_;
+  std::vector<std::uint8_t> push_buf_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> pushes_received_{0};
+  bool started_ = false;
+};
+
+}  // namespace lnet::core

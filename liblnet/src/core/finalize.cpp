@@ -1,0 +1,102 @@
+// Finalizing messages: credits back (which may release queued messages), the MD's event,
+// then the ACK a PUT asked for, and the message back to the pool. A thread that is
+// already finalizing queues nested finalizations (loopback sends finalize inline) so the
+// stack never grows with the number of messages.
+#include "core/core.hpp"
+
+namespace lnet::core {
+
+namespace {
+struct FinalizeQueue {
+  bool active = false;
+  MsgQueue queue;
+};
+thread_local FinalizeQueue tl_finalizing;
+}  // namespace
+
+void Core::finalize(LndMessage* lmsg, int status) {
+  auto* msg = static_cast<Message*>(lmsg);
+  if (status != 0 && msg->status == 0) msg->status = status;
+  FinalizeQueue& f = tl_finalizing;
+  if (f.active) {
+    f.queue.push_back(msg);
+    return;
+  }
+  f.active = true;
+  msg->core->process(msg);
+  while (Message* m = f.queue.pop_front()) m->core->process(m);
+  f.active = false;
+}
+
+void Core::process(Message* msg) {
+  if (msg->sending) {
+    msg->sending = false;
+    if (msg->status != 0 && msg->tx_committed) {
+      counters_.add(msg->cpt, kDropCount);
+      counters_.add(msg->cpt, kDropLength, msg->len);
+      counters_.health(msg->cpt, msg->health);
+      if (msg->txni) msg->txni->stats.add(TypeStats::kDropped, msg->hdr.type);
+      if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kDropped, msg->hdr.type);
+    }
+    if (msg->tx_credit || msg->peer_tx_credit) {
+      MsgQueue to_send;
+      {
+        std::lock_guard g(net_locks_[msg->cpt]);
+        return_credits_locked(msg, to_send);
+      }
+      bool stop = stopping_.load(std::memory_order_relaxed);
+      while (Message* m = to_send.pop_front()) {
+        if (stop) {
+          m->health = HealthStatus::LocalAborted;
+          finalize(m, -ESHUTDOWN);
+        } else {
+          ni_send(m);
+        }
+      }
+    }
+  } else if (msg->status != 0 && msg->receiving) {
+    counters_.add(msg->cpt, kDropCount);
+    counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
+    if (msg->rxni) msg->rxni->stats.add(TypeStats::kDropped, msg->hdr.type);
+  }
+  if (msg->md) {
+    msg->ev.status = msg->status;
+    portals_->finalize_md(msg, *this);  // delivers the event, then complete(msg)
+  } else {
+    complete(msg);
+  }
+}
+
+void Core::complete(Message* msg) {
+  if (msg->event_only) {
+    msg_free(msg);
+    return;
+  }
+  if (msg->receiving && msg->ack_wanted && msg->status == 0) {
+    // The PUT is delivered: the same message goes back as its ACK.
+    const Header::Put put = msg->hdr.msg.put;
+    ProcessId src{msg->hdr.src_nid, msg->hdr.src_pid};
+    msg->receiving = false;
+    msg->ack_wanted = false;
+    msg->sending = true;
+    msg->target = src;
+    msg->iov = nullptr;
+    msg->niov = 0;
+    msg->offset = msg->len = 0;
+    Header& h = msg->hdr;
+    h.type = MsgType::Ack;
+    h.payload_length = 0;
+    h.dest_pid = src.pid;
+    h.msg.ack.dst_wmd = put.ack_wmd;
+    h.msg.ack.match_bits = put.match_bits;
+    h.msg.ack.mlength = msg->ev.mlength;
+    if (int rc = send(msg->rxni->nid, msg, msg->from)) {
+      msg->health = HealthStatus::LocalError;
+      finalize(msg, rc);
+    }
+    return;
+  }
+  free_msg(msg);
+}
+
+}  // namespace lnet::core

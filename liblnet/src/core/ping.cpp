@@ -1,0 +1,133 @@
+// Portal 0: the ping target (answers GETs with this node's ping info), the push target
+// (accepts pushed ping info), and ping() itself.
+#include <algorithm>
+#include <condition_variable>
+
+#include "core/core.hpp"
+
+namespace lnet::core {
+
+namespace {
+constexpr unsigned kPushTargetNis = 64;  // what a push may carry before it is truncated
+}
+
+PingInfo Core::ping_info() const {
+  PingInfo info;
+  info.features = kPingFeatNiStatus | kPingFeatMultiRail | kPingFeatRteDisabled;
+  info.pid = pid_;
+  info.nis.push_back(NiStatus{Nid::lo(), 1, 0});  // status of entry 0: the buffer's sequence number
+  for (const auto& ni : nis_) {
+    if (ni.get() == lo_ni_) continue;
+    info.nis.push_back(NiStatus{ni->nid, ni->up.load() ? kNiStatusUp : kNiStatusDown, 0});
+  }
+  return info;
+}
+
+int Core::setup_ping_target() {
+  ping_buf_ = encode_ping_info(ping_info());
+  if (int rc = portals_->set_lazy(kReservedPortal)) return rc;
+  auto me = portals_->me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Retain, InsPos::After);
+  if (!me) return me.code();
+  MdDesc d;
+  d.start = ping_buf_.data();
+  d.length = ping_buf_.size();
+  d.threshold = kMdThreshInf;
+  d.options = kMdOpGet | kMdTruncate | kMdManageRemote;
+  auto md = md_attach(*me, d, Unlink::Retain);
+  if (!md) return md.code();
+  ping_me_ = *me;
+  push_buf_.resize(kPingInfoHeaderSize + kNiStatusSize * kPushTargetNis);
+  post_push_target();
+  return 0;
+}
+
+void Core::post_push_target() {
+  if (stopping_.load()) return;
+  auto me = portals_->me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
+  if (!me) return;
+  MdDesc d;
+  d.start = push_buf_.data();
+  d.length = push_buf_.size();
+  d.threshold = 1;
+  d.options = kMdOpPut | kMdTruncate;
+  d.handler = [this](const Event& ev) { on_push(ev); };
+  if (!md_attach(*me, d, Unlink::Unlink)) (void)portals_->me_unlink(*me, *this);
+}
+
+void Core::on_push(const Event& ev) {
+  if (ev.type == EventType::Put && ev.status == 0) {
+    // Discovery consumes pushes; until then a push is validated and counted.
+    if (decode_ping_info(std::span(push_buf_.data(), ev.mlength)).ok()) pushes_received_.fetch_add(1);
+  }
+  if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
+}
+
+Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids) {
+  if (target.nid.is_any()) return Failure{-EINVAL, "ping needs a target NID"};
+  if (target.pid == kPidAny) target.pid = kPidLustre;
+  max_nids = std::clamp(max_nids, 1U, kDefaultMaxInterfaces);
+  std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
+
+  struct Wait {
+    std::mutex m;
+    std::condition_variable cv;
+    bool replied = false;
+    bool failed = false;
+    bool done = false;  // the MD is unlinked: no more events
+    int status = 0;
+    std::uint32_t mlength = 0;
+  };
+  for (int attempt = 0;; ++attempt) {
+    auto w = std::make_shared<Wait>();
+    std::vector<std::uint8_t> buf(size);
+    MdDesc d;
+    d.start = buf.data();
+    d.length = size;
+    d.threshold = 2;  // SEND + REPLY
+    d.options = kMdTruncate;
+    d.handler = [w](const Event& ev) {
+      std::lock_guard g(w->m);
+      if (ev.type == EventType::Reply) {
+        w->replied = ev.status == 0;
+        w->status = ev.status;
+        w->mlength = ev.mlength;
+      } else if (ev.status != 0) {
+        w->failed = true;
+        w->status = ev.status;
+      }
+      if (ev.unlinked) w->done = true;
+      w->cv.notify_all();
+    };
+    auto md = md_bind(d, Unlink::Unlink);
+    if (!md) return md.failure();
+    if (int rc = get(Nid::any(), *md, target, kReservedPortal, kPingMatchBits, 0)) {
+      (void)md_unlink(*md);
+      return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
+    }
+    std::unique_lock lk(w->m);
+    bool answered = w->cv.wait_for(lk, timeout, [&] { return w->done || w->failed; });
+    if (!w->done) {
+      lk.unlock();
+      (void)md_unlink(*md);  // no answer (or a failed send): stop waiting for one
+      lk.lock();
+      w->cv.wait(lk, [&] { return w->done; });
+    }
+    if (!w->replied) {
+      if (!answered) return Failure{-ETIMEDOUT, "no answer from " + target.to_string() + " within " +
+                                                    std::to_string(timeout.count()) + " ms"};
+      int rc = w->status ? w->status : -EIO;
+      return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
+    }
+    std::size_t needed = 0;
+    auto info = decode_ping_info(std::span(buf.data(), w->mlength), kDefaultMaxInterfaces, &needed);
+    if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
+      size = needed;  // more NIs than we made room for: ask again with a big enough buffer
+      continue;
+    }
+    if (!info) return Failure{info.code(), "bad ping reply from " + target.to_string() + ": " + info.message()};
+    if (info->nis.size() > max_nids + 1) info->nis.resize(max_nids + 1);
+    return PingResult{ProcessId{target.nid, info->pid}, std::move(*info)};
+  }
+}
+
+}  // namespace lnet::core

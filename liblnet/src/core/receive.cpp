@@ -1,0 +1,226 @@
+// The receive path: validate a header a driver parsed, find the peer, match PUT/GET
+// against the portals (or queue on a lazy portal), turn a matched GET into its REPLY,
+// and match ACK/REPLY to the MD that asked for them.
+#include "core/core.hpp"
+
+namespace lnet::core {
+
+namespace {
+bool valid_for_type(const Header& h) {
+  switch (h.type) {
+    case MsgType::Ack:
+    case MsgType::Get:
+      return h.payload_length == 0;
+    case MsgType::Put:
+    case MsgType::Reply:
+      return h.payload_length <= kMaxPayload;
+    case MsgType::Hello:
+      return false;
+  }
+  return false;
+}
+}  // namespace
+
+PeerNi* Core::rx_peer(Nid from) {
+  unsigned cpt = cpts_.of_nid(from);
+  {
+    std::lock_guard g(net_locks_[cpt]);
+    if (PeerNi* lpni = peers_.find(from)) return lpni;
+  }
+  ExclusiveLock x(net_locks_);
+  if (!peers_.find(from)) (void)peers_.add_ni(from, from, false, peer_credits_for(from.net()));
+  return peers_.find(from);
+}
+
+int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
+  Ni& ni = static_cast<Ni&>(nif);
+  unsigned cpt = cpts_.of_nid(from);
+  auto reject = [&]() {
+    counters_.add(cpt, kErrors);
+    counters_.add(cpt, kDropCount);
+    counters_.add(cpt, kDropLength, hdr.payload_length);
+    if (hdr.type <= MsgType::Hello) ni.stats.add(TypeStats::kDropped, hdr.type);
+    return -EPROTO;
+  };
+  if (!valid_for_type(hdr) || hdr.src_nid.is_any() || from.is_any()) return reject();
+
+  bool for_me = hdr.dest_nid == ni.nid || (&ni == lo_ni_ && is_local_nid(hdr.dest_nid));
+  if (!for_me) {
+    // Something on our own net should have been sent to its NID directly.
+    if (hdr.dest_nid.net() == ni.nid.net() || is_local_nid(hdr.dest_nid)) return reject();
+    if (rdma_req && hdr.type == MsgType::Get) return reject();
+    // Not a router: drop what is not ours.
+    counters_.add(cpt, kDropCount);
+    counters_.add(cpt, kDropLength, hdr.payload_length);
+    ni.stats.add(TypeStats::kDropped, hdr.type);
+    (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
+    return 0;
+  }
+
+  Nid initiator = hdr.src_nid;
+  if (&ni != lo_ni_) {
+    PeerNi* lpni = rx_peer(from);
+    lpni->stats.add(TypeStats::kReceived, hdr.type);
+    if (hdr.src_nid == from) {
+      initiator = lpni->peer->primary;
+    } else {
+      std::lock_guard g(net_locks_[cpts_.of_nid(hdr.src_nid)]);
+      if (PeerNi* src = peers_.find(hdr.src_nid)) initiator = src->peer->primary;
+    }
+  }
+
+  Message* msg = new_msg(cpt);
+  msg->receiving = true;
+  msg->rxni = &ni;
+  msg->from = from;
+  msg->lnd_private = lnd_private;
+  msg->hdr = hdr;
+  msg->rdma_get = rdma_req && hdr.type == MsgType::Get;
+  msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+  Event& ev = msg->ev;
+  ev.target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+  ev.initiator = ProcessId{initiator, hdr.src_pid};
+  ev.source = ProcessId{hdr.src_nid, hdr.src_pid};
+  ev.sender = from;
+  ev.msg_type = hdr.type;
+  ev.rlength = hdr.payload_length;
+  counters_.add(cpt, kRecvCount);
+  counters_.add(cpt, kRecvLength, hdr.payload_length);
+  ni.stats.add(TypeStats::kReceived, hdr.type);
+
+  switch (hdr.type) {
+    case MsgType::Put: parse_put(msg); break;
+    case MsgType::Get: parse_get(msg); break;
+    case MsgType::Reply: parse_reply(msg); break;
+    case MsgType::Ack: parse_ack(msg); break;
+    case MsgType::Hello: break;  // rejected above
+  }
+  return 0;
+}
+
+void Core::lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset,
+                    std::uint32_t mlen, std::uint32_t rlen) {
+  Ni* ni = msg->rxni;
+  int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, delayed, iov, niov, offset, mlen, rlen);
+  if (rc < 0) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
+}
+
+void Core::drop_rx(Message* msg) {
+  Ni* ni = msg->rxni;
+  counters_.add(msg->cpt, kDropCount);
+  counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
+  ni->stats.add(TypeStats::kDropped, msg->hdr.type);
+  (void)ni->lnd->recv(*ni, msg->lnd_private, nullptr, false, nullptr, 0, 0, 0, msg->hdr.payload_length);
+  free_msg(msg);
+}
+
+void Core::receive_matched(MsgQueue& matched, MsgQueue& dropped) {
+  while (Message* m = matched.pop_front()) {
+    m->ack_wanted = !m->hdr.msg.put.ack_wmd.is_none() && !(m->md->options & kMdAckDisable);
+    lnd_recv(m, true, m->md->iov, m->md->niov, m->ev.offset, m->ev.mlength, m->hdr.payload_length);
+  }
+  while (Message* m = dropped.pop_front()) drop_rx(m);
+}
+
+void Core::parse_put(Message* msg) {
+  const Header::Put& put = msg->hdr.msg.put;
+  msg->ev.type = EventType::Put;
+  msg->ev.pt_index = put.ptl_index;
+  msg->ev.match_bits = put.match_bits;
+  msg->ev.hdr_data = put.hdr_data;
+  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpPut, put.ptl_index,
+                                  put.match_bits, msg->hdr.payload_length, put.offset};
+  switch (portals_->match_incoming(msg)) {
+    case portals::RxMatch::Matched: {
+      msg->ack_wanted = !put.ack_wmd.is_none() && !(msg->md->options & kMdAckDisable);
+      portals::LibMd* md = msg->md;
+      lnd_recv(msg, false, md->iov, md->niov, msg->ev.offset, msg->ev.mlength, msg->hdr.payload_length);
+      return;
+    }
+    case portals::RxMatch::Delayed:
+      return;  // the driver keeps the payload until an MD is attached
+    case portals::RxMatch::Dropped:
+      drop_rx(msg);
+      return;
+  }
+}
+
+void Core::parse_get(Message* msg) {
+  const Header::Get get = msg->hdr.msg.get;
+  msg->ev.type = EventType::Get;
+  msg->ev.pt_index = get.ptl_index;
+  msg->ev.match_bits = get.match_bits;
+  msg->ev.rlength = get.sink_length;
+  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpGet, get.ptl_index,
+                                  get.match_bits, get.sink_length, get.src_offset};
+  if (portals_->match_incoming(msg) != portals::RxMatch::Matched) {
+    drop_rx(msg);
+    return;
+  }
+  // The GET becomes its REPLY; its event is delivered once the REPLY has gone.
+  Ni* ni = msg->rxni;
+  portals::LibMd* md = msg->md;
+  Nid src_nid = msg->hdr.src_nid;
+  Pid src_pid = msg->hdr.src_pid;
+  void* priv = msg->lnd_private;
+  msg->receiving = false;
+  msg->sending = true;
+  msg->target = ProcessId{src_nid, src_pid};
+  msg->iov = md->iov;
+  msg->niov = md->niov;
+  msg->offset = msg->ev.offset;
+  msg->len = msg->ev.mlength;
+  Header& h = msg->hdr;
+  h.type = MsgType::Reply;
+  h.dest_nid = src_nid;
+  h.dest_pid = src_pid;
+  h.src_nid = ni->nid;
+  h.src_pid = pid_;
+  h.payload_length = msg->len;
+  h.msg.reply.dst_wmd = get.return_wmd;
+  if (msg->rdma_get) {
+    // The driver moves the payload itself (e.g. into a sink the initiator pre-posted).
+    msg->txni = ni;
+    msg->tx_committed = true;
+    counters_.add(msg->cpt, kSendCount);
+    counters_.add(msg->cpt, kSendLength, msg->len);
+    lnd_recv(msg, false, md->iov, md->niov, msg->offset, msg->len, msg->len);
+    return;
+  }
+  (void)ni->lnd->recv(*ni, priv, nullptr, false, nullptr, 0, 0, 0, 0);
+  if (int rc = send(ni->nid, msg, msg->from)) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
+}
+
+void Core::parse_reply(Message* msg) {
+  msg->ev.type = EventType::Reply;
+  std::uint32_t mlength = 0;
+  if (portals_->match_response(msg, msg->hdr.msg.reply.dst_wmd, true, msg->hdr.payload_length, &mlength)) {
+    drop_rx(msg);
+    return;
+  }
+  msg->ev.mlength = mlength;
+  msg->ev.offset = 0;
+  portals::LibMd* md = msg->md;
+  lnd_recv(msg, false, md->iov, md->niov, 0, mlength, msg->hdr.payload_length);
+}
+
+void Core::parse_ack(Message* msg) {
+  const Header::Ack& ack = msg->hdr.msg.ack;
+  msg->ev.type = EventType::Ack;
+  msg->ev.match_bits = ack.match_bits;
+  msg->ev.rlength = msg->ev.mlength = ack.mlength;
+  msg->ev.offset = 0;
+  if (portals_->match_response(msg, ack.dst_wmd, false, 0, nullptr)) {
+    drop_rx(msg);
+    return;
+  }
+  lnd_recv(msg, false, nullptr, 0, 0, 0, 0);
+}
+
+}  // namespace lnet::core

@@ -1,0 +1,344 @@
+// The send path: PUT and GET commit their MD, pick a local NI and a peer NI (multi-rail
+// selection), take a peer credit then an NI credit (queueing when either goes negative)
+// and hand the message to the NI's driver.
+#include <sched.h>
+
+#include <algorithm>
+
+#include "core/core.hpp"
+#include "select/selection.hpp"
+
+namespace lnet::core {
+
+int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
+              std::uint32_t offset, std::uint64_t hdr_data) {
+  if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
+  Message* msg = new_msg(cpts_.current());
+  if (int rc = portals_->commit_send(mdh, msg)) {
+    free_msg(msg);
+    return rc;
+  }
+  Header& h = msg->hdr;
+  h.type = MsgType::Put;
+  h.dest_pid = target.pid;
+  h.payload_length = msg->len;
+  h.msg.put.ack_wmd = ack == AckReq::Ack ? WireHandle{portals_->interface_cookie(), mdh.cookie} : WireHandle::none();
+  h.msg.put.match_bits = match_bits;
+  h.msg.put.hdr_data = hdr_data;
+  h.msg.put.ptl_index = portal;
+  h.msg.put.offset = offset;
+  msg->target = target;
+  msg->sending = true;
+  Event& ev = msg->ev;
+  ev.type = EventType::Send;
+  ev.target = target;
+  ev.pt_index = portal;
+  ev.match_bits = match_bits;
+  ev.rlength = ev.mlength = msg->len;
+  ev.offset = offset;
+  ev.hdr_data = hdr_data;
+  ev.msg_type = MsgType::Put;
+  if (int rc = send(self, msg, target.nid)) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);  // reported through the SEND event, as LNetPut does
+  }
+  return 0;
+}
+
+int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
+              std::uint32_t offset) {
+  if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
+  Message* msg = new_msg(cpts_.current());
+  if (int rc = portals_->commit_send(mdh, msg)) {
+    free_msg(msg);
+    return rc;
+  }
+  std::uint32_t sink = msg->len;
+  msg->len = 0;  // a GET carries no payload; the MD is the REPLY's sink
+  Header& h = msg->hdr;
+  h.type = MsgType::Get;
+  h.dest_pid = target.pid;
+  h.payload_length = 0;
+  h.msg.get.return_wmd = WireHandle{portals_->interface_cookie(), mdh.cookie};
+  h.msg.get.match_bits = match_bits;
+  h.msg.get.ptl_index = portal;
+  h.msg.get.src_offset = offset;
+  h.msg.get.sink_length = sink;
+  msg->target = target;
+  msg->sending = true;
+  Event& ev = msg->ev;
+  ev.type = EventType::Send;
+  ev.target = target;
+  ev.pt_index = portal;
+  ev.match_bits = match_bits;
+  ev.rlength = ev.mlength = sink;
+  ev.offset = offset;
+  ev.msg_type = MsgType::Get;
+  if (int rc = send(self, msg, target.nid)) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
+  return 0;
+}
+
+int Core::send_local(Message* msg, Nid dst) {
+  msg->txni = lo_ni_;
+  msg->txpeer = nullptr;
+  msg->hdr.dest_nid = dst;
+  msg->hdr.src_nid = dst;
+  msg->hdr.src_pid = pid_;
+  msg->next_hop = dst;
+  if (msg->ev.type == EventType::Send) {
+    msg->ev.initiator = msg->ev.source = ProcessId{dst, pid_};
+    msg->ev.sender = dst;
+  }
+  msg->tx_committed = true;
+  counters_.add(msg->cpt, kSendCount);
+  counters_.add(msg->cpt, kSendLength, msg->len);
+  ni_send(msg);
+  return 0;
+}
+
+int Core::send(Nid self, Message* msg, Nid dst) {
+  if (!started_ || stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;
+  Ni* src_ni = nullptr;
+  if (!self.is_any()) {
+    src_ni = find_ni(self);
+    if (!src_ni) return -EINVAL;  // not one of our NIDs
+  }
+  if (dst == Nid::lo() || find_ni(dst)) return send_local(msg, dst);
+
+  unsigned cpt = cpts_.of_nid(dst);
+  std::unique_lock lk(net_locks_[cpt]);
+  for (;;) {
+    PeerNi* lpni = peers_.find(dst);
+    if (!lpni) {
+      // First message to this NID: make its peer (a configuration change, all CPTs).
+      lk.unlock();
+      {
+        ExclusiveLock x(net_locks_);
+        if (!peers_.find(dst)) (void)peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()));
+      }
+      lk.lock();
+      continue;
+    }
+    Path path;
+    if (int rc = select_path_locked(cpt, msg, src_ni, lpni, path)) return rc;
+    if (path.lpni->cpt != cpt) {
+      // Credits of the chosen peer NI live under its own CPT lock.
+      std::uint64_t gen = config_gen_.load(std::memory_order_relaxed);
+      lk.unlock();
+      cpt = path.lpni->cpt;
+      lk = std::unique_lock(net_locks_[cpt]);
+      if (config_gen_.load(std::memory_order_relaxed) != gen) continue;
+    }
+    msg->txni = path.ni;
+    msg->txpeer = path.lpni;
+    msg->hdr.src_nid = path.ni->nid;
+    msg->hdr.src_pid = pid_;
+    msg->hdr.dest_nid = path.lpni->nid;
+    msg->next_hop = path.lpni->nid;
+    if (msg->ev.type == EventType::Send) {  // not the event of a request we answer
+      msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
+      msg->ev.sender = path.ni->nid;
+    }
+    counters_.msg_free(msg->cpt);  // the message now belongs to the peer NI's CPT
+    msg->cpt = cpt;
+    counters_.msg_alloc(cpt);
+    msg->tx_committed = true;
+    counters_.add(cpt, kSendCount);
+    counters_.add(cpt, kSendLength, msg->len);
+    bool now = post_send_locked(msg);
+    lk.unlock();
+    if (now) ni_send(msg);
+    return 0;
+  }
+}
+
+Ni* Core::best_ni_on(Net* net, unsigned cpt) {
+  const auto& nis = net->nis;
+  if (nis.size() == 1) {
+    Ni* ni = nis.front();
+    return ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed) ? nullptr : ni;
+  }
+  unsigned cpu = 0, node = 0;
+  (void)getcpu(&cpu, &node);
+  int best = select::best_local_ni(
+      static_cast<int>(nis.size()),
+      [&](int i) {
+        Ni* ni = nis[static_cast<std::size_t>(i)];
+        select::LocalNiScore s;
+        s.fatal = ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed);
+        s.health = ni->health.load(std::memory_order_relaxed);
+        s.priority = ni->sel_priority.load(std::memory_order_relaxed);
+        s.dev_prio = ni->dev_prio;
+        s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
+        s.credits = ni->tq[cpt].credits;
+        s.seq = ni->seq.load(std::memory_order_relaxed);
+        return s;
+      },
+      numa_range_);
+  Ni* ni = nis[static_cast<std::size_t>(best)];
+  if (ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) return nullptr;
+  ni->seq.fetch_add(1, std::memory_order_relaxed);
+  return ni;
+}
+
+PeerNi* Core::best_peer_ni_on(PeerNet* pn, Ni* ni) {
+  const auto& lpnis = pn->nis;
+  int best = select::best_peer_ni(static_cast<int>(lpnis.size()), [&](int i) {
+    PeerNi* p = lpnis[static_cast<std::size_t>(i)];
+    select::PeerNiScore s;
+    s.health = p->health.load(std::memory_order_relaxed);
+    s.priority = p->sel_priority.load(std::memory_order_relaxed);
+    s.preferred = std::find(p->pref_local.begin(), p->pref_local.end(), ni->nid) != p->pref_local.end();
+    s.credits = p->tx_credits.load(std::memory_order_relaxed);
+    s.seq = p->seq.load(std::memory_order_relaxed);
+    return s;
+  });
+  if (best < 0) return nullptr;
+  PeerNi* p = lpnis[static_cast<std::size_t>(best)];
+  p->seq.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerNi* dst, Path& out) {
+  Peer* peer = dst->peer;
+  NetId dst_net = dst->nid.net();
+  bool response = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply;
+
+  if (response || (src_ni && !peer->multi_rail)) {
+    // A response goes back exactly where the request came from.
+    Ni* ni = src_ni;
+    if (!ni || ni->net->id != dst_net) {
+      Net* net = find_net(dst_net);
+      ni = net ? best_ni_on(net, cpt) : nullptr;
+    }
+    if (!ni) return -EHOSTUNREACH;
+    out = {ni, dst};
+    return 0;
+  }
+  if (src_ni) {
+    for (auto& pn : peer->nets) {
+      if (pn->net != src_ni->net->id) continue;
+      out = {src_ni, best_peer_ni_on(pn.get(), src_ni)};
+      return out.lpni ? 0 : -EHOSTUNREACH;
+    }
+    return -EHOSTUNREACH;
+  }
+  if (!peer->multi_rail) {
+    // A non-multi-rail peer always hears from the same local NI.
+    Net* net = find_net(dst_net);
+    if (!net) return -EHOSTUNREACH;
+    Ni* ni = dst->pref_ni;
+    if (!ni || ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) {
+      ni = best_ni_on(net, cpt);
+      if (!ni) return -EHOSTUNREACH;
+      dst->pref_ni = ni;
+    }
+    out = {ni, dst};
+    return 0;
+  }
+  // Multi-rail: the best local NI over every peer net we share, then the best peer NI
+  // on that net for it.
+  PeerNet* best_pn = nullptr;
+  Ni* best_ni = nullptr;
+  std::uint32_t best_prio[2] = {UINT_MAX, UINT_MAX};
+  select::LocalNiScore best_score;
+  unsigned cpu = 0, node = 0;
+  (void)getcpu(&cpu, &node);
+  for (auto& pn : peer->nets) {
+    Net* net = find_net(pn->net);
+    if (!net) continue;
+    std::uint32_t prio[2] = {pn->sel_priority, net->sel_priority.load(std::memory_order_relaxed)};
+    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 2, prio, prio + 2)) continue;
+    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 2, best_prio, best_prio + 2);
+    for (Ni* ni : net->nis) {
+      select::LocalNiScore s;
+      s.fatal = ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed);
+      if (s.fatal) continue;
+      s.health = ni->health.load(std::memory_order_relaxed);
+      s.priority = ni->sel_priority.load(std::memory_order_relaxed);
+      s.dev_prio = ni->dev_prio;
+      s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
+      s.credits = ni->tq[cpt].credits;
+      s.seq = ni->seq.load(std::memory_order_relaxed);
+      if (!best_ni || better_net || select::compare_local_ni(s, best_score, numa_range_) < 0) {
+        best_ni = ni;
+        best_pn = pn.get();
+        best_score = s;
+        best_prio[0] = prio[0];
+        best_prio[1] = prio[1];
+        better_net = false;
+      }
+    }
+  }
+  if (!best_ni) return -EHOSTUNREACH;
+  best_ni->seq.fetch_add(1, std::memory_order_relaxed);
+  PeerNi* lpni = best_peer_ni_on(best_pn, best_ni);
+  if (!lpni) return -EHOSTUNREACH;
+  out = {best_ni, lpni};
+  return 0;
+}
+
+bool Core::post_send_locked(Message* msg) {
+  PeerNi* lpni = msg->txpeer;
+  TxQueue& tq = msg->txni->tq[msg->cpt];
+  if (!msg->peer_tx_credit) {
+    msg->peer_tx_credit = true;
+    lpni->txq_nob += msg->len + kHeaderSize;
+    int c = lpni->tx_credits.fetch_sub(1, std::memory_order_relaxed) - 1;
+    lpni->min_tx_credits = std::min(lpni->min_tx_credits, c);
+    if (c < 0) {
+      msg->tx_delayed = true;
+      lpni->txq.push_back(msg);
+      return false;
+    }
+  }
+  if (!msg->tx_credit) {
+    msg->tx_credit = true;
+    int c = --tq.credits;
+    tq.min_credits = std::min(tq.min_credits, c);
+    if (c < 0) {
+      msg->tx_delayed = true;
+      tq.delayed.push_back(msg);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
+  PeerNi* lpni = msg->txpeer;
+  TxQueue& tq = msg->txni->tq[msg->cpt];
+  if (msg->tx_credit) {
+    msg->tx_credit = false;
+    if (++tq.credits <= 0) {
+      // The head waiter already holds its peer credit: it can go.
+      if (Message* next = tq.delayed.pop_front()) to_send.push_back(next);
+    }
+  }
+  if (msg->peer_tx_credit) {
+    msg->peer_tx_credit = false;
+    lpni->txq_nob -= msg->len + kHeaderSize;
+    int c = lpni->tx_credits.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (c <= 0) {
+      if (Message* next = lpni->txq.pop_front()) {
+        if (post_send_locked(next)) to_send.push_back(next);
+      }
+    }
+  }
+}
+
+void Core::ni_send(Message* msg) {
+  Ni* ni = msg->txni;
+  ni->stats.add(TypeStats::kSent, msg->hdr.type);
+  if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kSent, msg->hdr.type);
+  int rc = ni->lnd->send(*ni, *msg);  // msg may be finalized and gone once this returns 0
+  if (rc < 0) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
+}
+
+}  // namespace lnet::core

@@ -1,0 +1,25 @@
+// Small text helpers shared by the identifier and range-expression parsers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <lnet/result.hpp>
+
+namespace lnet::text {
+
+struct NetLndType {
+  std::uint32_t type;
+};
+
+std::string_view trim(std::string_view s);
+// Decimal digits only, value <= max.
+bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out);
+// Exactly four decimal octets; result is a<<24|b<<16|c<<8|d.
+bool parse_ipv4(std::string_view s, std::uint32_t& out);
+std::string ipv4_string(std::uint32_t addr);
+// The LND name at the start of `text` (longest match); `rest` gets what follows it.
+Result<NetLndType> parse_net_name(std::string_view text, std::string_view& rest);
+
+}  // namespace lnet::text

@@ -1,0 +1,514 @@
+// Match entries, memory descriptors and their events: attach/insert/unlink, matching of
+// incoming messages, lazy-portal queueing, and per-MD serialised event delivery.
+#include "portals/portal_table.hpp"
+
+#include <cerrno>
+#include <climits>
+
+namespace lnet::portals {
+
+using core::Message;
+using core::MsgQueue;
+
+PortalTable::PortalTable(const core::CptTable& cpts, std::uint64_t interface_cookie)
+    : cpts_(cpts),
+      iface_cookie_(interface_cookie),
+      res_(std::make_unique<Res[]>(cpts.count())),
+      portals_(std::make_unique<Portal[]>(kMaxPortals)) {
+  for (unsigned i = 0; i < kMaxPortals; ++i) {
+    portals_[i].tables.resize(cpts.count());
+    portals_[i].home = i % cpts.count();
+  }
+}
+
+PortalTable::~PortalTable() = default;
+
+int PortalTable::validate(const MdDesc& d) {
+  if (d.options & kMdKiov) return -EINVAL;  // page fragments exist only in the kernel
+  std::uint64_t total = 0;
+  if (d.options & kMdIovec) {
+    if (d.iov.size() > kMaxIov) return -EINVAL;
+    for (const iovec& v : d.iov) {
+      if (v.iov_base == nullptr && v.iov_len > 0) return -EINVAL;
+      total += v.iov_len;
+    }
+  } else {
+    if (d.start == nullptr && d.length > 0) return -EINVAL;
+    total = d.length;
+  }
+  if (total > UINT32_MAX) return -EINVAL;
+  if (d.threshold < kMdThreshInf) return -EINVAL;
+  if ((d.options & kMdMaxSize) && (d.max_size < 0 || static_cast<std::uint64_t>(d.max_size) > total)) {
+    return -EINVAL;
+  }
+  return 0;
+}
+
+LibMd* PortalTable::alloc_md(Res& r) {
+  LibMd* md = r.md_free;
+  if (md) {
+    r.md_free = md->next_free;
+    md->next_free = nullptr;
+    return md;
+  }
+  r.mds.push_back(std::make_unique<LibMd>());
+  return r.mds.back().get();
+}
+
+void PortalTable::free_md(Res& r, LibMd* md) {
+  md->handler = nullptr;
+  md->eq.reset();
+  md->iov_storage.clear();
+  md->cookie = kInvalidCookie;
+  md->next_free = r.md_free;
+  r.md_free = md;
+}
+
+LibMe* PortalTable::alloc_me(Res& r) {
+  LibMe* me = r.me_free;
+  if (me) {
+    r.me_free = me->next_free;
+    me->next_free = nullptr;
+    return me;
+  }
+  r.mes.push_back(std::make_unique<LibMe>());
+  return r.mes.back().get();
+}
+
+void PortalTable::free_me(Res& r, LibMe* me) {
+  me->cookie = kInvalidCookie;
+  me->md = nullptr;
+  me->next_free = r.me_free;
+  r.me_free = me;
+}
+
+void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
+  if (d.options & kMdIovec) {
+    md->start = const_cast<iovec*>(d.iov.data());
+    md->iov_storage.assign(d.iov.begin(), d.iov.end());
+    md->iov = md->iov_storage.data();
+    md->niov = static_cast<unsigned>(d.iov.size());
+    std::uint64_t total = 0;
+    for (const iovec& v : d.iov) total += v.iov_len;
+    md->length = static_cast<std::uint32_t>(total);
+  } else {
+    md->start = d.start;
+    md->iov_inline = iovec{d.start, d.length};
+    md->iov = &md->iov_inline;
+    md->niov = 1;
+    md->length = static_cast<std::uint32_t>(d.length);
+  }
+  md->offset = 0;
+  md->max_size = d.max_size;
+  md->threshold = d.threshold;
+  md->options = d.options;
+  md->user_ptr = d.user_ptr;
+  md->handler = d.handler;
+  md->eq = d.eq;
+  md->refcount = 0;
+  md->auto_unlink = unlink == Unlink::Unlink;
+  md->zombie = md->on_portal = md->dead = md->delivering = false;
+  md->me = nullptr;
+  md->deferred_head = md->deferred_tail = nullptr;
+}
+
+void PortalTable::fill_md_event(const LibMd* md, Event& ev) const {
+  ev.md_handle = MdHandle{md->cookie};
+  ev.md_start = md->start;
+  ev.md_length = md->length;
+  ev.md_niov = md->niov;
+  ev.md_threshold = md->threshold;
+  ev.md_max_size = md->max_size;
+  ev.md_options = md->options;
+  ev.md_user_ptr = md->user_ptr;
+}
+
+Failure PortalTable::set_kind(unsigned portal, bool unique, InsPos pos) {
+  Portal& p = portals_[portal];
+  std::lock_guard g(p.mutex);
+  Kind want = unique ? Kind::Unique : Kind::Wildcard;
+  Kind k = p.kind.load(std::memory_order_relaxed);
+  if (k == Kind::Unset) {
+    if (unique) {
+      for (auto& t : p.tables) t = MatchTable(true);
+    }
+    p.kind.store(want, std::memory_order_release);
+    k = want;
+  }
+  std::string where = "portal " + std::to_string(portal);
+  // Request (wildcard) and RDMA (unique) buffers never share a portal.
+  if (k != want) {
+    return Failure{-EPERM, where + (unique ? " is a request portal: a unique ME (exact NID and pid, no ignore bits) does not fit"
+                                           : " is an RDMA portal: a wildcard ME does not fit")};
+  }
+  if (unique && pos == InsPos::Before) return Failure{-EPERM, where + " is an RDMA portal: MEs cannot be inserted before others"};
+  return Failure{0, {}};
+}
+
+Result<MeHandle> PortalTable::me_attach(unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
+                                        Unlink unlink, InsPos pos) {
+  if (portal >= kMaxPortals) return Failure{-EINVAL, "portal " + std::to_string(portal) + " is not below 64"};
+  Portal& p = portals_[portal];
+  bool unique = !id.nid.is_any() && id.pid != kPidAny && ignore == 0;
+  if (Failure f = set_kind(portal, unique, pos); f.code) return f;
+  unsigned cpt = unique ? cpts_.of_nid(id.nid) : p.home;
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  LibMe* me = alloc_me(r);
+  me->cpt = cpt;
+  me->portal = portal;
+  me->match_id = id;
+  me->match_bits = bits;
+  me->ignore_bits = ignore;
+  me->unlink = unlink;
+  me->md = nullptr;
+  me->cookie = r.handles.insert(me, HandleType::Me, cpt);
+  MatchTable& t = p.tables[cpt];
+  if (pos == InsPos::Before) t.insert_head(me); else t.insert_tail(me);
+  return MeHandle{me->cookie};
+}
+
+Result<MeHandle> PortalTable::me_insert(MeHandle current, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
+                                        Unlink unlink, InsPos pos) {
+  unsigned cpt = cookie_cpt(current.cookie);
+  if (!cookie_is(current.cookie, HandleType::Me) || cpt >= cpts_.count()) return Failure{-ENOENT, "no such ME"};
+  bool unique = !id.nid.is_any() && id.pid != kPidAny && ignore == 0;
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  auto* cur = static_cast<LibMe*>(r.handles.lookup(current.cookie, HandleType::Me));
+  if (!cur) return Failure{-ENOENT, "no such ME"};
+  Portal& p = portals_[cur->portal];
+  if (p.kind.load(std::memory_order_acquire) != Kind::Wildcard || unique) {
+    return Failure{-EPERM, "MEs can only be inserted on a request portal, and only wildcard ones"};
+  }
+  LibMe* me = alloc_me(r);
+  me->cpt = cpt;
+  me->portal = cur->portal;
+  me->match_id = id;
+  me->match_bits = bits;
+  me->ignore_bits = ignore;
+  me->unlink = unlink;
+  me->md = nullptr;
+  me->cookie = r.handles.insert(me, HandleType::Me, cpt);
+  MatchTable& t = table_of(cur);
+  if (pos == InsPos::Before) t.insert_before(cur, me); else t.insert_after(cur, me);
+  return MeHandle{me->cookie};
+}
+
+void PortalTable::detach_from_me(Res& r, LibMd* md, bool force) {
+  LibMe* me = md->me;
+  if (!me) return;
+  md->me = nullptr;
+  me->md = nullptr;
+  if (force || me->unlink == Unlink::Unlink) {
+    table_of(me).remove(me);
+    r.handles.remove(me->cookie);
+    free_me(r, me);
+  }
+}
+
+bool PortalTable::retire_locked(Res& r, LibMd* md) {
+  detach_from_me(r, md, false);
+  r.handles.remove(md->cookie);
+  md->dead = true;
+  return md->has_sink();
+}
+
+void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Message* msg, MsgCompleter& c) {
+  if (!md->has_sink()) {
+    if (md->dead) free_md(r, md);
+    lk.unlock();
+    c.complete(msg);
+    return;
+  }
+  if (md->delivering) {
+    // Another thread runs this MD's sink: it delivers this event after its own, in order.
+    msg->next = nullptr;
+    if (md->deferred_tail) md->deferred_tail->next = msg; else md->deferred_head = msg;
+    md->deferred_tail = msg;
+    lk.unlock();
+    return;
+  }
+  md->delivering = true;
+  lk.unlock();
+  for (;;) {
+    if (md->eq) md->eq->post(msg->ev);
+    if (md->handler) md->handler(msg->ev);
+    c.complete(msg);
+    lk.lock();
+    msg = md->deferred_head;
+    if (!msg) break;
+    md->deferred_head = msg->next;
+    if (!md->deferred_head) md->deferred_tail = nullptr;
+    lk.unlock();
+  }
+  md->delivering = false;
+  if (md->dead) free_md(r, md);
+  lk.unlock();
+}
+
+void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, MsgCompleter& c) {
+  md->zombie = true;
+  if (md->refcount > 0) {
+    // In-flight messages finish first; the last one's event says "unlinked".
+    detach_from_me(r, md, false);
+    lk.unlock();
+    return;
+  }
+  if (!retire_locked(r, md)) {
+    if (!md->delivering) free_md(r, md);
+    lk.unlock();
+    return;
+  }
+  Message* carrier = core::msg_alloc();
+  carrier->event_only = true;
+  fill_md_event(md, carrier->ev);
+  carrier->ev.type = EventType::Unlink;
+  carrier->ev.unlinked = true;
+  sink_event(lk, r, md, carrier, c);
+}
+
+int PortalTable::me_unlink(MeHandle meh, MsgCompleter& c) {
+  unsigned cpt = cookie_cpt(meh.cookie);
+  if (!cookie_is(meh.cookie, HandleType::Me) || cpt >= cpts_.count()) return -ENOENT;
+  Res& r = res_[cpt];
+  std::unique_lock lk(r.lock);
+  auto* me = static_cast<LibMe*>(r.handles.lookup(meh.cookie, HandleType::Me));
+  if (!me) return -ENOENT;
+  LibMd* md = me->md;
+  if (md) {
+    detach_from_me(r, md, true);
+    unlink_md_locked(lk, r, md, c);
+    return 0;
+  }
+  table_of(me).remove(me);
+  r.handles.remove(me->cookie);
+  free_me(r, me);
+  return 0;
+}
+
+Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink unlink, MsgQueue& matched,
+                                        MsgQueue& dropped) {
+  if (int rc = validate(desc)) return Failure{rc, "invalid memory descriptor"};
+  unsigned cpt = cookie_cpt(meh.cookie);
+  if (!cookie_is(meh.cookie, HandleType::Me) || cpt >= cpts_.count()) return Failure{-ENOENT, "no such ME"};
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  auto* me = static_cast<LibMe*>(r.handles.lookup(meh.cookie, HandleType::Me));
+  if (!me) return Failure{-ENOENT, "no such ME"};
+  if (me->md) return Failure{-EBUSY, "the ME already has an MD"};
+  LibMd* md = alloc_md(r);
+  fill_md(md, desc, unlink);
+  md->cpt = cpt;
+  md->on_portal = true;
+  md->me = me;
+  me->md = md;
+  md->cookie = r.handles.insert(md, HandleType::Md, cpt);
+  MdHandle h{md->cookie};
+
+  // PUTs waiting on a lazy portal get their chance at the new MD, in arrival order.
+  Portal& p = portals_[me->portal];
+  std::lock_guard pg(p.mutex);
+  MsgQueue keep;
+  bool open = true;
+  while (Message* m = p.delayed.pop_front()) {
+    MatchResult res = open ? try_match(me, m->match) : MatchResult{};
+    if (res.status == MatchStatus::None) {
+      keep.push_back(m);
+    } else if (res.status == MatchStatus::Drop) {
+      dropped.push_back(m);
+    } else {
+      commit(r, res, m);
+      matched.push_back(m);
+      open = !md->zombie;  // exhausted and detached
+    }
+  }
+  p.delayed = keep;
+  p.ndelayed = 0;
+  for (Message* m = keep.head; m; m = m->next) ++p.ndelayed;
+  return h;
+}
+
+Result<MdHandle> PortalTable::md_bind(const MdDesc& desc, Unlink unlink) {
+  if (int rc = validate(desc)) return Failure{rc, "invalid memory descriptor"};
+  if (desc.options & (kMdOpPut | kMdOpGet)) {
+    return Failure{-EINVAL, "an MD for sending (bind) cannot take incoming PUT/GET"};
+  }
+  unsigned cpt = cpts_.current();
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  LibMd* md = alloc_md(r);
+  fill_md(md, desc, unlink);
+  md->cpt = cpt;
+  md->cookie = r.handles.insert(md, HandleType::Md, cpt);
+  return MdHandle{md->cookie};
+}
+
+int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
+  unsigned cpt = cookie_cpt(mdh.cookie);
+  if (!cookie_is(mdh.cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
+  Res& r = res_[cpt];
+  std::unique_lock lk(r.lock);
+  auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
+  if (!md) return -ENOENT;
+  unlink_md_locked(lk, r, md, c);
+  return 0;
+}
+
+int PortalTable::commit_send(MdHandle mdh, Message* msg) {
+  unsigned cpt = cookie_cpt(mdh.cookie);
+  if (!cookie_is(mdh.cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
+  if (!md || md->threshold == 0 || md->zombie || md->on_portal) return -ENOENT;
+  if (md->threshold != kMdThreshInf) md->threshold--;
+  md->refcount++;
+  msg->md = md;
+  msg->iov = md->iov;
+  msg->niov = md->niov;
+  msg->offset = 0;
+  msg->len = md->length;
+  msg->ev.md_handle = mdh;
+  return 0;
+}
+
+void PortalTable::commit(Res& r, const MatchResult& m, Message* msg) {
+  if (commit_match(m)) {
+    m.md->zombie = true;
+    detach_from_me(r, m.md, false);
+  }
+  msg->md = m.md;
+  msg->ev.offset = m.offset;
+  msg->ev.mlength = m.mlength;
+  msg->ev.md_handle = MdHandle{m.md->cookie};
+}
+
+RxMatch PortalTable::match_incoming(Message* msg) {
+  const MatchInfo& info = msg->match;
+  if (info.portal >= kMaxPortals) return RxMatch::Dropped;
+  Portal& p = portals_[info.portal];
+  Kind kind = p.kind.load(std::memory_order_acquire);
+  unsigned cpt = kind == Kind::Unique ? cpts_.of_nid(info.initiator.nid) : p.home;
+  std::unique_lock lk(res_[cpt].lock);
+  MatchResult m;
+  if (kind != Kind::Unset) m = p.tables[cpt].match(info, info.initiator.nid);
+  if (m.status == MatchStatus::None && kind == Kind::Unique && !info.source.is_any() &&
+      info.source != info.initiator.nid) {
+    // Multi-rail: an ME posted for another NID of the same peer matches too.
+    unsigned cpt2 = cpts_.of_nid(info.source);
+    if (cpt2 != cpt) {
+      lk.unlock();
+      lk = std::unique_lock(res_[cpt2].lock);
+      cpt = cpt2;
+    }
+    m = p.tables[cpt].match(info, info.source);
+  }
+  if (m.status == MatchStatus::Ok) {
+    commit(res_[cpt], m, msg);
+    return RxMatch::Matched;
+  }
+  if (m.status == MatchStatus::Drop) return RxMatch::Dropped;
+  // Only PUTs wait on a lazy portal, a bounded number of them, and on the reserved
+  // portal only pushes (nothing else could ever match there).
+  bool may_wait = info.op == kMdOpPut && (info.portal != kReservedPortal || info.match_bits == kPingMatchBits);
+  if (may_wait && p.lazy.load(std::memory_order_relaxed)) {
+    std::lock_guard pg(p.mutex);
+    if (p.lazy.load(std::memory_order_relaxed) && p.ndelayed < kMaxDelayedPerPortal) {
+      p.delayed.push_back(msg);
+      ++p.ndelayed;
+      return RxMatch::Delayed;
+    }
+  }
+  return RxMatch::Dropped;
+}
+
+int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, std::uint32_t rlength,
+                                std::uint32_t* mlength) {
+  if (wh.interface_cookie != iface_cookie_) return -ENOENT;
+  std::uint64_t cookie = wh.object_cookie;
+  unsigned cpt = cookie_cpt(cookie);
+  if (!cookie_is(cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
+  Res& r = res_[cpt];
+  std::lock_guard g(r.lock);
+  auto* md = static_cast<LibMd*>(r.handles.lookup(cookie, HandleType::Md));
+  if (!md || md->threshold == 0 || md->on_portal || md->zombie) return -ENOENT;
+  if (reply) {
+    if (rlength > md->length && !(md->options & kMdTruncate)) return -EMSGSIZE;
+    *mlength = rlength < md->length ? rlength : md->length;
+  }
+  if (md->threshold != kMdThreshInf) md->threshold--;
+  md->refcount++;
+  msg->md = md;
+  msg->ev.md_handle = MdHandle{cookie};
+  return 0;
+}
+
+void PortalTable::finalize_md(Message* msg, MsgCompleter& c) {
+  LibMd* md = msg->md;
+  msg->md = nullptr;
+  Res& r = res_[md->cpt];
+  std::unique_lock lk(r.lock);
+  md->refcount--;
+  fill_md_event(md, msg->ev);
+  if (md->refcount == 0 && !md->dead && (md->zombie || (md->auto_unlink && md->exhausted()))) {
+    retire_locked(r, md);
+    msg->ev.unlinked = true;
+  }
+  sink_event(lk, r, md, msg, c);
+}
+
+int PortalTable::set_lazy(unsigned portal) {
+  if (portal >= kMaxPortals) return -EINVAL;
+  Portal& p = portals_[portal];
+  std::lock_guard g(p.mutex);
+  p.lazy.store(true, std::memory_order_relaxed);
+  return 0;
+}
+
+int PortalTable::clear_lazy(unsigned portal, MsgQueue& dropped) {
+  if (portal >= kMaxPortals) return -EINVAL;
+  Portal& p = portals_[portal];
+  std::lock_guard g(p.mutex);
+  p.lazy.store(false, std::memory_order_relaxed);
+  while (Message* m = p.delayed.pop_front()) dropped.push_back(m);
+  p.ndelayed = 0;
+  return 0;
+}
+
+void PortalTable::clear_all(MsgQueue& dropped, MsgCompleter& c) {
+  for (unsigned i = 0; i < kMaxPortals; ++i) (void)clear_lazy(i, dropped);
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    Res& r = res_[cpt];
+    std::vector<std::uint64_t> mes, mds;
+    {
+      std::lock_guard g(r.lock);
+      for (auto& me : r.mes)
+        if (me->cookie != kInvalidCookie) mes.push_back(me->cookie);
+      for (auto& md : r.mds)
+        if (md->cookie != kInvalidCookie && !md->dead) mds.push_back(md->cookie);
+    }
+    for (std::uint64_t c1 : mes) (void)me_unlink(MeHandle{c1}, c);
+    for (std::uint64_t c2 : mds) (void)md_unlink(MdHandle{c2}, c);
+  }
+}
+
+std::size_t PortalTable::live_mds() const {
+  std::size_t n = 0;
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    std::lock_guard g(res_[cpt].lock);
+    for (auto& md : res_[cpt].mds) n += md->cookie != kInvalidCookie;
+  }
+  return n;
+}
+
+std::size_t PortalTable::live_mes() const {
+  std::size_t n = 0;
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    std::lock_guard g(res_[cpt].lock);
+    for (auto& me : res_[cpt].mes) n += me->cookie != kInvalidCookie;
+  }
+  return n;
+}
+
+}  // namespace lnet::portals

@@ -1,0 +1,126 @@
+// The 64 portals with their match entries, and every MD and ME of an instance, in per-CPT
+// resource containers (each with its own lock, handle table and object pool). Request
+// portals keep one ordered list of wildcard MEs; RDMA portals hash unique MEs by NID on
+// the CPT of that NID. A portal's kind is fixed by its first ME.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <lnet/md.hpp>
+#include <lnet/result.hpp>
+#include <lnet/wire.hpp>
+
+#include "core/cpt.hpp"
+#include "core/message.hpp"
+#include "portals/handle_table.hpp"
+#include "portals/match_table.hpp"
+
+namespace lnet::portals {
+
+// Finishes a message once its MD event has been delivered (ACK, credits, free).
+class MsgCompleter {
+ public:
+  virtual void complete(core::Message* msg) = 0;
+
+ protected:
+  ~MsgCompleter() = default;
+};
+
+enum class RxMatch { Matched, Delayed, Dropped };
+
+// PUTs that may wait on one lazy portal before newer ones are dropped: bounds what a
+// peer can make us hold.
+inline constexpr std::size_t kMaxDelayedPerPortal = 4096;
+
+class PortalTable {
+ public:
+  PortalTable(const core::CptTable& cpts, std::uint64_t interface_cookie);
+  ~PortalTable();
+  PortalTable(const PortalTable&) = delete;
+  PortalTable& operator=(const PortalTable&) = delete;
+
+  std::uint64_t interface_cookie() const { return iface_cookie_; }
+
+  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits,
+                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits,
+                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  int me_unlink(MeHandle me, MsgCompleter& c);
+  // Attaching may match PUTs waiting on a lazy portal: they are returned in `matched`
+  // (MD committed, to be received) and `dropped`.
+  Result<MdHandle> md_attach(MeHandle me, const MdDesc& desc, Unlink unlink, core::MsgQueue& matched,
+                             core::MsgQueue& dropped);
+  Result<MdHandle> md_bind(const MdDesc& desc, Unlink unlink);
+  int md_unlink(MdHandle md, MsgCompleter& c);
+  static int validate(const MdDesc& desc);
+
+  // Commits a bound MD to an outgoing PUT/GET: msg gets the MD and its whole payload.
+  int commit_send(MdHandle mdh, core::Message* msg);
+  // Matches an incoming PUT/GET described by msg->match. Matched: msg->md is committed and
+  // msg->ev.offset/mlength are set. Delayed: queued on its lazy portal.
+  RxMatch match_incoming(core::Message* msg);
+  // Finds the MD an ACK or REPLY is for and commits it. For a REPLY *mlength is cut to
+  // the MD (with kMdTruncate). -ENOENT / -EMSGSIZE: drop the message.
+  int match_response(core::Message* msg, const WireHandle& wh, bool reply, std::uint32_t rlength,
+                     std::uint32_t* mlength);
+  // Detaches a finished message from its MD and delivers msg->ev (status already set) to
+  // the MD's handler/queue, then calls c.complete(msg) (maybe later, on the thread that
+  // is delivering this MD's events).
+  void finalize_md(core::Message* msg, MsgCompleter& c);
+
+  int set_lazy(unsigned portal);
+  // Stops queueing; waiting messages are returned to be dropped.
+  int clear_lazy(unsigned portal, core::MsgQueue& dropped);
+  // Unlinks every ME and MD (shutdown); waiting messages are returned to be dropped.
+  void clear_all(core::MsgQueue& dropped, MsgCompleter& c);
+
+  std::size_t live_mds() const;
+  std::size_t live_mes() const;
+
+ private:
+  enum class Kind : int { Unset, Wildcard, Unique };
+  struct alignas(core::kCacheLine) Res {
+    std::mutex lock;
+    HandleTable handles;
+    LibMd* md_free = nullptr;
+    LibMe* me_free = nullptr;
+    std::vector<std::unique_ptr<LibMd>> mds;
+    std::vector<std::unique_ptr<LibMe>> mes;
+  };
+  struct Portal {
+    std::mutex mutex;  // leaf lock: kind changes, lazy flag, waiting messages
+    std::atomic<Kind> kind{Kind::Unset};
+    std::atomic<bool> lazy{false};
+    core::MsgQueue delayed;
+    std::size_t ndelayed = 0;
+    std::vector<MatchTable> tables;  // per CPT; a request portal uses tables[home]
+    unsigned home = 0;
+  };
+
+  Failure set_kind(unsigned portal, bool unique, InsPos pos);  // code 0: fits
+  MatchTable& table_of(LibMe* me) { return portals_[me->portal].tables[me->cpt]; }
+  LibMd* alloc_md(Res& r);
+  void free_md(Res& r, LibMd* md);
+  LibMe* alloc_me(Res& r);
+  void free_me(Res& r, LibMe* me);
+  void fill_md(LibMd* md, const MdDesc& d, Unlink unlink);
+  void fill_md_event(const LibMd* md, Event& ev) const;
+  // Takes the MD off its ME; frees the ME if it was attached with Unlink (or `force`).
+  void detach_from_me(Res& r, LibMd* md, bool force);
+  // After a successful match: consume it, and detach an exhausted auto-unlink MD.
+  void commit(Res& r, const MatchResult& m, core::Message* msg);
+  // Marks an idle MD gone; returns true when its sink wants an UNLINK event.
+  bool retire_locked(Res& r, LibMd* md);
+  void sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, core::Message* msg, MsgCompleter& c);
+  void unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, MsgCompleter& c);
+
+  const core::CptTable& cpts_;
+  std::uint64_t iface_cookie_;
+  std::unique_ptr<Res[]> res_;
+  std::unique_ptr<Portal[]> portals_;
+};
+
+}  // namespace lnet::portals

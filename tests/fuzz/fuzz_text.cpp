@@ -1,0 +1,35 @@
+// Fuzz target: every text parser of identifiers and ranges (NIDs, nets, process ids,
+// NID range lists, selection matchers, networks strings). What parses prints back to
+// text that parses to the same value.
+#include <cstdlib>
+#include <string_view>
+
+#include <lnet/config.hpp>
+#include <lnet/nid.hpp>
+#include <lnet/nid_range.hpp>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view s(reinterpret_cast<const char*>(data), size);
+  if (auto n = lnet::Nid::parse(s); n) {
+    auto back = lnet::Nid::parse(n->to_string());
+    if (!back || *back != *n) std::abort();
+  }
+  if (auto n = lnet::NetId::parse(s); n) {
+    auto back = lnet::NetId::parse(n->to_string());
+    if (!back || *back != *n) std::abort();
+  }
+  if (auto p = lnet::ProcessId::parse(s); p) {
+    auto back = lnet::ProcessId::parse(p->to_string());
+    if (!back || !(*back == *p)) std::abort();
+  }
+  if (auto l = lnet::NidRangeList::parse(s); l) {
+    auto back = lnet::NidRangeList::parse(l->to_string());
+    if (!back || back->to_string() != l->to_string()) std::abort();
+  }
+  if (auto m = lnet::NidMatcher::parse(s); m) {
+    auto back = lnet::NidMatcher::parse(m->to_string());
+    if (!back || back->to_string() != m->to_string()) std::abort();
+  }
+  (void)lnet::Config::parse_networks(s);
+  return 0;
+}

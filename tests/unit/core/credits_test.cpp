@@ -1,0 +1,153 @@
+// Peer and NI tx credits: messages queue when a credit count goes negative, leave in
+// order as credits come back, and the minimum is remembered.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include <lnet/lnet.hpp>
+
+#include "support/event_log.hpp"
+#include "support/fabric.hpp"
+
+namespace lnet {
+namespace {
+
+using test::EventLog;
+using test::Fabric;
+
+constexpr unsigned kPortal = 5;
+
+struct Node {
+  EventLog log;
+  std::vector<char> buf = std::vector<char>(1 << 16);
+  std::unique_ptr<Instance> lnet;
+
+  explicit Node(const Config& cfg) {
+    auto r = Instance::create(cfg, kPidLustre);
+    EXPECT_TRUE(r) << r.message();
+    lnet = std::move(*r);
+  }
+  // Accepts any PUT on kPortal, appending.
+  void sink() {
+    auto me = lnet->me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
+    MdDesc d;
+    d.start = buf.data();
+    d.length = buf.size();
+    d.options = kMdOpPut;
+    d.handler = log.handler();
+    ASSERT_TRUE(lnet->md_attach(*me, d, Unlink::Retain));
+  }
+};
+
+class Credits : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    Fabric::instance().hold(false);
+    Fabric::instance().deliver_all();
+  }
+  void put(Node& from, Nid to, const std::string& data) {
+    std::string& s = payloads.emplace_back(data);
+    MdDesc d;
+    d.start = s.data();
+    d.length = s.size();
+    d.threshold = 1;
+    d.handler = sends.handler();
+    auto md = from.lnet->md_bind(d, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(from.lnet->put(Nid::any(), *md, AckReq::NoAck, ProcessId{to, kPidLustre}, kPortal, 1, 0, 0), 0);
+  }
+  PeerNiInfo peer_ni(Node& n, Nid nid) {
+    for (auto& p : n.lnet->peers())
+      for (auto& pn : p.nis)
+        if (pn.nid == nid) return pn;
+    ADD_FAILURE() << "no peer NI " << nid.to_string();
+    return {};
+  }
+  NiInfo ni(Node& n, Nid nid) {
+    for (auto& i : n.lnet->nets())
+      if (i.nid == nid) return i;
+    ADD_FAILURE() << "no NI " << nid.to_string();
+    return {};
+  }
+  std::deque<std::string> payloads;
+  EventLog sends;
+};
+
+Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
+
+TEST_F(Credits, PeerCreditsQueueAndDrainInOrder) {
+  NetTunables t;
+  t.peer_credits = 2;
+  t.credits = 64;
+  Node a(test::fabric_config({1}, 0, t));
+  Node b(test::fabric_config({2}, 0, t));
+  b.sink();
+  Fabric::instance().hold(true);
+  for (int i = 0; i < 5; ++i) put(a, gni(2), std::string(1, static_cast<char>('a' + i)));
+  EXPECT_EQ(Fabric::instance().pending(), 2u) << "two peer credits: two on the wire";
+  PeerNiInfo p = peer_ni(a, gni(2));
+  EXPECT_EQ(p.max_tx_credits, 2);
+  EXPECT_EQ(p.tx_credits, -3);
+  EXPECT_EQ(p.min_tx_credits, -3);
+  EXPECT_EQ(p.tx_q_nob, 5 * (1 + kHeaderSize));
+  EXPECT_EQ(sends.count(EventType::Send), 0u);
+
+  ASSERT_TRUE(Fabric::instance().deliver_one());
+  EXPECT_EQ(Fabric::instance().pending(), 2u) << "a returned credit releases the next message";
+  EXPECT_EQ(peer_ni(a, gni(2)).tx_credits, -2);
+  Fabric::instance().deliver_all();
+  EXPECT_EQ(std::string(b.buf.data(), 5), "abcde") << "queued messages keep their order";
+  p = peer_ni(a, gni(2));
+  EXPECT_EQ(p.tx_credits, 2);
+  EXPECT_EQ(p.min_tx_credits, -3);
+  EXPECT_EQ(p.tx_q_nob, 0u);
+  EXPECT_EQ(sends.count(EventType::Send), 5u);
+  EXPECT_EQ(a.lnet->counters().msgs_alloc, 0u);
+}
+
+TEST_F(Credits, NiCreditsQueueAcrossPeers) {
+  NetTunables t;
+  t.peer_credits = 8;
+  t.credits = 2;
+  Node a(test::fabric_config({1}, 0, t));
+  Node b(test::fabric_config({2}, 0, t));
+  Node c(test::fabric_config({3}, 0, t));
+  b.sink();
+  c.sink();
+  Fabric::instance().hold(true);
+  put(a, gni(2), "b1");
+  put(a, gni(3), "c1");
+  put(a, gni(2), "b2");
+  put(a, gni(3), "c2");
+  EXPECT_EQ(Fabric::instance().pending(), 2u);
+  NiInfo n = ni(a, gni(1));
+  EXPECT_EQ(n.tx_credits, -2);
+  EXPECT_EQ(n.min_tx_credits, -2);
+  EXPECT_EQ(peer_ni(a, gni(2)).tx_credits, 6) << "the waiting messages hold their peer credit";
+  Fabric::instance().deliver_all();
+  EXPECT_EQ(std::string(b.buf.data(), 4), "b1b2");
+  EXPECT_EQ(std::string(c.buf.data(), 4), "c1c2");
+  n = ni(a, gni(1));
+  EXPECT_EQ(n.tx_credits, 2);
+  EXPECT_EQ(n.min_tx_credits, -2);
+}
+
+TEST_F(Credits, ShutdownFailsQueuedAndInFlightMessages) {
+  NetTunables t;
+  t.peer_credits = 1;
+  Node b(test::fabric_config({2}, 0, t));
+  {
+    Node a(test::fabric_config({1}, 0, t));
+    Fabric::instance().hold(true);
+    put(a, gni(2), "x");  // on the wire (held by the driver)
+    put(a, gni(2), "y");  // waits for x's peer credit
+    EXPECT_EQ(Fabric::instance().pending(), 1u);
+  }
+  auto evs = sends.events();
+  ASSERT_EQ(evs.size(), 2u);
+  for (auto& e : evs) EXPECT_EQ(e.status, -ESHUTDOWN);
+  EXPECT_EQ(Fabric::instance().pending(), 0u);
+}
+
+}  // namespace
+}  // namespace lnet

@@ -1,0 +1,244 @@
+// Selection of the local NI and the peer NI: the criteria in order as pure comparisons,
+// then through real sends between multi-NI instances on the test fabric.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <set>
+
+#include <lnet/lnet.hpp>
+
+#include "core/core.hpp"
+#include "select/selection.hpp"
+#include "support/event_log.hpp"
+#include "support/fabric.hpp"
+
+namespace lnet {
+namespace {
+
+using select::LocalNiScore;
+using select::PeerNiScore;
+using test::Fabric;
+
+TEST(LocalNiOrder, EachCriterionOutranksTheNext) {
+  LocalNiScore base;
+  base.credits = 10;
+  auto better = [](LocalNiScore a, LocalNiScore b, int range = 0) { return select::compare_local_ni(a, b, range) < 0; };
+  LocalNiScore x = base, y = base;
+  // fatal error beats everything else
+  y.fatal = true;
+  y.health = 1000;
+  x.health = 1;
+  EXPECT_TRUE(better(x, y));
+  // health beats priority
+  x = base, y = base;
+  x.health = 900;
+  y.priority = 0;
+  EXPECT_TRUE(better(base, x));
+  EXPECT_TRUE(better(y, base));
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 5, 0, 0, 0, 0}, LocalNiScore{false, 999, 0, 0, 0, 100, 0}));
+  // priority beats device priority
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 9, 0, 0, 0}, LocalNiScore{false, 1000, 2, 0, 0, 0, 0}));
+  // device priority beats NUMA distance
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 90, 0, 0}, LocalNiScore{false, 1000, 1, 1, 10, 0, 0}));
+  // NUMA distance beats credits
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 10, 0, 0}, LocalNiScore{false, 1000, 1, 0, 20, 50, 0}));
+  // ... unless both are within numa_range
+  EXPECT_FALSE(better(LocalNiScore{false, 1000, 1, 0, 10, 0, 0}, LocalNiScore{false, 1000, 1, 0, 20, 50, 0}, 30));
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 20, 50, 0}, LocalNiScore{false, 1000, 1, 0, 10, 0, 0}, 30));
+  // credits beat the round-robin sequence
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 0, 5, 9}, LocalNiScore{false, 1000, 1, 0, 0, 4, 0}));
+  // the lower sequence breaks a tie
+  EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 0, 5, 1}, LocalNiScore{false, 1000, 1, 0, 0, 5, 2}));
+  EXPECT_EQ(select::compare_local_ni(base, base, 0), 0);
+}
+
+TEST(PeerNiOrder, EachCriterionOutranksTheNext) {
+  auto better = [](PeerNiScore a, PeerNiScore b) { return select::compare_peer_ni(a, b) < 0; };
+  EXPECT_TRUE(better(PeerNiScore{1000, 9, false, 0, 9}, PeerNiScore{999, 0, true, 99, 0}));
+  EXPECT_TRUE(better(PeerNiScore{1000, 1, false, 0, 9}, PeerNiScore{1000, 2, true, 99, 0}));
+  EXPECT_TRUE(better(PeerNiScore{1000, 1, true, 0, 9}, PeerNiScore{1000, 1, false, 99, 0}));
+  EXPECT_TRUE(better(PeerNiScore{1000, 1, true, 5, 9}, PeerNiScore{1000, 1, true, 4, 0}));
+  EXPECT_TRUE(better(PeerNiScore{1000, 1, true, 5, 1}, PeerNiScore{1000, 1, true, 5, 2}));
+}
+
+TEST(BestOf, PicksTheBestAndKeepsTheFirstOnTies) {
+  std::vector<LocalNiScore> v(3);
+  v[0].credits = 1;
+  v[1].credits = 3;
+  v[2].credits = 3;
+  EXPECT_EQ(select::best_local_ni(3, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0), 1);
+  EXPECT_EQ(select::best_local_ni(0, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0), -1);
+}
+
+Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
+
+// A with NIs 1@gni and 11@gni; B with 2@gni and 12@gni.
+class MultiRail : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto ra = Instance::create(test::fabric_config({1, 11}), kPidLustre);
+    ASSERT_TRUE(ra) << ra.message();
+    a = std::move(*ra);
+    auto rb = Instance::create(test::fabric_config({2, 12}), kPidLustre);
+    ASSERT_TRUE(rb) << rb.message();
+    b = std::move(*rb);
+    auto me = b->me_attach(7, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
+    MdDesc d;
+    d.start = sink;
+    d.length = sizeof sink;
+    d.options = kMdOpPut | kMdTruncate | kMdManageRemote;
+    d.handler = blog.handler();
+    ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
+    Fabric::instance().clear_sent();
+  }
+  void TearDown() override {
+    Fabric::instance().hold(false);
+    Fabric::instance().deliver_all();
+    a.reset();
+    b.reset();
+  }
+  void send(Nid to, Nid self = Nid::any(), AckReq ack = AckReq::NoAck) {
+    MdDesc d;
+    d.start = byte;
+    d.length = 1;
+    d.threshold = ack == AckReq::Ack ? 2 : 1;
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(a->put(self, *md, ack, ProcessId{to, kPidLustre}, 7, 1, 0, 0), 0);
+  }
+  // How often each (local NI, peer NI) pair carried a PUT.
+  std::map<std::pair<Nid, Nid>, int> pairs() {
+    std::map<std::pair<Nid, Nid>, int> m;
+    for (auto& s : Fabric::instance().sent())
+      if (s.type == MsgType::Put) m[{s.src, s.next_hop}]++;
+    return m;
+  }
+  core::Ni* ni(Instance& i, Nid n) { return i.core().find_ni(n); }
+
+  std::unique_ptr<Instance> a, b;
+  char sink[64] = {};
+  char byte[1] = {'x'};
+  test::EventLog blog;
+};
+
+TEST_F(MultiRail, NonMultiRailPeerAlwaysUsesOnePath) {
+  for (int i = 0; i < 8; ++i) send(gni(2));
+  auto p = pairs();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p.begin()->first.second, gni(2));
+  EXPECT_EQ(p.begin()->second, 8);
+}
+
+TEST_F(MultiRail, MultiRailPeerRoundRobinsOverBothRails) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  for (int i = 0; i < 8; ++i) send(gni(2));
+  auto p = pairs();
+  int from1 = 0, from11 = 0, to2 = 0, to12 = 0;
+  for (auto& [k, n] : p) {
+    (k.first == gni(1) ? from1 : from11) += n;
+    (k.second == gni(2) ? to2 : to12) += n;
+  }
+  EXPECT_EQ(from1, 4);
+  EXPECT_EQ(from11, 4);
+  EXPECT_EQ(to2, 4);
+  EXPECT_EQ(to12, 4);
+  EXPECT_EQ(blog.count(EventType::Put), 8u);
+}
+
+TEST_F(MultiRail, ReceiverNamesTheInitiatorByItsPrimaryNid) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ASSERT_EQ(b->core().add_peer_ni(gni(1), gni(11), true), 0);
+  for (int i = 0; i < 4; ++i) send(gni(2));
+  std::set<Nid> sources;
+  for (auto& e : blog.events()) {
+    EXPECT_EQ(e.initiator.nid, gni(1));
+    sources.insert(e.source.nid);
+  }
+  EXPECT_EQ(sources, (std::set<Nid>{gni(1), gni(11)}));
+}
+
+TEST_F(MultiRail, HealthierLocalNiWins) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ni(*a, gni(1))->health = 500;
+  for (int i = 0; i < 6; ++i) send(gni(2));
+  for (auto& [k, n] : pairs()) EXPECT_EQ(k.first, gni(11));
+}
+
+TEST_F(MultiRail, SelectionPriorityOutranksCredits) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ni(*a, gni(11))->sel_priority = 0;
+  a->core().find_peer_ni(gni(2))->sel_priority = 1;
+  a->core().find_peer_ni(gni(12))->sel_priority = 2;
+  for (int i = 0; i < 6; ++i) send(gni(2));
+  auto p = pairs();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p.begin()->first, std::make_pair(gni(11), gni(2)));
+}
+
+TEST_F(MultiRail, MoreCreditsWinBeforeRoundRobin) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  Fabric::instance().hold(true);
+  send(gni(2), gni(1));  // occupies a credit of 1@gni (and of one peer NI)
+  Fabric::instance().clear_sent();
+  for (int i = 0; i < 3; ++i) send(gni(2));
+  // 11@gni has one credit more than 1@gni until they even out, then they alternate.
+  auto sent = Fabric::instance().sent();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].src, gni(11));
+}
+
+TEST_F(MultiRail, PreferredLocalNidSteersThePeerNi) {
+  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  a->core().find_peer_ni(gni(12))->pref_local = {gni(11)};
+  for (int i = 0; i < 6; ++i) send(gni(2), gni(11));
+  for (auto& [k, n] : pairs()) EXPECT_EQ(k.second, gni(12));
+}
+
+TEST_F(MultiRail, ExplicitSourceNid) {
+  for (int i = 0; i < 4; ++i) send(gni(2), gni(11));
+  auto p = pairs();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p.begin()->first.first, gni(11));
+  MdDesc d;
+  d.start = byte;
+  d.length = 1;
+  d.threshold = 1;
+  test::EventLog log;
+  d.handler = log.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_EQ(a->put(gni(99), *md, AckReq::NoAck, ProcessId{gni(2), kPidLustre}, 7, 1, 0, 0), 0);
+  auto ev = log.find(EventType::Send);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->status, -EINVAL) << "the source must be one of our NIDs";
+}
+
+TEST_F(MultiRail, ResponsesReturnOnTheReceivingNi) {
+  send(gni(12), gni(11), AckReq::Ack);
+  bool acked = false;
+  for (auto& s : Fabric::instance().sent()) {
+    if (s.type == MsgType::Ack) {
+      acked = true;
+      EXPECT_EQ(s.src, gni(12));
+      EXPECT_EQ(s.next_hop, gni(11));
+    }
+  }
+  EXPECT_TRUE(acked);
+}
+
+TEST_F(MultiRail, UnreachableNetFailsTheSend) {
+  MdDesc d;
+  d.start = byte;
+  d.length = 1;
+  d.threshold = 1;
+  test::EventLog log;
+  d.handler = log.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{*Nid::parse("10.0.0.1@tcp"), kPidLustre}, 7, 1, 0, 0), 0);
+  auto ev = log.find(EventType::Send);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->status, -EHOSTUNREACH);
+}
+
+}  // namespace
+}  // namespace lnet

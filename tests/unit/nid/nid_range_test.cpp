@@ -1,0 +1,134 @@
+// NID range expressions: parse, print, match, and errors that name the bad part.
+#include <gtest/gtest.h>
+
+#include <lnet/nid_range.hpp>
+
+namespace lnet {
+namespace {
+
+Nid nid(const char* s) { return *Nid::parse(s); }
+
+TEST(NumberExpr, RangesStepsAndLists) {
+  auto e = NumberExpr::parse("[1-10/2, 13, 20-22]", 255);
+  ASSERT_TRUE(e) << e.message();
+  for (std::uint32_t v : {1u, 3u, 5u, 7u, 9u, 13u, 20u, 21u, 22u}) EXPECT_TRUE(e->matches(v)) << v;
+  for (std::uint32_t v : {0u, 2u, 4u, 10u, 11u, 12u, 14u, 19u, 23u}) EXPECT_FALSE(e->matches(v)) << v;
+  EXPECT_EQ(e->to_string(), "[1-10/2,13,20-22]");
+  EXPECT_TRUE(NumberExpr::parse("*", 255)->matches(200));
+  EXPECT_EQ(NumberExpr::parse("7", 255)->to_string(), "7");
+}
+
+TEST(NumberExpr, Errors) {
+  struct Case {
+    const char* text;
+    const char* names;
+  } cases[] = {
+      {"[1-x]", "'x' is not a number"},
+      {"[5-3]", "range '5-3' has its start above its end"},
+      {"[1-10/0]", "step 0"},
+      {"[1,2", "missing ']'"},
+      {"[]", "empty list"},
+      {"300", "above 255"},
+      {"[1,,2]", "empty item"},
+      {"[1/2]", "step without a range"},
+  };
+  for (const auto& c : cases) {
+    auto r = NumberExpr::parse(c.text, 255);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.message().find(c.names), std::string::npos) << c.text << " -> " << r.message();
+  }
+}
+
+TEST(NidPattern, IpRanges) {
+  auto p = NidPattern::parse("192.168.0.[1-10/2,13]@tcp");
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_TRUE(p->matches(nid("192.168.0.1@tcp")));
+  EXPECT_TRUE(p->matches(nid("192.168.0.9@tcp")));
+  EXPECT_TRUE(p->matches(nid("192.168.0.13@tcp")));
+  EXPECT_FALSE(p->matches(nid("192.168.0.2@tcp")));
+  EXPECT_FALSE(p->matches(nid("192.168.1.1@tcp")));
+  EXPECT_FALSE(p->matches(nid("192.168.0.1@tcp1")));
+  EXPECT_EQ(p->to_string(), "192.168.0.[1-10/2,13]@tcp");
+}
+
+TEST(NidPattern, SpacesInsideBracketsAsInTheDesign) {
+  auto p = NidPattern::parse("192.168.0.[1-10/2, 13, 14]@o2ib");
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_TRUE(p->matches(nid("192.168.0.14@o2ib")));
+}
+
+TEST(NidPattern, WildcardsAndNumericNets) {
+  EXPECT_TRUE(NidPattern::parse("*@tcp")->matches(nid("1.2.3.4@tcp")));
+  EXPECT_FALSE(NidPattern::parse("*@tcp")->matches(nid("1.2.3.4@tcp2")));
+  EXPECT_TRUE(NidPattern::parse("10.0.*.*@tcp")->matches(nid("10.0.7.9@tcp")));
+  EXPECT_TRUE(NidPattern::parse("*@tcp*")->matches(nid("1.2.3.4@tcp2")));
+  auto m = NidPattern::parse("[1-64]@mpi");
+  ASSERT_TRUE(m) << m.message();
+  EXPECT_TRUE(m->matches(nid("64@mpi")));
+  EXPECT_FALSE(m->matches(nid("65@mpi")));
+  EXPECT_EQ(NidPattern::parse("*@tcp")->to_string(), "*@tcp");
+}
+
+TEST(NidPattern, Errors) {
+  struct Case {
+    const char* text;
+    const char* names;
+  } cases[] = {
+      {"192.168.0.[1-x]@tcp", "'x' is not a number"},
+      {"192.168.0@tcp", "does not have four octets"},
+      {"192.168.0.300@tcp", "octet 4"},
+      {"10.0.0.1", "missing '@<network>'"},
+      {"10.0.0.1@bogus", "unknown network type 'bogus'"},
+      {"@tcp", "missing address"},
+  };
+  for (const auto& c : cases) {
+    auto r = NidPattern::parse(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.message().find(c.names), std::string::npos) << c.text << " -> " << r.message();
+  }
+}
+
+TEST(NetPattern, ListsRangesAndStar) {
+  auto p = NetPattern::parse("tcp[1,3-5]");
+  ASSERT_TRUE(p) << p.message();
+  for (int n : {1, 3, 4, 5}) EXPECT_TRUE(p->matches(NetId::make(kSockLnd, n))) << n;
+  for (int n : {0, 2, 6}) EXPECT_FALSE(p->matches(NetId::make(kSockLnd, n))) << n;
+  EXPECT_FALSE(p->matches(NetId::make(kO2ibLnd, 1)));
+  auto star = NetPattern::parse("o2ib*");
+  ASSERT_TRUE(star);
+  EXPECT_TRUE(star->matches(NetId::make(kO2ibLnd, 77)));
+  EXPECT_EQ(star->to_string(), "o2ib*");
+  EXPECT_TRUE(NetPattern::parse("tcp")->matches(NetId::make(kSockLnd, 0)));
+  EXPECT_FALSE(NetPattern::parse("tcp")->matches(NetId::make(kSockLnd, 1)));
+  EXPECT_EQ(NetPattern::parse("tcp0")->to_string(), "tcp");
+  EXPECT_EQ(NetPattern::parse("o2ib[1-10/2]")->to_string(), "o2ib[1-10/2]");
+  auto bad = NetPattern::parse("tcp[1-x]");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("'x' is not a number"), std::string::npos) << bad.message();
+}
+
+TEST(NidRangeList, AnyOfSeveralPatterns) {
+  auto l = NidRangeList::parse("10.0.0.[1-2]@tcp  5@mpi 192.168.0.[1-10/2, 13]@o2ib1");
+  ASSERT_TRUE(l) << l.message();
+  EXPECT_EQ(l->patterns().size(), 3u);
+  EXPECT_TRUE(l->matches(nid("10.0.0.2@tcp")));
+  EXPECT_TRUE(l->matches(nid("5@mpi")));
+  EXPECT_TRUE(l->matches(nid("192.168.0.13@o2ib1")));
+  EXPECT_FALSE(l->matches(nid("6@mpi")));
+  EXPECT_FALSE(NidRangeList::parse("   "));
+}
+
+TEST(NidMatcher, NetOrNid) {
+  auto net = NidMatcher::parse("tcp[1-3]");
+  ASSERT_TRUE(net);
+  EXPECT_TRUE(net->is_net_only());
+  EXPECT_TRUE(net->matches(nid("1.1.1.1@tcp2")));
+  auto n = NidMatcher::parse("10.1.1.*@tcp");
+  ASSERT_TRUE(n);
+  EXPECT_FALSE(n->is_net_only());
+  EXPECT_TRUE(n->matches(nid("10.1.1.9@tcp")));
+  EXPECT_FALSE(n->matches(nid("10.1.2.9@tcp")));
+}
+
+}  // namespace
+}  // namespace lnet

@@ -1,0 +1,138 @@
+// NIDs, nets and process ids print and parse exactly like the real LNet.
+#include <gtest/gtest.h>
+
+#include <lnet/nid.hpp>
+
+namespace lnet {
+namespace {
+
+TEST(NetId, PrintsKnownTypes) {
+  EXPECT_EQ(NetId::make(kSockLnd, 0).to_string(), "tcp");
+  EXPECT_EQ(NetId::make(kSockLnd, 1).to_string(), "tcp1");
+  EXPECT_EQ(NetId::make(kO2ibLnd, 3).to_string(), "o2ib3");
+  EXPECT_EQ(NetId::make(kLoLnd, 0).to_string(), "lo");
+  EXPECT_EQ(NetId::make(kMpiLnd, 0).to_string(), "mpi");
+  EXPECT_EQ(NetId::make(kMpiLnd, 7).to_string(), "mpi7");
+  EXPECT_EQ(NetId::any().to_string(), "<?>");
+  EXPECT_EQ(NetId::make(200, 4).to_string(), "<200:4>");
+}
+
+TEST(NetId, ParsesAndNormalises) {
+  EXPECT_EQ(*NetId::parse("tcp"), NetId::make(kSockLnd, 0));
+  EXPECT_EQ(*NetId::parse("tcp0"), NetId::make(kSockLnd, 0));
+  EXPECT_EQ(*NetId::parse("tcp65535"), NetId::make(kSockLnd, 65535));
+  EXPECT_EQ(*NetId::parse("  o2ib1 "), NetId::make(kO2ibLnd, 1));
+  EXPECT_EQ(*NetId::parse("bxi3f2"), NetId::make(kBxi3Lnd, 2));
+  EXPECT_EQ(NetId::parse("tcp0")->value(), 0x00020000u);
+}
+
+TEST(NetId, RejectsBadStringsNamingTheFault) {
+  auto r = NetId::parse("foo1");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.code(), -EINVAL);
+  EXPECT_NE(r.message().find("unknown network type 'foo1'"), std::string::npos) << r.message();
+  r = NetId::parse("tcp65536");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("'65536'"), std::string::npos) << r.message();
+  r = NetId::parse("lo1");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("lo takes no network number"), std::string::npos) << r.message();
+  EXPECT_FALSE(NetId::parse(""));
+  EXPECT_FALSE(NetId::parse("tcpx"));
+  EXPECT_FALSE(NetId::parse("tcp-1"));
+}
+
+TEST(Nid, WorkedExampleFromTheFacts) {
+  auto n = Nid::parse("192.168.1.2@tcp1");
+  ASSERT_TRUE(n) << n.message();
+  EXPECT_EQ(n->value(), 0x00020001C0A80102ULL);
+  EXPECT_EQ(n->net(), NetId(0x00020001));
+  EXPECT_EQ(n->addr(), 0xC0A80102u);
+  EXPECT_EQ(n->to_string(), "192.168.1.2@tcp1");
+}
+
+TEST(Nid, Loopback) {
+  EXPECT_EQ(Nid::lo().value(), 0x0009000000000000ULL);
+  EXPECT_EQ(Nid::lo().to_string(), "0@lo");
+  EXPECT_EQ(*Nid::parse("0@lo"), Nid::lo());
+  auto bad = Nid::parse("1@lo");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("only lo address is 0"), std::string::npos);
+}
+
+TEST(Nid, RoundTrips) {
+  for (const char* s : {"10.0.0.1@tcp", "255.255.255.255@o2ib65535", "5@mpi", "0@mpi3", "4294967295@gni",
+                        "1.2.3.4@efa", "7@kfi"}) {
+    auto n = Nid::parse(s);
+    ASSERT_TRUE(n) << s << ": " << n.message();
+    EXPECT_EQ(n->to_string(), s);
+  }
+}
+
+TEST(Nid, TcpIsTcp0AndBareAddressIsTcp) {
+  EXPECT_EQ(*Nid::parse("10.0.0.1@tcp0"), *Nid::parse("10.0.0.1@tcp"));
+  EXPECT_EQ(*Nid::parse("10.0.0.1"), *Nid::parse("10.0.0.1@tcp"));
+  EXPECT_EQ(Nid::parse("10.0.0.1@tcp0")->to_string(), "10.0.0.1@tcp");
+}
+
+TEST(Nid, AnyPrintsAsQuestionMark) {
+  EXPECT_EQ(Nid::any().to_string(), "<?>");
+  EXPECT_EQ(*Nid::parse("<?>"), Nid::any());
+  EXPECT_EQ(Nid::any().value(), ~0ULL);
+}
+
+TEST(Nid, UnknownTypePrintsHexAddress) {
+  Nid n = Nid::make(NetId::make(100, 2), 0xabcd);
+  EXPECT_EQ(n.to_string(), "abcd@<100:2>");
+}
+
+TEST(Nid, RejectsBadStringsNamingTheFault) {
+  struct Case {
+    const char* text;
+    const char* names;
+  } cases[] = {
+      {"10.0.0@tcp", "address '10.0.0' is not a dotted IPv4 address"},
+      {"10.0.0.256@tcp", "'10.0.0.256'"},
+      {"10.0.0.1.2@tcp", "'10.0.0.1.2'"},
+      {"a.b.c.d@tcp", "'a.b.c.d'"},
+      {"x@mpi", "address 'x' is not a decimal number"},
+      {"5@foo", "unknown network type 'foo'"},
+      {"@tcp", "missing address"},
+      {"10.0.0.1@", "empty network name"},
+      {"10.0.0.1@<?>", "'<?>' is not allowed"},
+      {"", "empty NID"},
+  };
+  for (const auto& c : cases) {
+    auto r = Nid::parse(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.code(), -EINVAL);
+    EXPECT_NE(r.message().find(c.names), std::string::npos) << c.text << " -> " << r.message();
+  }
+}
+
+TEST(ProcessId, PrintsLikeLibcfs) {
+  EXPECT_EQ((ProcessId{*Nid::parse("10.0.0.1@tcp"), 12345}).to_string(), "12345-10.0.0.1@tcp");
+  EXPECT_EQ((ProcessId{Nid::lo(), kPidUserFlag | 42}).to_string(), "U42-0@lo");
+  EXPECT_EQ((ProcessId{Nid::lo(), kPidAny}).to_string(), "LNET_PID_ANY-0@lo");
+}
+
+TEST(ProcessId, ParsesEveryPrintedForm) {
+  for (ProcessId id : {ProcessId{*Nid::parse("10.0.0.1@tcp"), 12345}, ProcessId{*Nid::parse("5@mpi"), kPidUserFlag | 7},
+                       ProcessId{Nid::lo(), kPidAny}, ProcessId{*Nid::parse("3@mpi"), 0}}) {
+    auto back = ProcessId::parse(id.to_string());
+    ASSERT_TRUE(back) << id.to_string() << ": " << back.message();
+    EXPECT_EQ(*back, id);
+  }
+  EXPECT_EQ(ProcessId::parse("5@mpi")->pid, kPidAny);
+}
+
+TEST(ProcessId, RejectsBadPid) {
+  auto r = ProcessId::parse("12x-0@lo");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("pid '12x'"), std::string::npos) << r.message();
+  EXPECT_FALSE(ProcessId::parse("U2147483648-0@lo"));
+  EXPECT_FALSE(ProcessId::parse("1-bad@tcp"));
+}
+
+}  // namespace
+}  // namespace lnet

@@ -1,0 +1,66 @@
+// Test driver: an in-process "wire" that joins the NIs of several instances in one
+// process. It serves the gni net type (numeric NIDs, set with NetConfig::nid), can hold
+// sends to exercise credit queues, records where each message went, and injects raw
+// headers into a receiver.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <lnet/lnet.hpp>
+
+namespace lnet::test {
+
+struct SentRecord {
+  Nid src;       // the local NI it left from
+  Nid next_hop;  // the peer NI it went to
+  MsgType type;
+  Header hdr;    // as sent
+};
+
+class Fabric {
+ public:
+  static Fabric& instance();
+  // Registers the driver for the gni type (idempotent).
+  static void install();
+
+  void hold(bool on);
+  std::size_t pending();
+  bool deliver_one();  // the oldest held send; false if none
+  void deliver_all();
+  std::vector<SentRecord> sent();
+  void clear_sent();
+  // Hands `hdr` (+ payload) to the NI `dst` as if it came from `from`. Returns parse()'s result.
+  int inject(Nid dst, const Header& hdr, Nid from, std::vector<std::uint8_t> payload = {});
+  // How many payloads the receiving side discarded (recv with no message).
+  std::size_t discarded();
+
+  // Driver side.
+  int attach(NetInterface& ni);
+  void detach(NetInterface& ni);
+  int send(NetInterface& ni, LndMessage& msg);
+  int recv(NetInterface& ni, void* priv, LndMessage* rx, const iovec* iov, unsigned niov, std::uint32_t offset,
+           std::uint32_t mlen);
+
+ private:
+  struct Held {
+    NetInterface* src;
+    LndMessage* msg;
+  };
+  int deliver(NetInterface* src, LndMessage* msg);
+
+  std::mutex mutex_;
+  std::map<Nid, NetInterface*> nis_;
+  bool hold_ = false;
+  std::deque<Held> held_;
+  std::vector<SentRecord> sent_;
+  std::size_t discarded_ = 0;
+};
+
+// A config with one gni NI per address (net gni<net>), for Instance::create.
+Config fabric_config(std::initializer_list<std::uint32_t> addrs, unsigned net = 0, NetTunables t = {},
+                     unsigned ncpts = 1);
+
+}  // namespace lnet::test
