@@ -46,12 +46,12 @@ struct lnet_handle_eq { __u64 cookie; };
 struct lnet_handle_md { __u64 cookie; };
 struct lnet_handle_me { __u64 cookie; };
 
-static inline void LNetInvalidateEQHandle(struct lnet_handle_eq *h) { h->cookie = (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
-static inline int LNetEQHandleIsInvalid(struct lnet_handle_eq h) { return h.cookie == (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
-static inline void LNetInvalidateMDHandle(struct lnet_handle_md *h) { h->cookie = (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
-static inline int LNetMDHandleIsInvalid(struct lnet_handle_md h) { return h.cookie == (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
-static inline void LNetInvalidateMEHandle(struct lnet_handle_me *h) { h->cookie = (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
-static inline int LNetMEHandleIsInvalid(struct lnet_handle_me h) { return h.cookie == (__u64)LNET_WIRE_HANDLE_COOKIE_NONE; }
+static inline void LNetInvalidateEQHandle(struct lnet_handle_eq *h) { h->cookie = ~0ULL; }
+static inline int LNetEQHandleIsInvalid(struct lnet_handle_eq h) { return h.cookie == ~0ULL; }
+static inline void LNetInvalidateMDHandle(struct lnet_handle_md *h) { h->cookie = ~0ULL; }
+static inline int LNetMDHandleIsInvalid(struct lnet_handle_md h) { return h.cookie == ~0ULL; }
+static inline void LNetInvalidateMEHandle(struct lnet_handle_me *h) { h->cookie = ~0ULL; }
+static inline int LNetMEHandleIsInvalid(struct lnet_handle_me h) { return h.cookie == ~0ULL; }
 
 struct lnet_process_id {
 	lnet_nid_t nid;

@@ -52,7 +52,7 @@ void to_c_event(const Event& e, __u64 eq_cookie, lnet_event* out) {
   out->md.options = e.md_options;
   out->md.user_ptr = e.md_user_ptr;
   out->md.eq_handle.cookie = eq_cookie;
-  out->md.bulk_handle.cookie = static_cast<__u64>(LNET_WIRE_HANDLE_COOKIE_NONE);
+  out->md.bulk_handle.cookie = kInvalidCookie;
   out->hdr_data = e.hdr_data;
   out->msg_type = static_cast<__u32>(e.msg_type);
   out->status = e.status;
@@ -311,15 +311,13 @@ char* libcfs_net2str(__u32 net) { return keep(NetId(net).to_string()); }
 char* libcfs_id2str(struct lnet_process_id id) { return keep(to_id(id).to_string()); }
 
 lnet_nid_t libcfs_str2nid(const char* str) {
-  if (!str) return LNET_NID_ANY;
-  auto n = Nid::parse(str);
-  return n ? n->value() : LNET_NID_ANY;
+  auto n = str ? Nid::parse(str) : Result<Nid>(Nid::any());
+  return n ? n->value() : Nid::any().value();
 }
 
 __u32 libcfs_str2net(const char* str) {
-  if (!str) return LNET_NET_ANY;
-  auto n = NetId::parse(str);
-  return n ? n->value() : LNET_NET_ANY;
+  auto n = str ? NetId::parse(str) : Result<NetId>(NetId::any());
+  return n ? n->value() : NetId::any().value();
 }
 
 int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process_id* ids_out, int n_ids) {
