@@ -74,7 +74,7 @@ class Instance {
   // This node's own ping info (what a ping of it answers).
   PingInfo ping_info() const;
 
-  // An event queue tied to this instance (poll() also drives polled drivers).
+  // An event queue for MDs of this instance.
   std::shared_ptr<EventQueue> make_event_queue(std::size_t capacity, EventQueue::Callback callback = {});
 
   Counters counters() const;
@@ -93,12 +93,13 @@ class Instance {
 class Me {
  public:
   Me() = default;
-  Me(Instance& lnet, MeHandle h) : lnet_(&lnet), h_(h) {}
-  Me(Me&& o) noexcept : lnet_(o.lnet_), h_(o.release()) {}
+  Me(Instance& lnet, MeHandle h, Unlink unlink) : lnet_(&lnet), h_(h), unlink_(unlink) {}
+  Me(Me&& o) noexcept : lnet_(o.lnet_), unlink_(o.unlink_) { h_ = o.release(); }
   Me& operator=(Me&& o) noexcept {
     if (this != &o) {
       reset();
       lnet_ = o.lnet_;
+      unlink_ = o.unlink_;
       h_ = o.release();
     }
     return *this;
@@ -109,6 +110,8 @@ class Me {
                            InsPos pos = InsPos::After);
 
   MeHandle handle() const { return h_; }
+  // Whether the ME goes when its MD is unlinked.
+  Unlink unlink_mode() const { return unlink_; }
   MeHandle release() { return std::exchange(h_, MeHandle{}); }
   void reset() {
     if (lnet_ && h_.is_valid()) (void)lnet_->me_unlink(h_);
@@ -118,6 +121,7 @@ class Me {
  private:
   Instance* lnet_ = nullptr;
   MeHandle h_;
+  Unlink unlink_ = Unlink::Unlink;
 };
 
 // A memory descriptor that is unlinked when this object goes away (unless released).
@@ -136,7 +140,8 @@ class Md {
   }
   ~Md() { reset(); }
   static Result<Md> bind(Instance& lnet, const MdDesc& desc, Unlink unlink = Unlink::Unlink);
-  // Attaches to `me`; the ME handle is released from `me` since the ME now lives with the MD.
+  // Attaches to `me`. An ME made with Unlink::Unlink now lives and dies with the MD, so
+  // `me` gives up its handle; a Retain ME stays owned by `me` (unlinking it unlinks the MD).
   static Result<Md> attach(Instance& lnet, Me& me, const MdDesc& desc, Unlink unlink = Unlink::Unlink);
 
   MdHandle handle() const { return h_; }

@@ -1,6 +1,7 @@
 // Events (what happened to an MD) and the pollable event queue (the classic LNetEQPoll).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -65,8 +66,14 @@ class EventQueue {
                        int* which);
 
   std::size_t capacity() const { return ring_.size(); }
-  // Called by LNet for every event of an MD that names this queue.
+  // MDs that name this queue and are not unlinked yet (LNetEQFree refuses while > 0).
+  int attached_mds() const { return mds_.load(std::memory_order_acquire); }
+
+  // Called by LNet: for every event of an MD that names this queue, and when such an MD
+  // is made and unlinked.
   void post(const Event& ev);
+  void md_attached() { mds_.fetch_add(1, std::memory_order_relaxed); }
+  void md_detached() { mds_.fetch_sub(1, std::memory_order_release); }
 
  private:
   int take_locked(Event& out);
@@ -78,6 +85,7 @@ class EventQueue {
   std::vector<Event> ring_;
   std::uint64_t enq_seq_ = 0;
   std::uint64_t deq_seq_ = 0;
+  std::atomic<int> mds_{0};
 };
 
 }  // namespace lnet

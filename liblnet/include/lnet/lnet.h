@@ -115,7 +115,7 @@ struct lnet_event {
 };
 
 typedef void (*lnet_eq_handler_t)(struct lnet_event *event);
-#define LNET_EQ_HANDLER_NONE NULL
+#define LNET_EQ_HANDLER_NONE ((lnet_eq_handler_t)0)
 
 /* Names of the pre-2.11 typedef era, for old code. */
 typedef struct lnet_process_id lnet_process_id_t;

@@ -92,6 +92,17 @@ char* ring_buffer() {
   return bufs[next++ % 8];
 }
 
+// The C API never lets an exception out: allocation failures become `on_error`
+// (-ENOMEM for int-returning calls).
+template <class R, class F>
+R guarded(R on_error, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return on_error;
+  }
+}
+
 char* keep(const std::string& s) {
   char* b = ring_buffer();
   std::snprintf(b, 64, "%s", s.c_str());
@@ -103,235 +114,285 @@ char* keep(const std::string& s) {
 extern "C" {
 
 int LNetNIInit(lnet_pid_t requested_pid) {
-  std::lock_guard g(g_init_mutex);
-  if (g_refs > 0) return g_refs++;
-  auto cfg = Config::from_env();
-  if (!cfg) {
-    std::fprintf(stderr, "LNetNIInit: %s\n", cfg.message().c_str());
-    return cfg.code();
-  }
-  auto created = Instance::create(*cfg, requested_pid);
-  if (!created) {
-    std::fprintf(stderr, "LNetNIInit: %s\n", created.message().c_str());
-    return created.code();
-  }
-  g_owner = std::move(*created);
-  g_inst.store(g_owner.get(), std::memory_order_release);
-  g_refs = 1;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    std::lock_guard g(g_init_mutex);
+    if (g_refs > 0) return g_refs++;
+    auto cfg = Config::from_env();
+    if (!cfg) {
+      std::fprintf(stderr, "LNetNIInit: %s\n", cfg.message().c_str());
+      return cfg.code();
+    }
+    auto created = Instance::create(*cfg, requested_pid);
+    if (!created) {
+      std::fprintf(stderr, "LNetNIInit: %s\n", created.message().c_str());
+      return created.code();
+    }
+    g_owner = std::move(*created);
+    g_inst.store(g_owner.get(), std::memory_order_release);
+    g_refs = 1;
+    return 0;
+  });
 }
 
 int LNetNIFini(void) {
-  std::lock_guard g(g_init_mutex);
-  if (g_refs == 0) return -ENETDOWN;
-  if (--g_refs > 0) return 0;
-  g_inst.store(nullptr, std::memory_order_release);
-  g_owner.reset();
-  std::lock_guard eg(g_eq_mutex);
-  g_eqs.clear();
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    std::lock_guard g(g_init_mutex);
+    if (g_refs == 0) return -ENETDOWN;
+    if (--g_refs > 0) return 0;
+    g_inst.store(nullptr, std::memory_order_release);
+    g_owner.reset();
+    std::lock_guard eg(g_eq_mutex);
+    g_eqs.clear();
+    return 0;
+  });
 }
 
 int LNetGetId(unsigned int index, struct lnet_process_id* id) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!id) return -EINVAL;
-  auto nids = l->nids();
-  if (index >= nids.size()) return -ENOENT;
-  *id = lnet_process_id{nids[index].value(), l->pid()};
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!id) return -EINVAL;
+    auto nids = l->nids();
+    if (index >= nids.size()) return -ENOENT;
+    *id = lnet_process_id{nids[index].value(), l->pid()};
+    return 0;
+  });
 }
 
 int LNetDist(lnet_nid_t nid, lnet_nid_t* srcnid, __u32* order) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  Nid src;
-  std::uint32_t ord = 0;
-  int rc = l->dist(Nid(nid), &src, &ord);
-  if (rc >= 0) {
-    if (srcnid) *srcnid = src.value();
-    if (order) *order = ord;
-  }
-  return rc;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    Nid src;
+    std::uint32_t ord = 0;
+    int rc = l->dist(Nid(nid), &src, &ord);
+    if (rc >= 0) {
+      if (srcnid) *srcnid = src.value();
+      if (order) *order = ord;
+    }
+    return rc;
+  });
 }
 
 int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
                  enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
-  auto r = l->me_attach(portal, to_id(match_id), match_bits, ignore_bits, static_cast<Unlink>(unlink),
-                        static_cast<InsPos>(pos));
-  if (!r) return r.code();
-  handle_out->cookie = r->cookie;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
+    auto r = l->me_attach(portal, to_id(match_id), match_bits, ignore_bits, static_cast<Unlink>(unlink),
+                          static_cast<InsPos>(pos));
+    if (!r) return r.code();
+    handle_out->cookie = r->cookie;
+    return 0;
+  });
 }
 
 int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id, __u64 match_bits,
                  __u64 ignore_bits, enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
-  auto r = l->me_insert(MeHandle{current.cookie}, to_id(match_id), match_bits, ignore_bits,
-                        static_cast<Unlink>(unlink), static_cast<InsPos>(pos));
-  if (!r) return r.code();
-  handle_out->cookie = r->cookie;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
+    auto r = l->me_insert(MeHandle{current.cookie}, to_id(match_id), match_bits, ignore_bits,
+                          static_cast<Unlink>(unlink), static_cast<InsPos>(pos));
+    if (!r) return r.code();
+    handle_out->cookie = r->cookie;
+    return 0;
+  });
 }
 
 int LNetMEUnlink(struct lnet_handle_me current) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  return l->me_unlink(MeHandle{current.cookie});
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    return l->me_unlink(MeHandle{current.cookie});
+  });
 }
 
 int LNetMDAttach(struct lnet_handle_me me, struct lnet_md md, enum lnet_unlink unlink,
                  struct lnet_handle_md* handle_out) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
-  MdDesc d;
-  if (int rc = to_desc(md, d)) return rc;
-  auto r = l->md_attach(MeHandle{me.cookie}, d, static_cast<Unlink>(unlink));
-  if (!r) return r.code();
-  handle_out->cookie = r->cookie;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
+    MdDesc d;
+    if (int rc = to_desc(md, d)) return rc;
+    auto r = l->md_attach(MeHandle{me.cookie}, d, static_cast<Unlink>(unlink));
+    if (!r) return r.code();
+    handle_out->cookie = r->cookie;
+    return 0;
+  });
 }
 
 int LNetMDBind(struct lnet_md md, enum lnet_unlink unlink, struct lnet_handle_md* handle_out) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
-  MdDesc d;
-  if (int rc = to_desc(md, d)) return rc;
-  auto r = l->md_bind(d, static_cast<Unlink>(unlink));
-  if (!r) return r.code();
-  handle_out->cookie = r->cookie;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
+    MdDesc d;
+    if (int rc = to_desc(md, d)) return rc;
+    auto r = l->md_bind(d, static_cast<Unlink>(unlink));
+    if (!r) return r.code();
+    handle_out->cookie = r->cookie;
+    return 0;
+  });
 }
 
 int LNetMDUnlink(struct lnet_handle_md md) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  return l->md_unlink(MdHandle{md.cookie});
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    return l->md_unlink(MdHandle{md.cookie});
+  });
 }
 
 int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handle_eq* handle_out) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (!handle_out || (count == 0 && handler == LNET_EQ_HANDLER_NONE)) return -EINVAL;
-  std::lock_guard g(g_eq_mutex);
-  __u64 cookie = g_next_eq++;
-  EventQueue::Callback cb;
-  if (handler) {
-    cb = [handler, cookie](const Event& e) {
-      lnet_event ce;
-      to_c_event(e, cookie, &ce);
-      handler(&ce);
-    };
-  }
-  g_eqs[cookie] = l->make_event_queue(count, std::move(cb));
-  handle_out->cookie = cookie;
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (!handle_out || (count == 0 && handler == LNET_EQ_HANDLER_NONE) || count > (1U << 24)) return -EINVAL;
+    std::lock_guard g(g_eq_mutex);
+    __u64 cookie = g_next_eq++;
+    EventQueue::Callback cb;
+    if (handler) {
+      cb = [handler, cookie](const Event& e) {
+        lnet_event ce;
+        to_c_event(e, cookie, &ce);
+        handler(&ce);
+      };
+    }
+    g_eqs[cookie] = l->make_event_queue(count, std::move(cb));
+    handle_out->cookie = cookie;
+    return 0;
+  });
 }
 
 int LNetEQFree(struct lnet_handle_eq eq) {
-  std::lock_guard g(g_eq_mutex);
-  auto it = g_eqs.find(eq.cookie);
-  if (it == g_eqs.end()) return -ENOENT;
-  if (it->second.use_count() > 1) return -EBUSY;  // an MD still posts to it
-  g_eqs.erase(it);
-  return 0;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    std::lock_guard g(g_eq_mutex);
+    auto it = g_eqs.find(eq.cookie);
+    if (it == g_eqs.end()) return -ENOENT;
+    if (it->second->attached_mds() > 0) return -EBUSY;  // an MD still posts to it
+    g_eqs.erase(it);
+    return 0;
+  });
 }
 
 int LNetEQPoll(struct lnet_handle_eq* eqs, int neq, signed long timeout, struct lnet_event* event_out,
                int* which_out) {
-  if (!eqs || neq < 1 || !event_out) return -EINVAL;
-  std::vector<std::shared_ptr<EventQueue>> held;
-  std::vector<EventQueue*> qs;
-  for (int i = 0; i < neq; ++i) {
-    auto q = find_eq(eqs[i]);
-    if (!q) return -ENOENT;
-    qs.push_back(q.get());
-    held.push_back(std::move(q));
-  }
-  Event e;
-  int which = 0;
-  int rc = qs.size() == 1 ? qs[0]->poll(e, to_timeout(timeout))
-                          : EventQueue::poll_many(qs, to_timeout(timeout), e, &which);
-  if (rc != 0) {
-    to_c_event(e, eqs[which].cookie, event_out);
-    if (which_out) *which_out = which;
-  }
-  return rc;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    if (!eqs || neq < 1 || !event_out) return -EINVAL;
+    std::vector<std::shared_ptr<EventQueue>> held;
+    std::vector<EventQueue*> qs;
+    for (int i = 0; i < neq; ++i) {
+      auto q = find_eq(eqs[i]);
+      if (!q) return -ENOENT;
+      qs.push_back(q.get());
+      held.push_back(std::move(q));
+    }
+    Event e;
+    int which = 0;
+    int rc = qs.size() == 1 ? qs[0]->poll(e, to_timeout(timeout))
+                            : EventQueue::poll_many(qs, to_timeout(timeout), e, &which);
+    if (rc != 0) {
+      to_c_event(e, eqs[which].cookie, event_out);
+      if (which_out) *which_out = which;
+    }
+    return rc;
+  });
 }
 
 int LNetEQGet(struct lnet_handle_eq eq, struct lnet_event* event_out) {
-  int which;
-  return LNetEQPoll(&eq, 1, 0, event_out, &which);
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    int which;
+    return LNetEQPoll(&eq, 1, 0, event_out, &which);
+  });
 }
 
 int LNetEQWait(struct lnet_handle_eq eq, struct lnet_event* event_out) {
-  int which;
-  return LNetEQPoll(&eq, 1, LONG_MAX, event_out, &which);
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    int which;
+    return LNetEQPoll(&eq, 1, LONG_MAX, event_out, &which);
+  });
 }
 
 int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, struct lnet_process_id target,
             unsigned int portal, __u64 match_bits, unsigned int offset, __u64 hdr_data) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (ack > LNET_NOACK_REQ) return -EINVAL;
-  return l->put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits,
-                offset, hdr_data);
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (ack > LNET_NOACK_REQ) return -EINVAL;
+    return l->put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits,
+                  offset, hdr_data);
+  });
 }
 
 int LNetGet(lnet_nid_t self, struct lnet_handle_md md, struct lnet_process_id target, unsigned int portal,
             __u64 match_bits, unsigned int offset, bool recovery) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  return l->get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset, recovery);
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    return l->get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset, recovery);
+  });
 }
 
 int LNetSetLazyPortal(int portal) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (portal < 0) return -EINVAL;
-  return l->set_lazy_portal(static_cast<unsigned>(portal));
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (portal < 0) return -EINVAL;
+    return l->set_lazy_portal(static_cast<unsigned>(portal));
+  });
 }
 
 int LNetClearLazyPortal(int portal) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (portal < 0) return -EINVAL;
-  return l->clear_lazy_portal(static_cast<unsigned>(portal));
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (portal < 0) return -EINVAL;
+    return l->clear_lazy_portal(static_cast<unsigned>(portal));
+  });
 }
 
-char* libcfs_nid2str(lnet_nid_t nid) { return keep(Nid(nid).to_string()); }
-char* libcfs_net2str(__u32 net) { return keep(NetId(net).to_string()); }
-char* libcfs_id2str(struct lnet_process_id id) { return keep(to_id(id).to_string()); }
+char* libcfs_nid2str(lnet_nid_t nid) {
+  return guarded<char*>(nullptr, [&] { return keep(Nid(nid).to_string()); });
+}
+char* libcfs_net2str(__u32 net) {
+  return guarded<char*>(nullptr, [&] { return keep(NetId(net).to_string()); });
+}
+char* libcfs_id2str(struct lnet_process_id id) {
+  return guarded<char*>(nullptr, [&] { return keep(to_id(id).to_string()); });
+}
 
 lnet_nid_t libcfs_str2nid(const char* str) {
-  auto n = str ? Nid::parse(str) : Result<Nid>(Nid::any());
-  return n ? n->value() : Nid::any().value();
+  return guarded<lnet_nid_t>(Nid::any().value(), [&]() -> lnet_nid_t {
+    auto n = str ? Nid::parse(str) : Result<Nid>(Nid::any());
+    return n ? n->value() : Nid::any().value();
+  });
 }
 
 __u32 libcfs_str2net(const char* str) {
-  auto n = str ? NetId::parse(str) : Result<NetId>(NetId::any());
-  return n ? n->value() : NetId::any().value();
+  return guarded<__u32>(NetId::any().value(), [&]() -> __u32 {
+    auto n = str ? NetId::parse(str) : Result<NetId>(NetId::any());
+    return n ? n->value() : NetId::any().value();
+  });
 }
 
 int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process_id* ids_out, int n_ids) {
-  Instance* l = inst();
-  if (!l) return -ENETDOWN;
-  if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0) return -EINVAL;
-  auto r = l->ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
-  if (!r) return r.code();
-  int n = 0;
-  for (const NiStatus& ns : r->info.nis) {
-    if (n < n_ids) ids_out[n] = lnet_process_id{ns.nid.value(), r->info.pid};
-    ++n;
-  }
-  return n;
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    if (!l) return -ENETDOWN;
+    if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0) return -EINVAL;
+    auto r = l->ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
+    if (!r) return r.code();
+    int n = 0;
+    for (const NiStatus& ns : r->info.nis) {
+      if (n < n_ids) ids_out[n] = lnet_process_id{ns.nid.value(), r->info.pid};
+      ++n;
+    }
+    return n;
+  });
 }
 
 }  // extern "C"

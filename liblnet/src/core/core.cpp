@@ -54,7 +54,10 @@ Ni* Core::find_ni(Nid nid) const { return find_ni_locked(nid); }
 
 int Core::peer_credits_for(NetId net) const {
   Net* n = find_net(net);
-  if (n && !n->nis.empty()) return n->nis.front()->config.tunables.peer_credits;
+  if (n && !n->nis.empty()) {
+    const NetTunables& t = n->nis.front()->config.tunables;
+    return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
+  }
   return NetTunables{}.peer_credits;
 }
 
@@ -100,6 +103,12 @@ Result<bool> Core::startup() {
       return Failure{-EEXIST, "NID " + ni->nid.to_string() + " is configured twice"};
     }
     const NetTunables& t = nc.tunables;
+    if (t.credits < 1 || t.peer_credits < 1 || t.peer_buffer_credits < 0 || t.peer_timeout < 0) {
+      net->lnd->shutdown(*ni);
+      if (net->nis.empty()) nets_.pop_back();
+      return Failure{-EINVAL, "bad tunables for " + nc.net.to_string() + ": credits " + std::to_string(t.credits) +
+                                  ", peer_credits " + std::to_string(t.peer_credits) + " (both must be >= 1)"};
+    }
     int per_cpt = t.credits;
     if (cpts_.count() > 1) per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()),
                                                                   8 * t.peer_credits));
@@ -110,9 +119,8 @@ Result<bool> Core::startup() {
     return true;
   };
 
-  NetConfig lo;
+  NetConfig lo;  // self sends take no credits; the tunables are never used
   lo.net = NetId::make(kLoLnd, 0);
-  lo.tunables.credits = lo.tunables.peer_credits = 0;
   if (auto r = bring_up(lo); !r) return r;
   lo_ni_ = nis_.front().get();
   for (const NetConfig& nc : config_.nets) {
@@ -122,7 +130,7 @@ Result<bool> Core::startup() {
       return r;
     }
   }
-  started_ = true;
+  started_.store(true, std::memory_order_release);
   if (int rc = setup_ping_target()) {
     shutdown();
     return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
@@ -159,7 +167,7 @@ void Core::shutdown() {
   nets_.clear();
   lnds_.clear();
   lo_ni_ = nullptr;
-  started_ = false;
+  started_.store(false, std::memory_order_release);
 }
 
 std::vector<Nid> Core::nids() const {
@@ -169,6 +177,7 @@ std::vector<Nid> Core::nids() const {
 }
 
 int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
+  if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
   if (find_ni(nid) || nid == Nid::lo()) {
     if (src) *src = nid;
     if (order) *order = 0;
@@ -187,13 +196,13 @@ int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
 Message* Core::new_msg(unsigned cpt) {
   Message* m = msg_alloc();
   m->core = this;
-  m->cpt = cpt;
+  m->cpt = m->alloc_cpt = cpt;
   counters_.msg_alloc(cpt);
   return m;
 }
 
 void Core::free_msg(Message* m) {
-  counters_.msg_free(m->cpt);
+  counters_.msg_free(m->alloc_cpt);
   msg_free(m);
 }
 

@@ -142,7 +142,7 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::vector<std::uint8_t> push_buf_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> pushes_received_{0};
-  bool started_ = false;
+  std::atomic<bool> started_{false};
 };
 
 }  // namespace lnet::core

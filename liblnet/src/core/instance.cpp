@@ -66,7 +66,7 @@ Result<Me> Me::attach(Instance& lnet, unsigned portal, ProcessId match_id, std::
                       std::uint64_t ignore_bits, Unlink unlink, InsPos pos) {
   auto h = lnet.me_attach(portal, match_id, match_bits, ignore_bits, unlink, pos);
   if (!h) return h.failure();
-  return Me(lnet, *h);
+  return Me(lnet, *h, unlink);
 }
 
 Result<Md> Md::bind(Instance& lnet, const MdDesc& desc, Unlink unlink) {
@@ -78,7 +78,7 @@ Result<Md> Md::bind(Instance& lnet, const MdDesc& desc, Unlink unlink) {
 Result<Md> Md::attach(Instance& lnet, Me& me, const MdDesc& desc, Unlink unlink) {
   auto h = lnet.md_attach(me.handle(), desc, unlink);
   if (!h) return h.failure();
-  me.release();
+  if (me.unlink_mode() == Unlink::Unlink) me.release();
   return Md(lnet, *h);
 }
 

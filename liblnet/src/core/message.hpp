@@ -16,7 +16,8 @@ struct PeerNi;
 struct Message : LndMessage {
   Core* core = nullptr;
   Message* next = nullptr;  // in at most one queue at a time
-  unsigned cpt = 0;
+  unsigned cpt = 0;         // CPT whose locks guard its credits
+  unsigned alloc_cpt = 0;   // CPT that counts it in msgs_alloc
 
   bool sending = false;         // transmit phase (also an ACK/REPLY made from a received message)
   bool receiving = false;       // receive phase

@@ -68,7 +68,10 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
   max_nids = std::clamp(max_nids, 1U, kDefaultMaxInterfaces);
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
 
+  // Shared with the MD's handler: after a timeout the MD may outlive this call (its GET
+  // still in a driver), so the buffer lives here too.
   struct Wait {
+    std::vector<std::uint8_t> buf;
     std::mutex m;
     std::condition_variable cv;
     bool replied = false;
@@ -79,9 +82,9 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
   };
   for (int attempt = 0;; ++attempt) {
     auto w = std::make_shared<Wait>();
-    std::vector<std::uint8_t> buf(size);
+    w->buf.resize(size);
     MdDesc d;
-    d.start = buf.data();
+    d.start = w->buf.data();
     d.length = size;
     d.threshold = 2;  // SEND + REPLY
     d.options = kMdTruncate;
@@ -107,10 +110,11 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
     std::unique_lock lk(w->m);
     bool answered = w->cv.wait_for(lk, timeout, [&] { return w->done || w->failed; });
     if (!w->done) {
+      // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
+      // either in already (done) or refused from now on.
       lk.unlock();
-      (void)md_unlink(*md);  // no answer (or a failed send): stop waiting for one
+      (void)md_unlink(*md);
       lk.lock();
-      w->cv.wait(lk, [&] { return w->done; });
     }
     if (!w->replied) {
       if (!answered) return Failure{-ETIMEDOUT, "no answer from " + target.to_string() + " within " +
@@ -119,7 +123,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
     }
     std::size_t needed = 0;
-    auto info = decode_ping_info(std::span(buf.data(), w->mlength), kDefaultMaxInterfaces, &needed);
+    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), kDefaultMaxInterfaces, &needed);
     if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
       size = needed;  // more NIs than we made room for: ask again with a big enough buffer
       continue;

@@ -156,7 +156,7 @@ void Core::parse_get(Message* msg) {
   msg->ev.rlength = get.sink_length;
   msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpGet, get.ptl_index,
                                   get.match_bits, get.sink_length, get.src_offset};
-  if (portals_->match_incoming(msg) != portals::RxMatch::Matched) {
+  if (get.sink_length > kMaxPayload || portals_->match_incoming(msg) != portals::RxMatch::Matched) {
     drop_rx(msg);
     return;
   }
@@ -214,7 +214,8 @@ void Core::parse_ack(Message* msg) {
   const Header::Ack& ack = msg->hdr.msg.ack;
   msg->ev.type = EventType::Ack;
   msg->ev.match_bits = ack.match_bits;
-  msg->ev.rlength = msg->ev.mlength = ack.mlength;
+  msg->ev.rlength = msg->hdr.payload_length;  // 0, as LNet reports it
+  msg->ev.mlength = ack.mlength;
   msg->ev.offset = 0;
   if (portals_->match_response(msg, ack.dst_wmd, false, 0, nullptr)) {
     drop_rx(msg);

@@ -14,7 +14,7 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
               std::uint32_t offset, std::uint64_t hdr_data) {
   if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
   Message* msg = new_msg(cpts_.current());
-  if (int rc = portals_->commit_send(mdh, msg)) {
+  if (int rc = portals_->commit_send(mdh, msg, kMaxPayload)) {
     free_msg(msg);
     return rc;
   }
@@ -49,7 +49,7 @@ int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::ui
               std::uint32_t offset) {
   if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
   Message* msg = new_msg(cpts_.current());
-  if (int rc = portals_->commit_send(mdh, msg)) {
+  if (int rc = portals_->commit_send(mdh, msg, kMaxPayload)) {
     free_msg(msg);
     return rc;
   }
@@ -100,13 +100,14 @@ int Core::send_local(Message* msg, Nid dst) {
 }
 
 int Core::send(Nid self, Message* msg, Nid dst) {
-  if (!started_ || stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;
+  if (!started_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;
   Ni* src_ni = nullptr;
   if (!self.is_any()) {
     src_ni = find_ni(self);
     if (!src_ni) return -EINVAL;  // not one of our NIDs
   }
   if (dst == Nid::lo() || find_ni(dst)) return send_local(msg, dst);
+  if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
   unsigned cpt = cpts_.of_nid(dst);
   std::unique_lock lk(net_locks_[cpt]);
@@ -142,12 +143,11 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
       msg->ev.sender = path.ni->nid;
     }
-    counters_.msg_free(msg->cpt);  // the message now belongs to the peer NI's CPT
-    msg->cpt = cpt;
-    counters_.msg_alloc(cpt);
+    msg->cpt = cpt;  // credits and counters of the peer NI's CPT from here on
     msg->tx_committed = true;
     counters_.add(cpt, kSendCount);
     counters_.add(cpt, kSendLength, msg->len);
+    if (stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
     bool now = post_send_locked(msg);
     lk.unlock();
     if (now) ni_send(msg);
@@ -249,7 +249,7 @@ int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerN
   (void)getcpu(&cpu, &node);
   for (auto& pn : peer->nets) {
     Net* net = find_net(pn->net);
-    if (!net) continue;
+    if (!net || pn->net.type() == kLoLnd) continue;
     std::uint32_t prio[2] = {pn->sel_priority, net->sel_priority.load(std::memory_order_relaxed)};
     if (best_ni && std::lexicographical_compare(best_prio, best_prio + 2, prio, prio + 2)) continue;
     bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 2, best_prio, best_prio + 2);

@@ -55,7 +55,13 @@ LibMd* PortalTable::alloc_md(Res& r) {
   return r.mds.back().get();
 }
 
-void PortalTable::free_md(Res& r, LibMd* md) {
+void PortalTable::free_md(Res& r, LibMd* md, Sink* doomed) {
+  // The handler may own LNet objects (an Md, an Me): it is destroyed by the caller
+  // after the lock is dropped, never here.
+  if (doomed) {
+    doomed->handler = std::move(md->handler);
+    doomed->eq = std::move(md->eq);
+  }
   md->handler = nullptr;
   md->eq.reset();
   md->iov_storage.clear();
@@ -105,6 +111,7 @@ void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
   md->user_ptr = d.user_ptr;
   md->handler = d.handler;
   md->eq = d.eq;
+  if (md->eq) md->eq->md_attached();
   md->refcount = 0;
   md->auto_unlink = unlink == Unlink::Unlink;
   md->zombie = md->on_portal = md->dead = md->delivering = false;
@@ -211,6 +218,7 @@ bool PortalTable::retire_locked(Res& r, LibMd* md) {
   detach_from_me(r, md, false);
   r.handles.remove(md->cookie);
   md->dead = true;
+  if (md->eq) md->eq->md_detached();
   return md->has_sink();
 }
 
@@ -243,7 +251,8 @@ void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md
     lk.unlock();
   }
   md->delivering = false;
-  if (md->dead) free_md(r, md);
+  Sink doomed;
+  if (md->dead) free_md(r, md, &doomed);
   lk.unlock();
 }
 
@@ -309,6 +318,7 @@ Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink
   // PUTs waiting on a lazy portal get their chance at the new MD, in arrival order.
   Portal& p = portals_[me->portal];
   std::lock_guard pg(p.mutex);
+  p.attach_gen.fetch_add(1, std::memory_order_release);
   MsgQueue keep;
   bool open = true;
   while (Message* m = p.delayed.pop_front()) {
@@ -355,13 +365,14 @@ int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
   return 0;
 }
 
-int PortalTable::commit_send(MdHandle mdh, Message* msg) {
+int PortalTable::commit_send(MdHandle mdh, Message* msg, std::uint32_t max_length) {
   unsigned cpt = cookie_cpt(mdh.cookie);
   if (!cookie_is(mdh.cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
   Res& r = res_[cpt];
   std::lock_guard g(r.lock);
   auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
   if (!md || md->threshold == 0 || md->zombie || md->on_portal) return -ENOENT;
+  if (md->length > max_length) return -EMSGSIZE;
   if (md->threshold != kMdThreshInf) md->threshold--;
   md->refcount++;
   msg->md = md;
@@ -369,7 +380,7 @@ int PortalTable::commit_send(MdHandle mdh, Message* msg) {
   msg->niov = md->niov;
   msg->offset = 0;
   msg->len = md->length;
-  msg->ev.md_handle = mdh;
+  fill_md_event(md, msg->ev);
   return 0;
 }
 
@@ -381,46 +392,50 @@ void PortalTable::commit(Res& r, const MatchResult& m, Message* msg) {
   msg->md = m.md;
   msg->ev.offset = m.offset;
   msg->ev.mlength = m.mlength;
-  msg->ev.md_handle = MdHandle{m.md->cookie};
+  fill_md_event(m.md, msg->ev);
 }
 
 RxMatch PortalTable::match_incoming(Message* msg) {
   const MatchInfo& info = msg->match;
   if (info.portal >= kMaxPortals) return RxMatch::Dropped;
   Portal& p = portals_[info.portal];
-  Kind kind = p.kind.load(std::memory_order_acquire);
-  unsigned cpt = kind == Kind::Unique ? cpts_.of_nid(info.initiator.nid) : p.home;
-  std::unique_lock lk(res_[cpt].lock);
-  MatchResult m;
-  if (kind != Kind::Unset) m = p.tables[cpt].match(info, info.initiator.nid);
-  if (m.status == MatchStatus::None && kind == Kind::Unique && !info.source.is_any() &&
-      info.source != info.initiator.nid) {
-    // Multi-rail: an ME posted for another NID of the same peer matches too.
-    unsigned cpt2 = cpts_.of_nid(info.source);
-    if (cpt2 != cpt) {
-      lk.unlock();
-      lk = std::unique_lock(res_[cpt2].lock);
-      cpt = cpt2;
+  for (;;) {
+    // An MD attached between our look and our queueing must see this message: the
+    // attach generation (bumped under the portal mutex) tells us to look again.
+    std::uint64_t gen = p.attach_gen.load(std::memory_order_acquire);
+    Kind kind = p.kind.load(std::memory_order_acquire);
+    unsigned cpt = kind == Kind::Unique ? cpts_.of_nid(info.initiator.nid) : p.home;
+    std::unique_lock lk(res_[cpt].lock);
+    if (p.kind.load(std::memory_order_acquire) != kind) continue;  // the first ME just arrived
+    MatchResult m;
+    if (kind != Kind::Unset) m = p.tables[cpt].match(info, info.initiator.nid);
+    if (m.status == MatchStatus::None && kind == Kind::Unique && !info.source.is_any() &&
+        info.source != info.initiator.nid) {
+      // Multi-rail: an ME posted for the NID the message came from matches too.
+      unsigned cpt2 = cpts_.of_nid(info.source);
+      if (cpt2 != cpt) {
+        lk.unlock();
+        lk = std::unique_lock(res_[cpt2].lock);
+        cpt = cpt2;
+      }
+      m = p.tables[cpt].match(info, info.source);
     }
-    m = p.tables[cpt].match(info, info.source);
-  }
-  if (m.status == MatchStatus::Ok) {
-    commit(res_[cpt], m, msg);
-    return RxMatch::Matched;
-  }
-  if (m.status == MatchStatus::Drop) return RxMatch::Dropped;
-  // Only PUTs wait on a lazy portal, a bounded number of them, and on the reserved
-  // portal only pushes (nothing else could ever match there).
-  bool may_wait = info.op == kMdOpPut && (info.portal != kReservedPortal || info.match_bits == kPingMatchBits);
-  if (may_wait && p.lazy.load(std::memory_order_relaxed)) {
+    if (m.status == MatchStatus::Ok) {
+      commit(res_[cpt], m, msg);
+      return RxMatch::Matched;
+    }
+    if (m.status == MatchStatus::Drop) return RxMatch::Dropped;
+    // Only PUTs wait on a lazy portal, a bounded number of them, and on the reserved
+    // portal only pushes (nothing else could ever match there).
+    bool may_wait = info.op == kMdOpPut && (info.portal != kReservedPortal || info.match_bits == kPingMatchBits);
+    if (!may_wait || !p.lazy.load(std::memory_order_relaxed)) return RxMatch::Dropped;
     std::lock_guard pg(p.mutex);
-    if (p.lazy.load(std::memory_order_relaxed) && p.ndelayed < kMaxDelayedPerPortal) {
-      p.delayed.push_back(msg);
-      ++p.ndelayed;
-      return RxMatch::Delayed;
-    }
+    if (p.attach_gen.load(std::memory_order_relaxed) != gen) continue;
+    if (!p.lazy.load(std::memory_order_relaxed) || p.ndelayed >= kMaxDelayedPerPortal) return RxMatch::Dropped;
+    p.delayed.push_back(msg);
+    ++p.ndelayed;
+    return RxMatch::Delayed;
   }
-  return RxMatch::Dropped;
 }
 
 int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, std::uint32_t rlength,
@@ -440,7 +455,7 @@ int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, 
   if (md->threshold != kMdThreshInf) md->threshold--;
   md->refcount++;
   msg->md = md;
-  msg->ev.md_handle = MdHandle{cookie};
+  fill_md_event(md, msg->ev);
   return 0;
 }
 
@@ -449,8 +464,7 @@ void PortalTable::finalize_md(Message* msg, MsgCompleter& c) {
   msg->md = nullptr;
   Res& r = res_[md->cpt];
   std::unique_lock lk(r.lock);
-  md->refcount--;
-  fill_md_event(md, msg->ev);
+  md->refcount--;  // the event keeps the MD as it was when this message took it
   if (md->refcount == 0 && !md->dead && (md->zombie || (md->auto_unlink && md->exhausted()))) {
     retire_locked(r, md);
     msg->ev.unlinked = true;

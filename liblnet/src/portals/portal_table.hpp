@@ -58,7 +58,8 @@ class PortalTable {
   static int validate(const MdDesc& desc);
 
   // Commits a bound MD to an outgoing PUT/GET: msg gets the MD and its whole payload.
-  int commit_send(MdHandle mdh, core::Message* msg);
+  // -ENOENT: no usable MD; -EMSGSIZE: longer than max_length.
+  int commit_send(MdHandle mdh, core::Message* msg, std::uint32_t max_length);
   // Matches an incoming PUT/GET described by msg->match. Matched: msg->md is committed and
   // msg->ev.offset/mlength are set. Delayed: queued on its lazy portal.
   RxMatch match_incoming(core::Message* msg);
@@ -96,14 +97,20 @@ class PortalTable {
     std::atomic<bool> lazy{false};
     core::MsgQueue delayed;
     std::size_t ndelayed = 0;
+    std::atomic<std::uint64_t> attach_gen{0};  // MD attaches so far
     std::vector<MatchTable> tables;  // per CPT; a request portal uses tables[home]
     unsigned home = 0;
   };
 
   Failure set_kind(unsigned portal, bool unique, InsPos pos);  // code 0: fits
   MatchTable& table_of(LibMe* me) { return portals_[me->portal].tables[me->cpt]; }
+  struct Sink {
+    EventHandler handler;
+    std::shared_ptr<EventQueue> eq;
+  };
   LibMd* alloc_md(Res& r);
-  void free_md(Res& r, LibMd* md);
+  // Returns the MD to the pool; its handler and queue move to *doomed (if given).
+  void free_md(Res& r, LibMd* md, Sink* doomed = nullptr);
   LibMe* alloc_me(Res& r);
   void free_me(Res& r, LibMe* me);
   void fill_md(LibMd* md, const MdDesc& d, Unlink unlink);

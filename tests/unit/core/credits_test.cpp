@@ -123,7 +123,9 @@ TEST_F(Credits, NiCreditsQueueAcrossPeers) {
   NiInfo n = ni(a, gni(1));
   EXPECT_EQ(n.tx_credits, -2);
   EXPECT_EQ(n.min_tx_credits, -2);
-  EXPECT_EQ(peer_ni(a, gni(2)).tx_credits, 6) << "the waiting messages hold their peer credit";
+  PeerNiInfo pb = peer_ni(a, gni(2));
+  EXPECT_EQ(pb.max_tx_credits, 2) << "peer credits are capped to the NI's";
+  EXPECT_EQ(pb.tx_credits, 0) << "the waiting messages hold their peer credit";
   Fabric::instance().deliver_all();
   EXPECT_EQ(std::string(b.buf.data(), 4), "b1b2");
   EXPECT_EQ(std::string(c.buf.data(), 4), "c1c2");
@@ -147,6 +149,15 @@ TEST_F(Credits, ShutdownFailsQueuedAndInFlightMessages) {
   ASSERT_EQ(evs.size(), 2u);
   for (auto& e : evs) EXPECT_EQ(e.status, -ESHUTDOWN);
   EXPECT_EQ(Fabric::instance().pending(), 0u);
+}
+
+TEST_F(Credits, TunablesAreValidated) {
+  NetTunables t;
+  t.credits = 0;
+  auto r = Instance::create(test::fabric_config({9}, 0, t), kPidLustre);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.code(), -EINVAL);
+  EXPECT_NE(r.message().find("credits 0"), std::string::npos) << r.message();
 }
 
 }  // namespace

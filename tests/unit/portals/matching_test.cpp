@@ -584,6 +584,96 @@ TEST_F(Matching, HandlersMayCallBackIntoLnetWithoutRecursing) {
   EXPECT_EQ(lnet->md_unlink(*tmd), 0);
 }
 
+TEST_F(Matching, OnlyZeroIsALoopbackNid) {
+  MdDesc d;
+  char b = 'x';
+  d.start = &b;
+  d.length = 1;
+  d.threshold = 1;
+  d.handler = ilog.handler();
+  auto md = lnet->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  ASSERT_EQ(lnet->put(Nid::any(), *md, AckReq::NoAck, ProcessId{Nid::make(NetId::make(kLoLnd, 0), 1), 4242},
+                      kPortal, 0, 0, 0), 0);
+  auto ev = ilog.find(EventType::Send);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->status, -EHOSTUNREACH);
+  EXPECT_EQ(lnet->dist(Nid::make(NetId::make(kLoLnd, 0), 1), nullptr, nullptr), -EHOSTUNREACH);
+  EXPECT_FALSE(lnet->ping(ProcessId{Nid::make(NetId::make(kLoLnd, 0), 7), 4242}, std::chrono::milliseconds(200)));
+}
+
+TEST_F(Matching, PayloadAboveTheMtuIsRefusedLocally) {
+  std::vector<char> big(kMaxPayload + 1);
+  MdDesc d;
+  d.start = big.data();
+  d.length = big.size();
+  auto md = lnet->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  EXPECT_EQ(lnet->put(Nid::any(), *md, AckReq::NoAck, self, kPortal, 0, 0, 0), -EMSGSIZE);
+  EXPECT_EQ(lnet->get(Nid::any(), *md, self, kPortal, 0, 0), -EMSGSIZE);
+  EXPECT_EQ(lnet->md_unlink(*md), 0);
+}
+
+TEST_F(Matching, EventQueueCountsItsMds) {
+  auto eq = lnet->make_event_queue(8);
+  char buf[8] = {};
+  auto me = lnet->me_attach(kPortal, ProcessId::any(), 0x77, 0, Unlink::Unlink, InsPos::After);
+  MdDesc d;
+  d.start = buf;
+  d.length = sizeof buf;
+  d.options = kMdOpPut;
+  d.threshold = 1;
+  d.eq = eq;
+  ASSERT_TRUE(lnet->md_attach(*me, d, Unlink::Unlink));
+  EXPECT_EQ(eq->attached_mds(), 1);
+  ASSERT_EQ(put("x"), 0);
+  Event ev;
+  ASSERT_EQ(eq->get(ev), 1);
+  EXPECT_TRUE(ev.unlinked);
+  EXPECT_EQ(eq->attached_mds(), 0) << "counted out before its last event is seen";
+}
+
+TEST_F(Matching, AHandlerMayOwnLnetObjects) {
+  // MD A's handler owns MD B (RAII). When A is freed its handler is destroyed, which
+  // unlinks B: that must happen outside LNet's locks.
+  char a[4] = {}, b[4] = {};
+  MdDesc db;
+  db.start = b;
+  db.length = sizeof b;
+  auto bound = lnet->md_bind(db, Unlink::Retain);
+  ASSERT_TRUE(bound);
+  MdHandle hb = *bound;
+  auto mdb = std::make_shared<Md>(*lnet, hb);
+  auto me = lnet->me_attach(kPortal, ProcessId::any(), 0x77, 0, Unlink::Unlink, InsPos::After);
+  MdDesc da;
+  da.start = a;
+  da.length = sizeof a;
+  da.options = kMdOpPut;
+  da.threshold = 1;
+  da.handler = [owned = std::move(mdb)](const Event&) {};
+  ASSERT_TRUE(lnet->md_attach(*me, da, Unlink::Unlink));
+  da.handler = nullptr;  // the MD keeps the only copy
+  ASSERT_EQ(put("x"), 0);
+  EXPECT_EQ(lnet->md_unlink(hb), -ENOENT) << "B went with A's handler";
+}
+
+TEST_F(Matching, RaiiHandlesFollowTheMeUnlinkMode) {
+  char buf[4] = {};
+  std::size_t mes = lnet->core().portals().live_mes();
+  {
+    auto me = Me::attach(*lnet, kPortal, ProcessId::any(), 0x5, 0, Unlink::Retain).value();
+    MdDesc d;
+    d.start = buf;
+    d.length = sizeof buf;
+    d.options = kMdOpPut;
+    auto md = Md::attach(*lnet, me, d, Unlink::Retain).value();
+    EXPECT_TRUE(me.handle().is_valid()) << "a Retain ME stays with its owner";
+    md.reset();
+    EXPECT_EQ(lnet->core().portals().live_mes(), mes + 1);
+  }
+  EXPECT_EQ(lnet->core().portals().live_mes(), mes) << "and goes when the owner does";
+}
+
 TEST_F(Matching, CountersFollowTraffic) {
   char buf[8] = {};
   target(buf, sizeof buf, kMdOpPut);
