@@ -93,16 +93,10 @@ BENCHMARK(BM_Memcpy)->Arg(8)->Arg(4096)->Arg(1 << 20);
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  lnet::bench::RatioReporter rep;
-  benchmark::RunSpecifiedBenchmarks(&rep);
-  rep.print({
+  return lnet::bench::run_with_ratios(argc, argv, {
       {"PUT+events 8 B / memcpy 8 B", "BM_LoopbackPut/8", "BM_Memcpy/8"},
       {"PUT+events 4 KiB / memcpy 4 KiB", "BM_LoopbackPut/4096", "BM_Memcpy/4096"},
       {"PUT+events 1 MiB / memcpy 1 MiB", "BM_LoopbackPut/1048576", "BM_Memcpy/1048576"},
       {"bind+PUT+events 8 B / PUT+events 8 B", "BM_LoopbackPutBindEach/8", "BM_LoopbackPut/8"},
   });
-  benchmark::Shutdown();
-  return 0;
 }

@@ -91,11 +91,7 @@ BENCHMARK(BM_MatchListSame)->Arg(10)->Arg(1000)->Arg(100000);
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  lnet::bench::RatioReporter rep;
-  benchmark::RunSpecifiedBenchmarks(&rep);
-  rep.print({
+  return lnet::bench::run_with_ratios(argc, argv, {
       {"hash 100000 / hash 10 (random peer)", "BM_MatchHashRandom/100000", "BM_MatchHashRandom/10"},
       {"hash 100000 / hash 10 (same peer)", "BM_MatchHashSame/100000", "BM_MatchHashSame/10"},
       {"hash 1000 / hash 10 (random peer)", "BM_MatchHashRandom/1000", "BM_MatchHashRandom/10"},
@@ -103,6 +99,4 @@ int main(int argc, char** argv) {
       {"list 100000 / hash 100000 (same peer)", "BM_MatchListSame/100000", "BM_MatchHashSame/100000"},
       {"list 1000 / hash 1000 (random peer)", "BM_MatchListRandom/1000", "BM_MatchHashRandom/1000"},
   });
-  benchmark::Shutdown();
-  return 0;
 }

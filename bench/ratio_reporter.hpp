@@ -52,4 +52,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> ns_;
 };
 
+// main() of a benchmark program: runs the selected benchmarks, then prints the ratios.
+inline int run_with_ratios(int argc, char** argv, const std::vector<RatioReporter::Pair>& pairs) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
+  rep.print(pairs);
+  benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace lnet::bench

@@ -93,6 +93,11 @@ class Core final : public LndHost, private portals::MsgCompleter {
   int peer_credits_for(NetId net) const;
 
   // Sending
+  // A PUT/GET message with its MD committed and its SEND event prepared; nullptr and *rc
+  // (-EINVAL, -ENOENT, -EMSGSIZE) when it cannot be made.
+  Message* new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
+                       std::uint32_t offset, int* rc);
+  void launch(Nid self, Message* msg);  // sends; a failure is reported by the SEND event
   int send(Nid self, Message* msg, Nid dst);
   int send_local(Message* msg, Nid dst);
   struct Path {

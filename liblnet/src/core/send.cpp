@@ -10,23 +10,17 @@
 
 namespace lnet::core {
 
-int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
-              std::uint32_t offset, std::uint64_t hdr_data) {
-  if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
+Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
+                           std::uint32_t offset, int* rc) {
+  *rc = portal >= kMaxPortals || target.nid.is_any() ? -EINVAL : 0;
+  if (*rc) return nullptr;
   Message* msg = new_msg(cpts_.current());
-  if (int rc = portals_->commit_send(mdh, msg, kMaxPayload)) {
+  if ((*rc = portals_->commit_send(mdh, msg, kMaxPayload))) {
     free_msg(msg);
-    return rc;
+    return nullptr;
   }
-  Header& h = msg->hdr;
-  h.type = MsgType::Put;
-  h.dest_pid = target.pid;
-  h.payload_length = msg->len;
-  h.msg.put.ack_wmd = ack == AckReq::Ack ? WireHandle{portals_->interface_cookie(), mdh.cookie} : WireHandle::none();
-  h.msg.put.match_bits = match_bits;
-  h.msg.put.hdr_data = hdr_data;
-  h.msg.put.ptl_index = portal;
-  h.msg.put.offset = offset;
+  msg->hdr.type = type;
+  msg->hdr.dest_pid = target.pid;
   msg->target = target;
   msg->sending = true;
   Event& ev = msg->ev;
@@ -36,48 +30,48 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
   ev.match_bits = match_bits;
   ev.rlength = ev.mlength = msg->len;
   ev.offset = offset;
-  ev.hdr_data = hdr_data;
-  ev.msg_type = MsgType::Put;
-  if (int rc = send(self, msg, target.nid)) {
+  ev.msg_type = type;
+  return msg;
+}
+
+void Core::launch(Nid self, Message* msg) {
+  if (int rc = send(self, msg, msg->target.nid)) {
     msg->health = HealthStatus::LocalError;
-    finalize(msg, rc);  // reported through the SEND event, as LNetPut does
+    finalize(msg, rc);  // reported through the SEND event, as LNetPut/LNetGet do
   }
+}
+
+int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
+              std::uint32_t offset, std::uint64_t hdr_data) {
+  int rc;
+  Message* msg = new_request(mdh, MsgType::Put, target, portal, match_bits, offset, &rc);
+  if (!msg) return rc;
+  Header& h = msg->hdr;
+  h.payload_length = msg->len;
+  h.msg.put.ack_wmd = ack == AckReq::Ack ? WireHandle{portals_->interface_cookie(), mdh.cookie} : WireHandle::none();
+  h.msg.put.match_bits = match_bits;
+  h.msg.put.hdr_data = hdr_data;
+  h.msg.put.ptl_index = portal;
+  h.msg.put.offset = offset;
+  msg->ev.hdr_data = hdr_data;
+  launch(self, msg);
   return 0;
 }
 
 int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
               std::uint32_t offset) {
-  if (portal >= kMaxPortals || target.nid.is_any()) return -EINVAL;
-  Message* msg = new_msg(cpts_.current());
-  if (int rc = portals_->commit_send(mdh, msg, kMaxPayload)) {
-    free_msg(msg);
-    return rc;
-  }
-  std::uint32_t sink = msg->len;
-  msg->len = 0;  // a GET carries no payload; the MD is the REPLY's sink
+  int rc;
+  Message* msg = new_request(mdh, MsgType::Get, target, portal, match_bits, offset, &rc);
+  if (!msg) return rc;
   Header& h = msg->hdr;
-  h.type = MsgType::Get;
-  h.dest_pid = target.pid;
   h.payload_length = 0;
   h.msg.get.return_wmd = WireHandle{portals_->interface_cookie(), mdh.cookie};
   h.msg.get.match_bits = match_bits;
   h.msg.get.ptl_index = portal;
   h.msg.get.src_offset = offset;
-  h.msg.get.sink_length = sink;
-  msg->target = target;
-  msg->sending = true;
-  Event& ev = msg->ev;
-  ev.type = EventType::Send;
-  ev.target = target;
-  ev.pt_index = portal;
-  ev.match_bits = match_bits;
-  ev.rlength = ev.mlength = sink;
-  ev.offset = offset;
-  ev.msg_type = MsgType::Get;
-  if (int rc = send(self, msg, target.nid)) {
-    msg->health = HealthStatus::LocalError;
-    finalize(msg, rc);
-  }
+  h.msg.get.sink_length = msg->len;
+  msg->len = 0;  // a GET carries no payload; the MD is the REPLY's sink
+  launch(self, msg);
   return 0;
 }
 

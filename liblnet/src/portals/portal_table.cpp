@@ -44,16 +44,27 @@ int PortalTable::validate(const MdDesc& d) {
   return 0;
 }
 
-LibMd* PortalTable::alloc_md(Res& r) {
-  LibMd* md = r.md_free;
-  if (md) {
-    r.md_free = md->next_free;
-    md->next_free = nullptr;
-    return md;
+namespace {
+// Pops an object off a per-CPT free list (linked through next_free), or makes one.
+template <class T>
+T* pool_take(T*& free_list, std::vector<std::unique_ptr<T>>& all) {
+  if (T* t = free_list) {
+    free_list = t->next_free;
+    t->next_free = nullptr;
+    return t;
   }
-  r.mds.push_back(std::make_unique<LibMd>());
-  return r.mds.back().get();
+  all.push_back(std::make_unique<T>());
+  return all.back().get();
 }
+template <class T>
+void pool_give(T*& free_list, T* t) {
+  t->cookie = kInvalidCookie;
+  t->next_free = free_list;
+  free_list = t;
+}
+}  // namespace
+
+LibMd* PortalTable::alloc_md(Res& r) { return pool_take(r.md_free, r.mds); }
 
 void PortalTable::free_md(Res& r, LibMd* md, Sink* doomed) {
   // The handler may own LNet objects (an Md, an Me): it is destroyed by the caller
@@ -65,27 +76,31 @@ void PortalTable::free_md(Res& r, LibMd* md, Sink* doomed) {
   md->handler = nullptr;
   md->eq.reset();
   md->iov_storage.clear();
-  md->cookie = kInvalidCookie;
-  md->next_free = r.md_free;
-  r.md_free = md;
+  pool_give(r.md_free, md);
 }
 
-LibMe* PortalTable::alloc_me(Res& r) {
-  LibMe* me = r.me_free;
-  if (me) {
-    r.me_free = me->next_free;
-    me->next_free = nullptr;
-    return me;
-  }
-  r.mes.push_back(std::make_unique<LibMe>());
-  return r.mes.back().get();
+LibMe* PortalTable::make_me(Res& r, unsigned cpt, unsigned portal, ProcessId id, std::uint64_t bits,
+                            std::uint64_t ignore, Unlink unlink) {
+  LibMe* me = pool_take(r.me_free, r.mes);
+  me->cpt = cpt;
+  me->portal = portal;
+  me->match_id = id;
+  me->match_bits = bits;
+  me->ignore_bits = ignore;
+  me->unlink = unlink;
+  me->md = nullptr;
+  me->cookie = r.handles.insert(me, HandleType::Me, cpt);
+  return me;
+}
+
+PortalTable::Res* PortalTable::res_for(std::uint64_t cookie, HandleType type) {
+  unsigned cpt = cookie_cpt(cookie);
+  return cookie_is(cookie, type) && cpt < cpts_.count() ? &res_[cpt] : nullptr;
 }
 
 void PortalTable::free_me(Res& r, LibMe* me) {
-  me->cookie = kInvalidCookie;
   me->md = nullptr;
-  me->next_free = r.me_free;
-  r.me_free = me;
+  pool_give(r.me_free, me);
 }
 
 void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
@@ -161,15 +176,7 @@ Result<MeHandle> PortalTable::me_attach(unsigned portal, ProcessId id, std::uint
   unsigned cpt = unique ? cpts_.of_nid(id.nid) : p.home;
   Res& r = res_[cpt];
   std::lock_guard g(r.lock);
-  LibMe* me = alloc_me(r);
-  me->cpt = cpt;
-  me->portal = portal;
-  me->match_id = id;
-  me->match_bits = bits;
-  me->ignore_bits = ignore;
-  me->unlink = unlink;
-  me->md = nullptr;
-  me->cookie = r.handles.insert(me, HandleType::Me, cpt);
+  LibMe* me = make_me(r, cpt, portal, id, bits, ignore, unlink);
   MatchTable& t = p.tables[cpt];
   if (pos == InsPos::Before) t.insert_head(me); else t.insert_tail(me);
   return MeHandle{me->cookie};
@@ -177,10 +184,11 @@ Result<MeHandle> PortalTable::me_attach(unsigned portal, ProcessId id, std::uint
 
 Result<MeHandle> PortalTable::me_insert(MeHandle current, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
                                         Unlink unlink, InsPos pos) {
-  unsigned cpt = cookie_cpt(current.cookie);
-  if (!cookie_is(current.cookie, HandleType::Me) || cpt >= cpts_.count()) return Failure{-ENOENT, "no such ME"};
+  Res* rp = res_for(current.cookie, HandleType::Me);
+  if (!rp) return Failure{-ENOENT, "no such ME"};
   bool unique = !id.nid.is_any() && id.pid != kPidAny && ignore == 0;
-  Res& r = res_[cpt];
+  Res& r = *rp;
+  unsigned cpt = cookie_cpt(current.cookie);
   std::lock_guard g(r.lock);
   auto* cur = static_cast<LibMe*>(r.handles.lookup(current.cookie, HandleType::Me));
   if (!cur) return Failure{-ENOENT, "no such ME"};
@@ -188,15 +196,7 @@ Result<MeHandle> PortalTable::me_insert(MeHandle current, ProcessId id, std::uin
   if (p.kind.load(std::memory_order_acquire) != Kind::Wildcard || unique) {
     return Failure{-EPERM, "MEs can only be inserted on a request portal, and only wildcard ones"};
   }
-  LibMe* me = alloc_me(r);
-  me->cpt = cpt;
-  me->portal = cur->portal;
-  me->match_id = id;
-  me->match_bits = bits;
-  me->ignore_bits = ignore;
-  me->unlink = unlink;
-  me->md = nullptr;
-  me->cookie = r.handles.insert(me, HandleType::Me, cpt);
+  LibMe* me = make_me(r, cpt, cur->portal, id, bits, ignore, unlink);
   MatchTable& t = table_of(cur);
   if (pos == InsPos::Before) t.insert_before(cur, me); else t.insert_after(cur, me);
   return MeHandle{me->cookie};
@@ -278,9 +278,9 @@ void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, Lib
 }
 
 int PortalTable::me_unlink(MeHandle meh, MsgCompleter& c) {
-  unsigned cpt = cookie_cpt(meh.cookie);
-  if (!cookie_is(meh.cookie, HandleType::Me) || cpt >= cpts_.count()) return -ENOENT;
-  Res& r = res_[cpt];
+  Res* rp = res_for(meh.cookie, HandleType::Me);
+  if (!rp) return -ENOENT;
+  Res& r = *rp;
   std::unique_lock lk(r.lock);
   auto* me = static_cast<LibMe*>(r.handles.lookup(meh.cookie, HandleType::Me));
   if (!me) return -ENOENT;
@@ -299,9 +299,10 @@ int PortalTable::me_unlink(MeHandle meh, MsgCompleter& c) {
 Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink unlink, MsgQueue& matched,
                                         MsgQueue& dropped) {
   if (int rc = validate(desc)) return Failure{rc, "invalid memory descriptor"};
+  Res* rp = res_for(meh.cookie, HandleType::Me);
+  if (!rp) return Failure{-ENOENT, "no such ME"};
+  Res& r = *rp;
   unsigned cpt = cookie_cpt(meh.cookie);
-  if (!cookie_is(meh.cookie, HandleType::Me) || cpt >= cpts_.count()) return Failure{-ENOENT, "no such ME"};
-  Res& r = res_[cpt];
   std::lock_guard g(r.lock);
   auto* me = static_cast<LibMe*>(r.handles.lookup(meh.cookie, HandleType::Me));
   if (!me) return Failure{-ENOENT, "no such ME"};
@@ -355,9 +356,9 @@ Result<MdHandle> PortalTable::md_bind(const MdDesc& desc, Unlink unlink) {
 }
 
 int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
-  unsigned cpt = cookie_cpt(mdh.cookie);
-  if (!cookie_is(mdh.cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
-  Res& r = res_[cpt];
+  Res* rp = res_for(mdh.cookie, HandleType::Md);
+  if (!rp) return -ENOENT;
+  Res& r = *rp;
   std::unique_lock lk(r.lock);
   auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
   if (!md) return -ENOENT;
@@ -366,9 +367,9 @@ int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
 }
 
 int PortalTable::commit_send(MdHandle mdh, Message* msg, std::uint32_t max_length) {
-  unsigned cpt = cookie_cpt(mdh.cookie);
-  if (!cookie_is(mdh.cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
-  Res& r = res_[cpt];
+  Res* rp = res_for(mdh.cookie, HandleType::Md);
+  if (!rp) return -ENOENT;
+  Res& r = *rp;
   std::lock_guard g(r.lock);
   auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
   if (!md || md->threshold == 0 || md->zombie || md->on_portal) return -ENOENT;
@@ -442,9 +443,9 @@ int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, 
                                 std::uint32_t* mlength) {
   if (wh.interface_cookie != iface_cookie_) return -ENOENT;
   std::uint64_t cookie = wh.object_cookie;
-  unsigned cpt = cookie_cpt(cookie);
-  if (!cookie_is(cookie, HandleType::Md) || cpt >= cpts_.count()) return -ENOENT;
-  Res& r = res_[cpt];
+  Res* rp = res_for(cookie, HandleType::Md);
+  if (!rp) return -ENOENT;
+  Res& r = *rp;
   std::lock_guard g(r.lock);
   auto* md = static_cast<LibMd*>(r.handles.lookup(cookie, HandleType::Md));
   if (!md || md->threshold == 0 || md->on_portal || md->zombie) return -ENOENT;

@@ -111,7 +111,10 @@ class PortalTable {
   LibMd* alloc_md(Res& r);
   // Returns the MD to the pool; its handler and queue move to *doomed (if given).
   void free_md(Res& r, LibMd* md, Sink* doomed = nullptr);
-  LibMe* alloc_me(Res& r);
+  LibMe* make_me(Res& r, unsigned cpt, unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
+                 Unlink unlink);
+  // The container a handle's cookie points to (nullptr for a malformed cookie).
+  Res* res_for(std::uint64_t cookie, HandleType type);
   void free_me(Res& r, LibMe* me);
   void fill_md(LibMd* md, const MdDesc& d, Unlink unlink);
   void fill_md_event(const LibMd* md, Event& ev) const;
