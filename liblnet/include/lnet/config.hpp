@@ -22,6 +22,14 @@ struct NetTunables {
   friend bool operator==(const NetTunables&, const NetTunables&) = default;
 };
 
+// Driver tunables of a network ("lnd tunables" in lnetctl YAML).
+struct LndTunables {
+  int conns_per_peer = 0;  // socket LND: bulk connections per peer (0: automatic, 1)
+  int timeout = 0;         // seconds before a stuck connection is closed (0: driver default)
+  int tos = -1;            // IP type of service (-1: leave alone)
+  friend bool operator==(const LndTunables&, const LndTunables&) = default;
+};
+
 // One network interface to bring up ("tcp1(eth2)[0,1]").
 struct NetConfig {
   NetId net;
@@ -29,6 +37,7 @@ struct NetConfig {
   std::vector<unsigned> cpts;  // CPTs the NI serves; empty: all
   std::optional<Nid> nid;      // an explicit NID instead of one derived by the driver
   NetTunables tunables;
+  LndTunables lnd_tunables;
 };
 
 struct Config {

@@ -52,6 +52,7 @@ class Lnd;
 // A local network interface as a driver sees it.
 struct NetInterface {
   Nid nid = Nid::any();   // set by the driver's startup() unless configured
+  Pid pid = 0;            // the instance's LNet pid (what HELLOs announce)
   NetConfig config;       // net, interfaces, tunables, cpts
   int cpt = 0;            // home CPU partition
   int numa_node = -1;     // -1: unknown

@@ -87,6 +87,7 @@ Result<bool> Core::startup() {
     ni->lnd = net->lnd;
     ni->net = net;
     ni->index = static_cast<unsigned>(nis_.size());
+    ni->pid = pid_;
     if (nc.nid) ni->nid = *nc.nid;
     int rc = net->lnd->startup(*ni);
     if (rc < 0) {

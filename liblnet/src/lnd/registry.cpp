@@ -6,13 +6,14 @@
 #include <mutex>
 
 #include "lnd/lo/lo_lnd.hpp"
+#include "lnd/socket/sock_lnd.hpp"
 
 namespace lnet {
 
 namespace {
 struct Registry {
   std::mutex mutex;
-  std::map<std::uint32_t, LndFactory> factories{{kLoLnd, &make_lo_lnd}};
+  std::map<std::uint32_t, LndFactory> factories{{kLoLnd, &make_lo_lnd}, {kSockLnd, &sock::make_socket_lnd}};
 };
 Registry& registry() {
   static Registry r;

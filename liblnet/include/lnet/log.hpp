@@ -1,0 +1,43 @@
+// One logger for liblnet and its tools: levels and subsystem masks (like LNet's debug
+// masks), one line per event, lower-case text with the exact cause.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace lnet {
+
+enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
+
+// Subsystem bits.
+inline constexpr std::uint32_t kLogCore = 0x01;
+inline constexpr std::uint32_t kLogLnd = 0x02;
+inline constexpr std::uint32_t kLogRouter = 0x04;
+inline constexpr std::uint32_t kLogConfig = 0x08;
+inline constexpr std::uint32_t kLogDaemon = 0x10;
+inline constexpr std::uint32_t kLogAll = 0xFFFFFFFF;
+
+// Defaults: level Warn, every subsystem; LNET_LOG_LEVEL and LNET_LOG_SUBSYS (names,
+// comma-separated: core,lnd,router,config,daemon,all) override them.
+void set_log_level(LogLevel l);
+void set_log_subsystems(std::uint32_t mask);
+LogLevel log_level();
+bool log_enabled(LogLevel l, std::uint32_t subsys);
+// Parses "error|warn|info|debug" and "core,lnd,..." (false on a bad name).
+bool parse_log_level(std::string_view s, LogLevel* out);
+bool parse_log_subsystems(std::string_view s, std::uint32_t* out);
+// Where lines go (default: stderr). The sink gets one line without its newline.
+void set_log_sink(std::function<void(LogLevel, std::string_view)> sink);
+
+void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+}  // namespace lnet
+
+#define LNET_LOG(level, subsys, ...)                                                   \
+  do {                                                                                 \
+    if (::lnet::log_enabled(::lnet::LogLevel::level, (subsys)))                        \
+      ::lnet::log_write(::lnet::LogLevel::level, (subsys), __VA_ARGS__);               \
+  } while (0)

@@ -1,0 +1,94 @@
+// A process-wide pool of objects of one type with per-thread caches: taking and giving
+// back take no lock and no heap call in the steady state; the shared list (under a
+// mutex) only moves batches of 32 between threads. Objects are never freed (their
+// memory outlives thread caches at process exit).
+#pragma once
+
+#include <mutex>
+#include <vector>
+
+namespace lnet::core {
+
+// T needs a `T* next` member, which the pool owns while the object is free.
+template <class T>
+class Pool {
+ public:
+  static T* take() {
+    Cache& c = cache();
+    if (!c.head) refill(c);
+    T* t = c.head;
+    c.head = t->next;
+    --c.count;
+    t->next = nullptr;
+    return t;
+  }
+  static void give(T* t) {
+    Cache& c = cache();
+    t->next = c.head;
+    c.head = t;
+    if (++c.count > kCacheMax) drain(c);
+  }
+
+ private:
+  static constexpr unsigned kBatch = 32;
+  static constexpr unsigned kCacheMax = 4 * kBatch;
+
+  struct Shared {
+    std::mutex mutex;
+    T* head = nullptr;
+    std::vector<T*> chunks;
+  };
+  static Shared& shared() {
+    static Shared* s = new Shared;  // leaked on purpose, see above
+    return *s;
+  }
+  struct Cache {
+    T* head = nullptr;
+    unsigned count = 0;
+    ~Cache() {
+      if (!head) return;
+      T* tail = head;
+      while (tail->next) tail = tail->next;
+      Shared& s = shared();
+      std::lock_guard g(s.mutex);
+      tail->next = s.head;
+      s.head = head;
+    }
+  };
+  static Cache& cache() {
+    thread_local Cache c;
+    return c;
+  }
+  static void refill(Cache& c) {
+    Shared& s = shared();
+    std::lock_guard g(s.mutex);
+    for (unsigned i = 0; i < kBatch; ++i) {
+      if (!s.head) {
+        T* chunk = new T[kBatch];
+        s.chunks.push_back(chunk);
+        for (unsigned j = 0; j < kBatch; ++j) {
+          chunk[j].next = s.head;
+          s.head = &chunk[j];
+        }
+      }
+      T* t = s.head;
+      s.head = t->next;
+      t->next = c.head;
+      c.head = t;
+      ++c.count;
+    }
+  }
+  static void drain(Cache& c) {
+    T* first = c.head;
+    T* last = first;
+    for (unsigned i = 1; i < kBatch; ++i) last = last->next;
+    c.head = last->next;
+    c.count -= kBatch;
+    Shared& s = shared();
+    std::lock_guard g(s.mutex);
+    last->next = s.head;
+    s.head = first;
+  }
+};
+
+}  // namespace lnet::core

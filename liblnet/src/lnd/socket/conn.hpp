@@ -1,0 +1,128 @@
+// One TCP connection of the socket LND: the handshake (active: connect, acceptor request,
+// HELLO, await HELLO; passive: read the request and HELLO, answer), then framed
+// messages both ways. Receiving runs on the connection's I/O thread; sending runs on
+// whichever thread finds the connection idle, else on the I/O thread.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lnd/socket/sock_lnd.hpp"
+
+namespace lnet::sock {
+
+class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
+ public:
+  enum class State { Connecting, AwaitHello, AcceptReq, AcceptHello, Established, Closed };
+
+  // An outgoing connection of `type` to `peer` (started on the I/O thread).
+  static void connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, std::uint32_t version);
+  // An accepted socket: reads the acceptor request and HELLO.
+  static void accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from);
+
+  Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io);
+  ~Conn();
+
+  ConnType type() const { return type_; }
+  std::uint32_t version() const { return version_; }
+  bool established() const { return state_ == State::Established; }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  std::uint64_t incarnation() const { return peer_incarnation_; }
+  bool active() const { return active_; }  // we dialled it
+
+  // Queues a message (or NOOP) and writes it now if the connection is idle.
+  void enqueue(Tx* tx);
+  // The core's recv() for a message this connection parsed.
+  int recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+           std::uint32_t rlen);
+  // Closes from any thread; queued messages fail with rc and health h.
+  void close(int rc, HealthStatus h, const std::string& why);
+  // Housekeeping, once a second, by the connection's own I/O thread.
+  void tick_if_mine(Clock::time_point now) {
+    if (io_.on_this_thread()) tick(now);
+  }
+
+  void on_events(std::uint32_t events) override;
+
+ private:
+  enum class Rx { Hdr, LnetHdr, ParseWait, Payload };
+
+  void start_connect(std::uint32_t ip, int port);
+  void connected();
+  bool read_exact(std::size_t need);  // handshake bytes into hs_in_
+  void handshake_read();
+  void on_connreq();
+  void on_hello();
+  void finish_handshake(std::shared_ptr<SockPeer> peer);
+  void send_raw(const std::vector<std::uint8_t>& bytes);
+  void process_rx();
+  bool fill(std::size_t need);  // rx buffer holds at least `need` bytes (false: would block)
+  bool rx_payload();            // true: the payload is complete
+  void rx_done();
+  void write_some(std::unique_lock<std::mutex>& lk, TxList& done);
+  void want_write(bool on);
+  void set_events();
+  void close_now(int rc, HealthStatus h, const std::string& why);
+  void tick(Clock::time_point now);
+
+  SocketLnd& lnd_;
+  SockNi& sni_;
+  int fd_;
+  IoThread& io_;
+  State state_ = State::Connecting;
+  bool active_ = false;
+  std::atomic<bool> closed_{false};
+  std::shared_ptr<SockPeer> peer_;
+  ConnType type_ = ConnType::None;  // as we record it
+  std::uint32_t version_ = kProtoV3;
+  bool flip_ = false;
+  std::uint64_t peer_incarnation_ = 0;
+  std::uint32_t peer_ip_ = 0;
+  std::uint16_t peer_port_ = 0;
+  Clock::time_point deadline_;  // of the handshake
+
+  // Handshake buffers.
+  std::vector<std::uint8_t> hs_in_;
+  std::size_t hs_have_ = 0;
+  std::vector<std::uint8_t> hs_out_;
+  std::size_t hs_sent_ = 0;
+  HelloPrefix hello_prefix_;
+  std::uint32_t hello_nips_ = 0;
+  int hs_stage_ = 0;
+  Hello hello_;
+
+  // Receive side (I/O thread; recv() hands over under rx_mutex_ while parked).
+  std::mutex rx_mutex_;
+  std::atomic<Rx> rx_{Rx::Hdr};
+  bool rx_dead_ = false;  // closed: a late recv() fails its message (under rx_mutex_)
+  std::vector<std::uint8_t> rxbuf_;
+  std::size_t rx_beg_ = 0;
+  std::size_t rx_end_ = 0;
+  MsgHdr rx_msghdr_;
+  Header rx_hdr_;
+  bool rx_recv_called_ = false;
+  LndMessage* rx_msg_ = nullptr;
+  const iovec* rx_iov_ = nullptr;
+  unsigned rx_niov_ = 0;
+  std::uint32_t rx_offset_ = 0;
+  std::uint32_t rx_mlen_ = 0;
+  std::uint32_t rx_rlen_ = 0;
+  std::uint32_t rx_done_ = 0;  // payload bytes consumed
+  std::uint32_t rx_crc_ = 0;
+  std::shared_ptr<Conn> rx_hold_;  // keeps us alive while the core holds our message
+  Clock::time_point last_rx_;
+
+  // Send side.
+  std::mutex tx_mutex_;
+  TxList txq_;
+  bool writing_ = false;
+  std::atomic<bool> want_write_{false};
+  Clock::time_point last_tx_progress_;
+  Clock::time_point last_keepalive_;
+};
+
+}  // namespace lnet::sock

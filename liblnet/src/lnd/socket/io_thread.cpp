@@ -1,0 +1,106 @@
+// The epoll loop.
+#include "lnd/socket/io_thread.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace lnet::sock {
+
+IoThread::IoThread(Tick tick) : tick_(std::move(tick)) {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  wakefd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // the wake-up fd
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
+  thread_ = std::thread([this] { run(); });
+}
+
+IoThread::~IoThread() {
+  stop();
+  close(wakefd_);
+  close(epfd_);
+}
+
+void IoThread::stop() {
+  if (stop_.exchange(true)) return;
+  std::uint64_t one = 1;
+  (void)!write(wakefd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+}
+
+int IoThread::add(int fd, IoHandler* h, std::uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = h;
+  return epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+int IoThread::modify(int fd, IoHandler* h, std::uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = h;
+  return epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+void IoThread::remove(int fd) { epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr); }
+
+void IoThread::post(std::function<void()> fn) {
+  {
+    std::lock_guard g(mutex_);
+    posted_.push_back(std::move(fn));
+  }
+  std::uint64_t one = 1;
+  (void)!write(wakefd_, &one, sizeof one);
+}
+
+void IoThread::retire(std::shared_ptr<void> obj) {
+  std::lock_guard g(mutex_);
+  retired_.push_back(std::move(obj));
+}
+
+void IoThread::run() {
+  constexpr int kMaxEvents = 64;
+  epoll_event events[kMaxEvents];
+  auto next_tick = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!stop_.load()) {
+    auto now = std::chrono::steady_clock::now();
+    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count());
+    int n = epoll_wait(epfd_, events, kMaxEvents, wait_ms < 0 ? 0 : wait_ms);
+    if (n < 0 && errno != EINTR) {
+      std::fprintf(stderr, "socklnd: epoll_wait: %s\n", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.ptr == nullptr) {
+        std::uint64_t v;
+        while (read(wakefd_, &v, sizeof v) > 0) {
+        }
+        continue;
+      }
+      static_cast<IoHandler*>(events[i].data.ptr)->on_events(events[i].events);
+    }
+    std::vector<std::function<void()>> work;
+    {
+      std::lock_guard g(mutex_);
+      work.swap(posted_);
+    }
+    for (auto& fn : work) fn();
+    now = std::chrono::steady_clock::now();
+    if (now >= next_tick) {
+      tick_(now);
+      next_tick = now + std::chrono::seconds(1);
+    }
+    std::vector<std::shared_ptr<void>> dead;
+    {
+      std::lock_guard g(mutex_);
+      dead.swap(retired_);
+    }
+  }
+}
+
+}  // namespace lnet::sock

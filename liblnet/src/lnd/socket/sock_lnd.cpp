@@ -1,0 +1,547 @@
+// The socket LND: NIs, peers, the acceptor, connection management and the send path.
+#include "lnd/socket/sock_lnd.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+
+#include <lnet/log.hpp>
+
+#include "core/pool.hpp"
+#include "lnd/socket/conn.hpp"
+#include "nid/text.hpp"
+
+namespace lnet {
+
+// ---------------------------------------------------------------- parameters
+
+namespace {
+std::mutex g_params_mutex;
+std::unique_ptr<SocketParams> g_params;
+
+Result<int> env_int(const char* name, int def, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  std::uint32_t u = 0;
+  if (!text::parse_u32(text::trim(v), 0x7FFFFFFF, u) || static_cast<int>(u) < lo || static_cast<int>(u) > hi) {
+    return Failure{-EINVAL, std::string(name) + "='" + v + "' is not a number in " + std::to_string(lo) + ".." +
+                                std::to_string(hi)};
+  }
+  return static_cast<int>(u);
+}
+}  // namespace
+
+const char* accept_mode_name(AcceptMode m) {
+  switch (m) {
+    case AcceptMode::Secure: return "secure";
+    case AcceptMode::All: return "all";
+    case AcceptMode::None: return "none";
+  }
+  return "?";
+}
+
+Result<SocketParams> SocketParams::from_env() {
+  SocketParams p;
+  if (const char* a = std::getenv("LNET_ACCEPT"); a && *a) {
+    std::string_view v = text::trim(a);
+    if (v == "secure") p.accept = AcceptMode::Secure;
+    else if (v == "all") p.accept = AcceptMode::All;
+    else if (v == "none") p.accept = AcceptMode::None;
+    else return Failure{-EINVAL, std::string("LNET_ACCEPT='") + a + "' is not secure, all or none"};
+  }
+  struct Int {
+    const char* name;
+    int* field;
+    int lo, hi;
+  } ints[] = {
+      {"LNET_ACCEPT_PORT", &p.port, 1, 65535},
+      {"LNET_ACCEPT_TIMEOUT", &p.accept_timeout, 1, 3600},
+      {"LNET_ACCEPT_BACKLOG", &p.accept_backlog, 1, 65535},
+      {"LNET_SOCK_TIMEOUT", &p.timeout, 1, 3600},
+      {"LNET_SOCK_KEEPALIVE", &p.keepalive, 0, 3600},
+      {"LNET_SOCK_NSCHEDS", &p.nscheds, 1, 64},
+  };
+  for (auto& i : ints) {
+    auto r = env_int(i.name, *i.field, i.lo, i.hi);
+    if (!r) return r.failure();
+    *i.field = *r;
+  }
+  auto typed = env_int("LNET_SOCK_TYPED_CONNS", p.typed_conns ? 1 : 0, 0, 1);
+  if (!typed) return typed.failure();
+  p.typed_conns = *typed == 1;
+  return p;
+}
+
+void set_socket_params(const SocketParams& p) {
+  std::lock_guard g(g_params_mutex);
+  g_params = std::make_unique<SocketParams>(p);
+}
+
+SocketParams socket_params() {
+  std::lock_guard g(g_params_mutex);
+  if (g_params) return *g_params;
+  auto p = SocketParams::from_env();
+  if (!p) {
+    LNET_LOG(Error, kLogLnd, "%s; using the defaults", p.message().c_str());
+    return SocketParams{};
+  }
+  return *p;
+}
+
+}  // namespace lnet
+
+namespace lnet::sock {
+
+Tx* tx_alloc() {
+  Tx* t = core::Pool<Tx>::take();
+  *t = Tx{};
+  return t;
+}
+
+void tx_free(Tx* t) { core::Pool<Tx>::give(t); }
+
+HealthStatus health_of_errno(int err) {
+  if (err < 0) err = -err;
+  switch (err) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case EPIPE:
+      return HealthStatus::RemoteDropped;
+    case ETIMEDOUT:
+      return HealthStatus::RemoteTimeout;
+    case EHOSTDOWN:
+    case ENONET:
+      return HealthStatus::RemoteError;
+    default:
+      return HealthStatus::LocalError;
+  }
+}
+
+// ---------------------------------------------------------------- acceptor
+
+struct SocketLnd::Listener final : IoHandler {
+  SocketLnd& lnd;
+  SockNi& sni;
+  int fd;
+  IoThread& io;
+  Listener(SocketLnd& l, SockNi& s, int f, IoThread& i) : lnd(l), sni(s), fd(f), io(i) {}
+  ~Listener() { ::close(fd); }
+  void on_events(std::uint32_t) override { lnd.accept_ready(sni); }
+};
+
+void SocketLnd::accept_ready(SockNi& sni) {
+  int lfd = sni.listen_fd;
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t len = sizeof from;
+    int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", sni.ni->nid.to_string().c_str(), std::strerror(errno));
+      return;
+    }
+    int port = ntohs(from.sin_port);
+    if (params_.accept == AcceptMode::Secure && port > 1023) {
+      char ip[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+      LNET_LOG(Warn, kLogLnd, "refused a connection from %s:%d: not a privileged port (accept=secure)", ip, port);
+      ::close(fd);
+      continue;
+    }
+    Conn::accept(*this, sni, fd, from);
+  }
+}
+
+// ---------------------------------------------------------------- start and stop
+
+SocketLnd::SocketLnd() : params_(socket_params()) {}
+
+SocketLnd::~SocketLnd() {
+  for (auto& io : io_) io->stop();
+}
+
+namespace {
+
+// The IPv4 address of `ifname`, or of the first interface that is up, not loopback.
+Result<std::uint32_t> interface_ip(const std::string& ifname) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return Failure{-errno, std::string("getifaddrs: ") + std::strerror(errno)};
+  std::uint32_t ip = 0;
+  bool found = false;
+  for (ifaddrs* a = list; a && !found; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    if (ifname.empty()) {
+      if ((a->ifa_flags & IFF_LOOPBACK) || !(a->ifa_flags & IFF_UP)) continue;
+    } else if (ifname != a->ifa_name) {
+      continue;
+    }
+    ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+    found = true;
+  }
+  freeifaddrs(list);
+  if (!found) {
+    return Failure{-ENODEV, ifname.empty() ? std::string("no interface that is up with an IPv4 address")
+                                           : "interface '" + ifname + "' has no IPv4 address"};
+  }
+  return ip;
+}
+
+}  // namespace
+
+int SocketLnd::startup(NetInterface& ni) {
+  auto sni = std::make_unique<SockNi>();
+  sni->ni = &ni;
+  sni->lnd = this;
+  if (!ni.nid.is_any()) {
+    sni->ip = ni.nid.addr();
+  } else {
+    auto ip = interface_ip(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
+    if (!ip) {
+      LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
+      return ip.code();
+    }
+    sni->ip = *ip;
+    ni.nid = Nid::make(ni.config.net, sni->ip);
+  }
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
+
+  if (io_.empty()) {
+    for (int i = 0; i < params_.nscheds; ++i) {
+      io_.push_back(std::make_unique<IoThread>([this](Clock::time_point now) { tick(now); }));
+    }
+  }
+  if (params_.accept != AcceptMode::None) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(sni->ip);
+    a.sin_port = htons(static_cast<std::uint16_t>(params_.port));
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
+      int err = errno;
+      LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
+               std::strerror(err));
+      if (fd >= 0) ::close(fd);
+      return -err;
+    }
+    sni->listen_fd = fd;
+    IoThread& io = *io_.front();
+    auto l = std::make_unique<Listener>(*this, *sni, fd, io);
+    io.add(fd, l.get(), EPOLLIN);
+    std::lock_guard g(nis_mutex_);
+    listeners_.push_back(std::move(l));
+  }
+  LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
+           accept_mode_name(params_.accept), sni->timeout);
+  std::lock_guard g(nis_mutex_);
+  nis_.push_back(sni.get());
+  ni.lnd_data = sni.release();
+  return 0;
+}
+
+void SocketLnd::shutdown(NetInterface& ni) {
+  auto* sni = static_cast<SockNi*>(ni.lnd_data);
+  if (!sni) return;
+  sni->stopping = true;
+  {
+    std::lock_guard g(nis_mutex_);
+    for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+      if (&(*it)->sni == sni) {
+        (*it)->io.remove((*it)->fd);
+        listeners_.erase(it);
+        break;
+      }
+    }
+    nis_.erase(std::remove(nis_.begin(), nis_.end(), sni), nis_.end());
+  }
+  // Close every connection on its I/O thread and wait, so all their messages are
+  // finalized before the core goes on.
+  std::vector<std::shared_ptr<Conn>> conns;
+  {
+    std::lock_guard g(sni->conns_mutex);
+    conns = sni->conns;
+  }
+  for (auto& c : conns) c->close(-ESHUTDOWN, HealthStatus::LocalAborted, "shutting down");
+  for (auto& io : io_) {
+    std::promise<void> done;
+    io->post([&done] { done.set_value(); });
+    done.get_future().wait();
+  }
+  TxList pending;
+  {
+    std::unique_lock g(sni->mutex);
+    for (auto& [nid, peer] : sni->peers) {
+      std::lock_guard pg(peer->mutex);
+      while (Tx* t = peer->pending.pop_front()) pending.push_back(t);
+    }
+    sni->peers.clear();
+  }
+  fail_txs(pending, -ESHUTDOWN, HealthStatus::LocalAborted);
+  for (auto& io : io_) {  // one more turn: retired connections are gone
+    std::promise<void> done;
+    io->post([&done] { done.set_value(); });
+    done.get_future().wait();
+  }
+  delete sni;
+  ni.lnd_data = nullptr;
+  bool last;
+  {
+    std::lock_guard g(nis_mutex_);
+    last = nis_.empty();
+  }
+  if (last) {
+    for (auto& io : io_) io->stop();
+    io_.clear();
+  }
+}
+
+// ---------------------------------------------------------------- peers and connections
+
+std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, std::uint32_t ip) {
+  {
+    std::shared_lock g(sni.mutex);
+    auto it = sni.peers.find(nid.value());
+    if (it != sni.peers.end()) return it->second;
+  }
+  std::unique_lock g(sni.mutex);
+  auto& slot = sni.peers[nid.value()];
+  if (!slot) {
+    slot = std::make_shared<SockPeer>();
+    slot->nid = nid;
+    slot->ip = ip;
+    slot->version = params_.typed_conns ? kProtoV3 : kProtoV2;
+  }
+  return slot;
+}
+
+namespace {
+
+// The connection a message goes on: CONTROL for small ones, BULK_OUT for large, ANY
+// with a peer that opened only one; NOOPs carrying ACK cookies prefer BULK_IN.
+std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk, bool zc_ack) {
+  ConnType want = zc_ack ? ConnType::BulkIn : bulk ? ConnType::BulkOut : ConnType::Control;
+  std::shared_ptr<Conn> any, fallback;
+  for (auto& c : peer.conns) {
+    if (c->closed()) continue;
+    if (c->type() == want) return c;
+    if (c->type() == ConnType::Any) any = c;
+    if (c->type() != ConnType::BulkIn || zc_ack) fallback = c;
+  }
+  return any ? any : fallback;
+}
+
+}  // namespace
+
+void SocketLnd::launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) {
+  // Called with peer->mutex held.
+  if (sni.stopping) return;
+  std::vector<ConnType> types;
+  if (params_.typed_conns) {
+    types = {ConnType::Control, ConnType::BulkIn, ConnType::BulkOut};
+  } else {
+    types = {ConnType::Any};
+  }
+  std::vector<ConnType> missing;
+  for (ConnType t : types) {
+    bool have = false;
+    for (auto& c : peer->conns) have = have || (!c->closed() && c->type() == t);
+    if (!have) missing.push_back(t);
+  }
+  std::uint32_t version = peer->version;
+  if (!params_.typed_conns && version > kProtoV2) version = kProtoV2;  // V3 never sends on ANY
+  peer->connecting += static_cast<int>(missing.size());
+  for (ConnType t : missing) Conn::connect(sni, peer, t, version);
+}
+
+void SocketLnd::queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk) {
+  std::shared_ptr<Conn> conn;
+  int refuse = 0;
+  {
+    std::lock_guard g(peer->mutex);
+    conn = pick_conn(*peer, bulk, false);
+    if (!conn) {
+      if (peer->userspace) {
+        refuse = -EHOSTUNREACH;  // a userspace peer dials us; we never dial it
+      } else {
+        peer->pending.push_back(tx);
+        if (peer->connecting == 0 && Clock::now() >= peer->next_connect) launch_connect(sni, peer);
+      }
+    }
+  }
+  if (conn) {
+    conn->enqueue(tx);
+  } else if (refuse) {
+    TxList one;
+    one.push_back(tx);
+    fail_txs(one, refuse, HealthStatus::RemoteError);
+  }
+}
+
+void SocketLnd::fail_txs(TxList& txs, int rc, HealthStatus h) {
+  while (Tx* t = txs.pop_front()) {
+    if (t->msg) {
+      t->msg->health = h;
+      t->ni->host->finalize(t->msg, rc);
+    }
+    tx_free(t);
+  }
+}
+
+bool SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation) {
+  std::lock_guard g(peer.mutex);
+  if (peer.incarnation != 0 && incarnation != peer.incarnation) return false;  // rebooted: the old ones go
+  for (auto& c : peer.conns)
+    if (!c->closed() && c->type() == type) return true;  // a duplicate
+  // Both sides dialling at once: the greater NID keeps its own connections.
+  return peer.connecting > 0 && sni.ni->nid.value() > peer.nid.value();
+}
+
+void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn) {
+  std::vector<std::shared_ptr<Conn>> stale;
+  std::vector<std::pair<std::shared_ptr<Conn>, Tx*>> go;
+  {
+    std::lock_guard g(peer->mutex);
+    if (peer->incarnation != 0 && conn->incarnation() != peer->incarnation) {
+      LNET_LOG(Warn, kLogLnd, "%s restarted (new incarnation): closing its old connections",
+               peer->nid.to_string().c_str());
+      stale.swap(peer->conns);
+    }
+    peer->incarnation = conn->incarnation();
+    if (conn->active() && peer->connecting > 0) --peer->connecting;
+    peer->conns.push_back(conn);
+    peer->backoff_ms = 0;
+    peer->next_connect = {};
+    TxList still;
+    while (Tx* t = peer->pending.pop_front()) {
+      auto c = pick_conn(*peer, t->total >= static_cast<std::uint64_t>(params_.min_bulk), false);
+      if (c) go.emplace_back(std::move(c), t); else still.push_back(t);
+    }
+    peer->pending = still;
+  }
+  for (auto& c : stale) c->close(-ECONNRESET, HealthStatus::RemoteDropped, "peer restarted");
+  for (auto& [c, t] : go) c->enqueue(t);
+  if (!sni.stopping) sni.ni->host->notify_peer(*sni.ni, peer->nid, true);
+}
+
+void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established,
+                            bool active, int rc) {
+  if (conn) {
+    std::lock_guard g(sni.conns_mutex);
+    auto& v = sni.conns;
+    v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
+            v.end());
+  }
+  if (!peer) return;
+  TxList failed;
+  bool down = false;
+  {
+    std::lock_guard g(peer->mutex);
+    if (was_established) {
+      auto& v = peer->conns;
+      v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
+              v.end());
+    } else if (active && peer->connecting > 0) {
+      --peer->connecting;
+    }
+    bool none = peer->connecting == 0;
+    for (auto& c : peer->conns) none = none && c->closed();
+    if (none) {
+      bool retry_now = rc == -EALREADY || (rc == -EPROTO && !was_established);  // a race, or another version
+      if (!was_established && active && !retry_now) {
+        // Connecting failed for real: back off, and fail what waits.
+        peer->backoff_ms = peer->backoff_ms ? std::min(peer->backoff_ms * 2, params_.max_reconnectms)
+                                            : params_.min_reconnectms;
+        peer->next_connect = Clock::now() + std::chrono::milliseconds(peer->backoff_ms);
+        failed = peer->pending;
+        peer->pending = {};
+        down = true;
+      } else {
+        peer->next_connect = retry_now ? Clock::now() + std::chrono::milliseconds(params_.min_reconnectms / 4)
+                                       : Clock::now();
+        down = was_established;
+      }
+    }
+  }
+  fail_txs(failed, rc ? rc : -ECONNABORTED, health_of_errno(rc));
+  if (down && !sni.stopping) sni.ni->host->notify_peer(*sni.ni, peer->nid, false);
+}
+
+void SocketLnd::tick(Clock::time_point now) {
+  std::vector<SockNi*> nis;
+  {
+    std::lock_guard g(nis_mutex_);
+    nis = nis_;
+  }
+  for (SockNi* sni : nis) {
+    std::vector<std::shared_ptr<Conn>> conns;
+    {
+      std::lock_guard g(sni->conns_mutex);
+      conns = sni->conns;
+    }
+    for (auto& c : conns) c->tick_if_mine(now);  // each I/O thread looks after its own
+    if (!io_.front()->on_this_thread()) continue;  // peers are looked after once
+    std::vector<std::shared_ptr<SockPeer>> peers;
+    {
+      std::shared_lock g(sni->mutex);
+      for (auto& [nid, p] : sni->peers) peers.push_back(p);
+    }
+    for (auto& peer : peers) {
+      TxList expired;
+      {
+        std::lock_guard g(peer->mutex);
+        TxList keep;
+        while (Tx* t = peer->pending.pop_front()) (now >= t->deadline ? expired : keep).push_back(t);
+        peer->pending = keep;
+        bool idle = peer->connecting == 0;
+        for (auto& c : peer->conns) idle = idle && c->closed();
+        if (!peer->pending.empty() && idle && !peer->userspace && now >= peer->next_connect) launch_connect(*sni, peer);
+      }
+      if (!expired.empty()) {
+        LNET_LOG(Warn, kLogLnd, "no connection to %s within %d s: %zu message(s) fail", peer->nid.to_string().c_str(),
+                 sni->timeout, expired.count);
+        fail_txs(expired, -ETIMEDOUT, HealthStatus::RemoteTimeout);
+      }
+    }
+  }
+}
+
+int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
+  auto* sni = static_cast<SockNi*>(ni.lnd_data);
+  if (sni->stopping) return -ESHUTDOWN;
+  Nid nid = msg.next_hop;
+  if (nid.net() != ni.nid.net()) return -EHOSTUNREACH;
+  Tx* tx = tx_alloc();
+  tx->ni = &ni;
+  tx->msg = &msg;
+  MsgHdr mh;
+  encode_msg_hdr(mh, std::span<std::uint8_t, kMsgHdrSize>(tx->hdr, kMsgHdrSize));
+  encode_header(msg.hdr, std::span<std::uint8_t, kHeaderSize>(tx->hdr + kMsgHdrSize, kHeaderSize));
+  tx->hdr_len = kMsgHdrSize + kHeaderSize;
+  tx->total = tx->hdr_len + msg.len;
+  tx->deadline = Clock::now() + std::chrono::seconds(sni->timeout);
+  auto peer = find_or_add_peer(*sni, nid, nid.addr());
+  queue_tx(*sni, peer, tx, tx->total >= static_cast<std::uint64_t>(params_.min_bulk));
+  return 0;
+}
+
+int SocketLnd::recv(NetInterface&, void* lnd_private, LndMessage* msg, bool, const iovec* iov, unsigned niov,
+                    std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
+  return static_cast<Conn*>(lnd_private)->recv(msg, iov, niov, offset, mlen, rlen);
+}
+
+std::unique_ptr<Lnd> make_socket_lnd() { return std::make_unique<SocketLnd>(); }
+
+}  // namespace lnet::sock

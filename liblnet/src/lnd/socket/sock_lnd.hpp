@@ -1,0 +1,148 @@
+// The socket LND (tcp nets), wire-compatible with the kernel's ksocklnd: an acceptor on
+// each NI's address (port 988 by default), connections with the acceptor request and a
+// HELLO, typed connections (CONTROL, BULK_IN, BULK_OUT), 24-byte framing, NOOPs for
+// zero-copy ACK cookies and keepalives. epoll I/O threads drive every socket; a sender
+// writes directly when its connection is idle.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <lnet/lnd.hpp>
+#include <lnet/socklnd.hpp>
+
+#include "lnd/socket/io_thread.hpp"
+#include "lnd/socket/sock_wire.hpp"
+
+namespace lnet::sock {
+
+using Clock = std::chrono::steady_clock;
+
+class SocketLnd;
+class Conn;
+struct SockNi;
+
+// One message (or NOOP) on its way out: ksock header + LNet header + payload.
+struct Tx {
+  Tx* next = nullptr;
+  NetInterface* ni = nullptr;
+  LndMessage* msg = nullptr;  // nullptr: a NOOP
+  std::uint8_t hdr[kMsgHdrSize + kHeaderSize] = {};
+  std::uint32_t hdr_len = 0;
+  std::uint64_t total = 0;
+  std::uint64_t sent = 0;
+  Clock::time_point deadline;
+};
+
+struct TxList {
+  Tx* head = nullptr;
+  Tx* tail = nullptr;
+  std::size_t count = 0;
+  bool empty() const { return head == nullptr; }
+  void push_back(Tx* t) {
+    t->next = nullptr;
+    if (tail) tail->next = t; else head = t;
+    tail = t;
+    ++count;
+  }
+  Tx* pop_front() {
+    Tx* t = head;
+    if (t) {
+      head = t->next;
+      if (!head) tail = nullptr;
+      t->next = nullptr;
+      --count;
+    }
+    return t;
+  }
+};
+
+Tx* tx_alloc();
+void tx_free(Tx* t);
+
+// A remote NI we talk to on one local NI.
+struct SockPeer {
+  Nid nid;
+  Pid pid = kPidLustre;
+  std::uint32_t ip = 0;
+  std::mutex mutex;
+  std::vector<std::shared_ptr<Conn>> conns;  // established
+  int connecting = 0;                        // active attempts in flight
+  std::uint32_t version = kProtoV3;          // what to offer next time
+  std::uint64_t incarnation = 0;             // 0: not heard yet
+  TxList pending;                            // waiting for a connection
+  Clock::time_point next_connect{};
+  int backoff_ms = 0;
+  bool userspace = false;  // identified by source port: we never connect to it
+};
+
+// Per-NI state of the driver.
+struct SockNi {
+  NetInterface* ni = nullptr;
+  SocketLnd* lnd = nullptr;
+  std::uint32_t ip = 0;  // host order
+  std::uint64_t incarnation = 0;
+  int timeout = 50;
+  int listen_fd = -1;
+  std::shared_mutex mutex;  // the peer map
+  std::unordered_map<std::uint64_t, std::shared_ptr<SockPeer>> peers;
+  std::mutex conns_mutex;  // every connection of this NI, established or not
+  std::vector<std::shared_ptr<Conn>> conns;
+  std::atomic<bool> stopping{false};
+};
+
+class SocketLnd final : public Lnd {
+ public:
+  SocketLnd();
+  ~SocketLnd() override;
+
+  std::uint32_t net_type() const override { return kSockLnd; }
+  int startup(NetInterface& ni) override;
+  void shutdown(NetInterface& ni) override;
+  int send(NetInterface& ni, LndMessage& msg) override;
+  int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
+           std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
+  int timeout() const override { return params_.timeout; }
+
+  const SocketParams& params() const { return params_; }
+  IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }
+
+  // Called by connections.
+  std::shared_ptr<SockPeer> find_or_add_peer(SockNi& sni, Nid nid, std::uint32_t ip);
+  void conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn);
+  void conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established, bool active,
+                   int rc);
+  // True when `peer` already has (or is racing for) a connection that makes an incoming
+  // one of `type` redundant.
+  bool refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
+  void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer);
+
+ private:
+  void tick(Clock::time_point now);
+  void accept_ready(SockNi& sni);
+  void queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk);
+  static void fail_txs(TxList& txs, int rc, HealthStatus h);
+
+  struct Listener;
+  SocketParams params_;
+  std::vector<std::unique_ptr<IoThread>> io_;
+  std::mutex nis_mutex_;
+  std::vector<SockNi*> nis_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+};
+
+std::unique_ptr<Lnd> make_socket_lnd();
+
+// How a socket error maps to a health status (facts §5.3).
+HealthStatus health_of_errno(int err);
+
+}  // namespace lnet::sock

@@ -1,0 +1,139 @@
+// The socket LND between two instances in this process, on two 127.x.y.z addresses:
+// ping, PUT and GET of several sizes with data checks, both directions.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include <lnet/lnet.hpp>
+
+#include "support/event_log.hpp"
+
+namespace lnet {
+namespace {
+
+constexpr int kPort = 12988;
+constexpr unsigned kPortal = 21;
+
+Nid tcp(const char* ip) { return *Nid::parse(std::string(ip) + "@tcp"); }
+
+std::unique_ptr<Instance> make(const char* ip) {
+  SocketParams p;
+  p.port = kPort;
+  p.accept = AcceptMode::All;
+  p.timeout = 5;
+  set_socket_params(p);
+  Config cfg;
+  NetConfig nc;
+  nc.net = NetId::make(kSockLnd, 0);
+  nc.nid = tcp(ip);
+  cfg.nets.push_back(nc);
+  cfg.ncpts = 2;
+  auto r = Instance::create(cfg, kPidLustre);
+  EXPECT_TRUE(r) << r.message();
+  return r ? std::move(*r) : nullptr;
+}
+
+// ctest runs test cases in parallel processes: each gets its own pair of addresses.
+std::string test_ip(int host) {
+  std::size_t h = std::hash<std::string>{}(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  return "127." + std::to_string(10 + h % 200) + "." + std::to_string((h >> 8) % 250) + "." + std::to_string(host);
+}
+
+class Socket : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ip_a = test_ip(2);
+    ip_b = test_ip(3);
+    a = make(ip_a.c_str());
+    b = make(ip_b.c_str());
+    ASSERT_TRUE(a && b);
+  }
+  std::string ip_a, ip_b;
+  void TearDown() override {
+    a.reset();
+    b.reset();
+  }
+  std::unique_ptr<Instance> a, b;
+};
+
+TEST_F(Socket, PingBothWays) {
+  auto r = a->ping(ProcessId{tcp(ip_b.c_str()), kPidLustre}, std::chrono::milliseconds(5000));
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->info.nis.size(), 2u);
+  EXPECT_EQ(r->info.nis[1].nid, tcp(ip_b.c_str()));
+  auto back = b->ping(ProcessId{tcp(ip_a.c_str()), kPidLustre}, std::chrono::milliseconds(5000));
+  ASSERT_TRUE(back) << back.message();
+  EXPECT_EQ(back->info.nis[1].nid, tcp(ip_a.c_str()));
+}
+
+void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size) {
+  std::vector<char> target(size + 1), src(size + 1), sink(size + 1);
+  for (std::size_t i = 0; i < size; ++i) src[i] = static_cast<char>(i * 7 + 3);
+  test::EventLog tlog, ilog;
+  auto me = to.me_attach(kPortal, ProcessId::any(), size, 0, Unlink::Unlink, InsPos::After);
+  ASSERT_TRUE(me);
+  MdDesc td;
+  td.start = target.data();
+  td.length = size;
+  td.options = kMdOpPut | kMdOpGet | kMdManageRemote;
+  td.handler = tlog.handler();
+  auto tmd = to.md_attach(*me, td, Unlink::Retain);
+  ASSERT_TRUE(tmd);
+  MdDesc sd;
+  sd.start = src.data();
+  sd.length = size;
+  sd.threshold = 2;
+  sd.handler = ilog.handler();
+  auto smd = from.md_bind(sd, Unlink::Unlink);
+  ASSERT_TRUE(smd);
+  ASSERT_EQ(from.put(Nid::any(), *smd, AckReq::Ack, ProcessId{to_nid, kPidLustre}, kPortal, size, 0, 0), 0);
+  auto ack = ilog.find(EventType::Ack);
+  ASSERT_TRUE(ack) << "no ACK for a " << size << "-byte PUT";
+  EXPECT_EQ(ack->mlength, size);
+  EXPECT_EQ(std::memcmp(target.data(), src.data(), size), 0) << size;
+  MdDesc gd;
+  gd.start = sink.data();
+  gd.length = size;
+  gd.threshold = 2;
+  gd.handler = ilog.handler();
+  auto gmd = from.md_bind(gd, Unlink::Unlink);
+  ASSERT_TRUE(gmd);
+  ASSERT_EQ(from.get(Nid::any(), *gmd, ProcessId{to_nid, kPidLustre}, kPortal, size, 0), 0);
+  auto reply = ilog.find(EventType::Reply);
+  ASSERT_TRUE(reply) << "no REPLY for a " << size << "-byte GET";
+  EXPECT_EQ(reply->status, 0);
+  EXPECT_EQ(reply->mlength, size);
+  EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
+  EXPECT_EQ(to.md_unlink(*tmd), 0);
+}
+
+TEST_F(Socket, PutAndGetOfEverySize) {
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(size);
+    put_get(*a, *b, tcp(ip_b.c_str()), size);
+    put_get(*b, *a, tcp(ip_a.c_str()), size);
+  }
+  EXPECT_EQ(a->counters().msgs_alloc, 0u);
+  EXPECT_EQ(b->counters().msgs_alloc, 0u);
+}
+
+TEST_F(Socket, UnreachablePeerFailsInsteadOfHanging) {
+  test::EventLog log;
+  char byte = 1;
+  MdDesc d;
+  d.start = &byte;
+  d.length = 1;
+  d.threshold = 1;
+  d.handler = log.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  // Nobody listens on 127.0.0.9: the connection is refused.
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{tcp(test_ip(9).c_str()), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto ev = log.find(EventType::Send);
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->status, 0);
+  EXPECT_GE(a->counters().remote_dropped_count, 1u);
+}
+
+}  // namespace
+}  // namespace lnet
