@@ -1,0 +1,320 @@
+// Socket LND against raw TCP, between two processes on loopback, in the same run:
+// 8-byte ping-pong round trip and 1 MiB streaming bandwidth. Prints an OSU-style table
+// (size, raw, ours, ratio) of medians over --reps repetitions.
+//   bench_socket [--iters N] [--stream N] [--reps R] [--port P]
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <lnet/lnet.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace lnet;
+
+int g_iters = 20000;
+int g_stream = 400;
+int g_reps = 5;
+int g_port = 13988;
+constexpr std::size_t kBig = 1 << 20;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+// ---------------------------------------------------------------- raw TCP
+
+int tcp_listen(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(fd, 4)) die("raw listen");
+  return fd;
+}
+
+int tcp_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  for (int i = 0; connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0; ++i) {
+    if (i > 200) die("raw connect");
+    usleep(10000);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+void xfer(int fd, char* buf, std::size_t n, bool send_it) {
+  while (n > 0) {
+    ssize_t r = send_it ? send(fd, buf, n, MSG_NOSIGNAL) : recv(fd, buf, n, 0);
+    if (r <= 0) die("raw transfer");
+    buf += r;
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+// Returns {8-byte round trip in us, 1 MiB stream bandwidth in MB/s}.
+std::pair<double, double> raw_tcp_once() {
+  int lfd = tcp_listen(g_port + 1);
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = tcp_connect(g_port + 1);
+    char small[8];
+    for (int i = 0; i < g_iters; ++i) {
+      xfer(fd, small, 8, false);
+      xfer(fd, small, 8, true);
+    }
+    std::vector<char> big(kBig);
+    for (int i = 0; i < g_stream; ++i) xfer(fd, big.data(), kBig, false);
+    xfer(fd, small, 1, true);
+    _exit(0);
+  }
+  int fd = accept(lfd, nullptr, nullptr);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  close(lfd);
+  char small[8] = {};
+  auto t0 = Clock::now();
+  for (int i = 0; i < g_iters; ++i) {
+    xfer(fd, small, 8, true);
+    xfer(fd, small, 8, false);
+  }
+  double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / g_iters;
+  std::vector<char> big(kBig, 'x');
+  t0 = Clock::now();
+  for (int i = 0; i < g_stream; ++i) xfer(fd, big.data(), kBig, true);
+  xfer(fd, small, 1, false);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  close(fd);
+  waitpid(child, nullptr, 0);
+  return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
+}
+
+// ---------------------------------------------------------------- LNet over the socket LND
+
+constexpr unsigned kPingPortal = 30;
+constexpr unsigned kBulkPortal = 31;
+
+std::unique_ptr<Instance> start(const char* ip) {
+  SocketParams p;
+  p.port = g_port;
+  p.accept = AcceptMode::All;
+  set_socket_params(p);
+  Config cfg;
+  NetConfig nc;
+  nc.net = NetId::make(kSockLnd, 0);
+  nc.nid = *Nid::parse(std::string(ip) + "@tcp");
+  cfg.nets.push_back(nc);
+  auto r = Instance::create(cfg, kPidLustre);
+  if (!r) {
+    std::fprintf(stderr, "bench_socket: %s\n", r.message().c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+struct Done {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  void set() {
+    std::lock_guard g(m);
+    done = true;
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock lk(m);
+    cv.wait(lk, [&] { return done; });
+  }
+};
+
+// An echo peer: every 8-byte PUT on the ping portal goes straight back; the bulk portal
+// takes 1 MiB PUTs. Runs until the parent's pipe closes.
+[[noreturn]] void lnet_peer(int ready_fd, int quit_fd) {
+  auto b = start("127.0.0.3");
+  const ProcessId a{*Nid::parse("127.0.0.2@tcp"), kPidLustre};
+  static char echo[8];
+  MdDesc src;
+  src.start = echo;
+  src.length = 8;
+  MdHandle back = b->md_bind(src, Unlink::Retain).value();
+  static char ping_buf[8];
+  MeHandle me = b->me_attach(kPingPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After).value();
+  MdDesc pd;
+  pd.start = ping_buf;
+  pd.length = 8;
+  pd.options = kMdOpPut | kMdManageRemote;
+  Instance* bp = b.get();
+  pd.handler = [bp, back, a](const Event& e) {
+    if (e.type == EventType::Put) (void)bp->put(Nid::any(), back, AckReq::NoAck, a, kPingPortal, 0, 0, 0);
+  };
+  (void)b->md_attach(me, pd, Unlink::Retain).value();
+  static std::vector<char> sink(kBig);
+  MeHandle bme = b->me_attach(kBulkPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After).value();
+  MdDesc bd;
+  bd.start = sink.data();
+  bd.length = kBig;
+  bd.options = kMdOpPut | kMdManageRemote;
+  (void)b->md_attach(bme, bd, Unlink::Retain).value();
+  char c = 1;
+  (void)!write(ready_fd, &c, 1);
+  (void)!read(quit_fd, &c, 1);  // returns when the parent is done
+  b.reset();
+  _exit(0);
+}
+
+std::pair<double, double> lnet_once() {
+  int ready[2], quit[2];
+  if (pipe(ready) || pipe(quit)) die("pipe");
+  pid_t child = fork();
+  if (child == 0) {
+    close(ready[0]);
+    close(quit[1]);
+    lnet_peer(ready[1], quit[0]);
+  }
+  close(ready[1]);
+  close(quit[0]);
+  char c;
+  if (read(ready[0], &c, 1) != 1) die("peer start");
+  auto a = start("127.0.0.2");
+  const ProcessId b{*Nid::parse("127.0.0.3@tcp"), kPidLustre};
+
+  // Ping-pong: each echo that comes back sends the next ping, from the event handler.
+  static char ping[8];
+  MdDesc src;
+  src.start = ping;
+  src.length = 8;
+  MdHandle out = a->md_bind(src, Unlink::Retain).value();
+  static char pong[8];
+  std::atomic<int> left{g_iters};
+  Done done;
+  Instance* ap = a.get();
+  MeHandle me = a->me_attach(kPingPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After).value();
+  MdDesc pd;
+  pd.start = pong;
+  pd.length = 8;
+  pd.options = kMdOpPut | kMdManageRemote;
+  pd.handler = [&](const Event& e) {
+    if (e.type != EventType::Put) return;
+    if (--left > 0) {
+      (void)ap->put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
+    } else {
+      done.set();
+    }
+  };
+  MdHandle pmd = a->md_attach(me, pd, Unlink::Retain).value();
+  // Warm up the connections first.
+  if (!a->ping(b, std::chrono::milliseconds(5000))) die("lnet ping");
+  auto t0 = Clock::now();
+  (void)a->put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
+  done.wait();
+  double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / g_iters;
+
+  // Streaming: up to 8 PUTs of 1 MiB in flight; the last asks for an ACK, and as every
+  // 1 MiB PUT goes on the one BULK connection, its ACK means all arrived.
+  std::vector<char> big(kBig, 'y');
+  std::mutex m;
+  std::condition_variable cv;
+  int inflight = 0;
+  bool acked = false;
+  MdDesc bd;
+  bd.start = big.data();
+  bd.length = kBig;
+  bd.handler = [&](const Event& e) {
+    std::lock_guard g(m);
+    if (e.type == EventType::Send) --inflight;
+    if (e.type == EventType::Ack) acked = true;
+    cv.notify_all();
+  };
+  MdHandle bmd = a->md_bind(bd, Unlink::Retain).value();
+  t0 = Clock::now();
+  for (int i = 0; i < g_stream; ++i) {
+    {
+      std::unique_lock lk(m);
+      cv.wait(lk, [&] { return inflight < 8; });
+      ++inflight;
+    }
+    bool last = i == g_stream - 1;
+    (void)a->put(Nid::any(), bmd, last ? AckReq::Ack : AckReq::NoAck, b, kBulkPortal, 0, 0, 0);
+  }
+  {
+    std::unique_lock lk(m);
+    cv.wait(lk, [&] { return acked && inflight == 0; });
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  (void)a->md_unlink(bmd);
+  (void)a->md_unlink(pmd);
+  (void)a->md_unlink(out);
+  a.reset();
+  close(quit[1]);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto num = [&](int* out) {
+      if (i + 1 >= argc || (*out = std::atoi(argv[++i])) <= 0) {
+        std::fprintf(stderr, "bench_socket: %s needs a positive number\n", a.c_str());
+        std::exit(2);
+      }
+    };
+    if (a == "--iters") num(&g_iters);
+    else if (a == "--stream") num(&g_stream);
+    else if (a == "--reps") num(&g_reps);
+    else if (a == "--port") num(&g_port);
+    else {
+      std::printf("usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P]\n"
+                  "  8-byte ping-pong (N round trips) and 1 MiB streaming (N messages) between two\n"
+                  "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  set_log_level(LogLevel::Error);
+  std::vector<double> raw_rtt, raw_bw, our_rtt, our_bw;
+  for (int r = 0; r < g_reps; ++r) {
+    auto [rr, rb] = raw_tcp_once();
+    auto [lr, lb] = lnet_once();
+    raw_rtt.push_back(rr);
+    raw_bw.push_back(rb);
+    our_rtt.push_back(lr);
+    our_bw.push_back(lb);
+    std::fprintf(stderr, "rep %d: raw %.2f us %.0f MB/s, lnet %.2f us %.0f MB/s\n", r + 1, rr, rb, lr, lb);
+  }
+  std::printf("# socket LND vs raw TCP, loopback, two processes, medians of %d runs\n", g_reps);
+  std::printf("# %-28s %12s %12s %8s\n", "measure", "raw TCP", "LNet", "ratio");
+  double r1 = median(our_rtt) / median(raw_rtt), r2 = median(our_bw) / median(raw_bw);
+  std::printf("  %-28s %12.2f %12.2f %8.3f\n", "8 B round trip (us)", median(raw_rtt), median(our_rtt), r1);
+  std::printf("  %-28s %12.0f %12.0f %8.3f\n", "1 MiB stream (MB/s)", median(raw_bw), median(our_bw), r2);
+  return 0;
+}
