@@ -2,6 +2,7 @@
 // environment variables it can be read from (one table, listed by tools' --env).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,57 @@ struct NetConfig {
   std::optional<Nid> nid;      // an explicit NID instead of one derived by the driver
   NetTunables tunables;
   LndTunables lnd_tunables;
+};
+
+// A static route: messages for `net` go through `gateway`.
+struct RouteConfig {
+  NetId net;
+  Nid gateway;
+  int hops = -1;          // -1: undefined (counts as 1)
+  unsigned priority = 0;  // lower is preferred
+  friend bool operator==(const RouteConfig&, const RouteConfig&) = default;
+};
+
+// A configured peer: its NIDs, the first one primary.
+struct PeerConfig {
+  Nid primary;
+  bool multi_rail = true;
+  std::vector<Nid> nids;  // besides the primary
+  friend bool operator==(const PeerConfig&, const PeerConfig&) = default;
+};
+
+// Router buffers: totals over all CPTs (LNet: tiny_buffers, small_buffers, large_buffers).
+struct BufferConfig {
+  int tiny = 2048;
+  int small = 16384;
+  int large = 1024;
+  friend bool operator==(const BufferConfig&, const BufferConfig&) = default;
+};
+
+// The global tunables of `lnetctl set` / `global show`.
+struct GlobalTunables {
+  int numa_range = 0;
+  int max_interfaces = 4096;
+  int discovery = 1;
+  int drop_asym_route = 0;
+  int retry_count = 2;
+  int transaction_timeout = 150;
+  int health_sensitivity = 100;
+  int recovery_interval = 1;
+  int router_sensitivity = 100;
+  int response_tracking = 3;
+  int recovery_limit = 0;
+  int max_recovery_ping_interval = 900;
+  int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
+  int router_ping_timeout = 50;
+  // Derived, as LNet does: max((transaction_timeout - 1) / (retry_count + 1), 1).
+  int lnd_timeout() const { return std::max((transaction_timeout - 1) / (retry_count + 1), 1); }
+  // Sets one tunable by its lnetctl name; fails naming the name or the value's range.
+  Result<bool> set(std::string_view name, long value);
+  // Names `set` accepts, in `global show` order.
+  static std::span<const char* const> names();
+  Result<long> get(std::string_view name) const;
+  friend bool operator==(const GlobalTunables&, const GlobalTunables&) = default;
 };
 
 struct Config {

@@ -54,9 +54,11 @@ struct NiInfo {
   bool up = true;
   std::vector<std::string> interfaces;
   NetTunables tunables;
+  LndTunables lnd_tunables;
   int health = 1000;
   bool fatal_error = false;
   unsigned selection_priority = 0xFFFFFFFFu;
+  int max_tx_credits = 0;  // summed over CPTs
   int tx_credits = 0;      // available now, summed over CPTs
   int min_tx_credits = 0;  // lowest seen, summed over CPTs
   MsgTypeStats sent, received, dropped;
@@ -69,9 +71,32 @@ struct PeerNiInfo {
   int tx_credits = 0;
   int min_tx_credits = 0;
   std::uint64_t tx_q_nob = 0;  // bytes queued for sending
+  int rtr_credits = 0;
+  int min_rtr_credits = 0;
   int health = 1000;
   unsigned selection_priority = 0xFFFFFFFFu;
   MsgTypeStats sent, received, dropped;
+};
+
+struct RouteInfo {
+  NetId net;
+  Nid gateway;
+  int hops = -1;
+  unsigned priority = 0;
+  bool up = true;
+  bool multi_hop = false;
+};
+
+struct RouterPoolInfo {
+  int npages = 0;
+  int nbuffers = 0;
+  int credits = 0;
+  int min_credits = 0;
+};
+
+// Router buffer pools of one CPT: tiny, small, large.
+struct RouterCptInfo {
+  RouterPoolInfo pools[3];
 };
 
 struct PeerInfo {

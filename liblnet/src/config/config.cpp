@@ -153,3 +153,70 @@ std::string env_help() {
 }
 
 }  // namespace lnet
+
+namespace lnet {
+
+namespace {
+struct Tunable {
+  const char* name;
+  int GlobalTunables::*field;
+  long lo;
+  long hi;
+};
+constexpr Tunable kTunables[] = {
+    {"numa_range", &GlobalTunables::numa_range, 0, 1 << 30},
+    {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20},
+    {"discovery", &GlobalTunables::discovery, 0, 1},
+    {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1},
+    {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20},
+    {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 30},
+    {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000},
+    {"recovery_interval", &GlobalTunables::recovery_interval, 1, 1 << 30},
+    {"router_sensitivity", &GlobalTunables::router_sensitivity, 0, 100},
+    {"response_tracking", &GlobalTunables::response_tracking, 0, 3},
+    {"recovery_limit", &GlobalTunables::recovery_limit, 0, 1 << 30},
+    {"max_recovery_ping_interval", &GlobalTunables::max_recovery_ping_interval, 1, 1 << 30},
+    {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30},
+    {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30},
+};
+constexpr const char* kNames[] = {"numa_range", "max_interfaces", "discovery", "drop_asym_route", "retry_count",
+                                  "transaction_timeout", "health_sensitivity", "recovery_interval",
+                                  "router_sensitivity", "response_tracking", "recovery_limit",
+                                  "max_recovery_ping_interval", "alive_router_check_interval",
+                                  "router_ping_timeout"};
+}  // namespace
+
+std::span<const char* const> GlobalTunables::names() { return kNames; }
+
+Result<long> GlobalTunables::get(std::string_view name) const {
+  for (const Tunable& t : kTunables)
+    if (name == t.name) return static_cast<long>(this->*t.field);
+  if (name == "lnd_timeout") return static_cast<long>(lnd_timeout());
+  return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
+}
+
+Result<bool> GlobalTunables::set(std::string_view name, long value) {
+  for (const Tunable& t : kTunables) {
+    if (name != t.name) continue;
+    if (value < t.lo || value > t.hi) {
+      return Failure{-EINVAL, std::string(name) + " " + std::to_string(value) + " is outside " + std::to_string(t.lo) +
+                                  ".." + std::to_string(t.hi)};
+    }
+    GlobalTunables next = *this;
+    next.*t.field = static_cast<int>(value);
+    if (name == "health_sensitivity" && value == 0) next.retry_count = 0;  // no health, no resends
+    if (next.retry_count >= next.transaction_timeout) {
+      return Failure{-EINVAL, "retry_count (" + std::to_string(next.retry_count) +
+                                  ") must stay below transaction_timeout (" +
+                                  std::to_string(next.transaction_timeout) + ")"};
+    }
+    if (name == "retry_count" && value > 0 && next.health_sensitivity == 0) {
+      return Failure{-EINVAL, "retry_count needs health_sensitivity above 0"};
+    }
+    *this = next;
+    return true;
+  }
+  return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
+}
+
+}  // namespace lnet

@@ -38,160 +38,83 @@ Core::Core(const Config& config, Pid pid)
 
 Core::~Core() { shutdown(); }
 
-Net* Core::find_net(NetId id) const {
-  for (const auto& n : nets_)
-    if (n->id == id) return n.get();
-  return nullptr;
-}
-
-Ni* Core::find_ni_locked(Nid nid) const {
-  for (const auto& ni : nis_)
-    if (ni->nid == nid) return ni.get();
-  return nullptr;
-}
-
-Ni* Core::find_ni(Nid nid) const { return find_ni_locked(nid); }
-
-int Core::peer_credits_for(NetId net) const {
-  Net* n = find_net(net);
-  if (n && !n->nis.empty()) {
-    const NetTunables& t = n->nis.front()->config.tunables;
-    return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
-  }
-  return NetTunables{}.peer_credits;
-}
-
 Result<bool> Core::startup() {
-  auto bring_up = [&](const NetConfig& nc) -> Result<bool> {
-    std::uint32_t type = nc.net.type();
-    auto it = lnds_.find(type);
-    if (it == lnds_.end()) {
-      std::unique_ptr<Lnd> lnd = make_lnd(type);
-      if (!lnd) {
-        const char* name = lnd_type_name(type);
-        return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
-                                             std::string(name ? name : std::to_string(type)) + "' in this process"};
-      }
-      it = lnds_.emplace(type, std::move(lnd)).first;
-    }
-    Net* net = find_net(nc.net);
-    if (!net) {
-      nets_.push_back(std::make_unique<Net>());
-      net = nets_.back().get();
-      net->id = nc.net;
-      net->lnd = it->second.get();
-    }
-    auto ni = std::make_unique<Ni>();
-    ni->config = nc;
-    ni->host = this;
-    ni->lnd = net->lnd;
-    ni->net = net;
-    ni->index = static_cast<unsigned>(nis_.size());
-    ni->pid = pid_;
-    if (nc.nid) ni->nid = *nc.nid;
-    int rc = net->lnd->startup(*ni);
-    if (rc < 0) {
-      if (net->nis.empty()) nets_.pop_back();
-      return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
-    }
-    if (ni->nid.is_any() || ni->nid.net() != nc.net) {
-      net->lnd->shutdown(*ni);
-      if (net->nis.empty()) nets_.pop_back();
-      return Failure{-EINVAL, "the driver of " + nc.net.to_string() + " gave no NID on that network"};
-    }
-    if (find_ni(ni->nid)) {
-      net->lnd->shutdown(*ni);
-      return Failure{-EEXIST, "NID " + ni->nid.to_string() + " is configured twice"};
-    }
-    const NetTunables& t = nc.tunables;
-    if (t.credits < 1 || t.peer_credits < 1 || t.peer_buffer_credits < 0 || t.peer_timeout < 0) {
-      net->lnd->shutdown(*ni);
-      if (net->nis.empty()) nets_.pop_back();
-      return Failure{-EINVAL, "bad tunables for " + nc.net.to_string() + ": credits " + std::to_string(t.credits) +
-                                  ", peer_credits " + std::to_string(t.peer_credits) + " (both must be >= 1)"};
-    }
-    int per_cpt = t.credits;
-    if (cpts_.count() > 1) per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()),
-                                                                  8 * t.peer_credits));
-    ni->tq = std::make_unique<TxQueue[]>(cpts_.count());
-    for (unsigned c = 0; c < cpts_.count(); ++c) ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
-    net->nis.push_back(ni.get());
-    nis_.push_back(std::move(ni));
-    return true;
-  };
-
+  std::lock_guard g(config_mutex_);
+  table_.store(tables_.emplace_back(std::make_unique<NetTable>()).get(), std::memory_order_release);
+  pools_ = std::make_unique<RtrPool[]>(cpts_.count() * kNumPools);
   NetConfig lo;  // self sends take no credits; the tunables are never used
   lo.net = NetId::make(kLoLnd, 0);
-  if (auto r = bring_up(lo); !r) return r;
-  lo_ni_ = nis_.front().get();
+  auto r = bring_up(lo);
+  if (!r) return r.failure();
+  lo_ni_ = *r;
   for (const NetConfig& nc : config_.nets) {
     if (nc.net.type() == kLoLnd) continue;  // 0@lo always exists
-    if (auto r = bring_up(nc); !r) {
+    if (auto n = bring_up(nc); !n) {
+      config_mutex_.unlock();
       shutdown();
-      return r;
+      config_mutex_.lock();
+      return n.failure();
     }
   }
   started_.store(true, std::memory_order_release);
   if (int rc = setup_ping_target()) {
+    config_mutex_.unlock();
     shutdown();
+    config_mutex_.lock();
     return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
   }
+  checker_ = std::thread([this] { checker_loop(); });
   return true;
 }
 
 void Core::shutdown() {
   if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard g(checker_mutex_);
+    checker_cv_.notify_all();
+  }
+  if (checker_.joinable()) checker_.join();
   MsgQueue dropped;
   portals_->clear_all(dropped, *this);
   while (Message* m = dropped.pop_front()) drop_rx(m);
-  // Messages still waiting for credits never reached a driver: fail them.
+  // Messages still waiting for credits or router buffers never reached a driver: fail them.
   MsgQueue waiting;
   {
     ExclusiveLock x(net_locks_);
-    for (auto& ni : nis_)
+    for (auto& ni : all_nis_)
       for (unsigned c = 0; ni->tq && c < cpts_.count(); ++c)
         while (Message* m = ni->tq[c].delayed.pop_front()) waiting.push_back(m);
-    for (auto& p : peers_.peers())
-      for (auto& lpni : p->nis)
+    for (auto& p : peers_.peers()) {
+      for (auto& lpni : p->nis) {
         while (Message* m = lpni->txq.pop_front()) waiting.push_back(m);
+        while (Message* m = lpni->rtrq.pop_front()) waiting.push_back(m);
+      }
+    }
+    for (unsigned i = 0; pools_ && i < cpts_.count() * kNumPools; ++i)
+      while (Message* m = pools_[i].waiting.pop_front()) waiting.push_back(m);
   }
   while (Message* m = waiting.pop_front()) {
+    if (m->receiving) {
+      drop_rx(m);  // a forwarded message still waiting for a buffer
+      continue;
+    }
     m->health = HealthStatus::LocalAborted;
     finalize(m, -ESHUTDOWN);
   }
-  for (auto& ni : nis_) ni->lnd->shutdown(*ni);
+  std::lock_guard g(config_mutex_);
+  for (auto& ni : all_nis_)
+    if (!ni->deleted.load()) ni->lnd->shutdown(*ni);
   {
     ExclusiveLock x(net_locks_);
     peers_.clear();
   }
-  nis_.clear();
-  nets_.clear();
+  table_.store(nullptr, std::memory_order_release);
+  tables_.clear();
+  all_nis_.clear();
+  all_nets_.clear();
   lnds_.clear();
   lo_ni_ = nullptr;
   started_.store(false, std::memory_order_release);
-}
-
-std::vector<Nid> Core::nids() const {
-  std::vector<Nid> out;
-  for (const auto& ni : nis_) out.push_back(ni->nid);
-  return out;
-}
-
-int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
-  if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
-  if (find_ni(nid) || nid == Nid::lo()) {
-    if (src) *src = nid;
-    if (order) *order = 0;
-    return 0;
-  }
-  for (std::size_t i = 0; i < nets_.size(); ++i) {
-    if (nets_[i]->id == nid.net() && !nets_[i]->nis.empty()) {
-      if (src) *src = nets_[i]->nis.front()->nid;
-      if (order) *order = static_cast<std::uint32_t>(i);
-      return 1;
-    }
-  }
-  return -EHOSTUNREACH;
 }
 
 Message* Core::new_msg(unsigned cpt) {
@@ -209,35 +132,10 @@ void Core::free_msg(Message* m) {
 
 void Core::reset_counters() {
   counters_.reset();
-  for (auto& ni : nis_) ni->stats.reset();
+  for (Ni* ni : table().nis) ni->stats.reset();
   ExclusiveLock x(net_locks_);
   for (auto& p : peers_.peers())
     for (auto& lpni : p->nis) lpni->stats.reset();
-}
-
-std::vector<NiInfo> Core::ni_info() const {
-  std::vector<NiInfo> out;
-  auto& locks = const_cast<CptLocks&>(net_locks_);
-  for (const auto& ni : nis_) {
-    NiInfo i;
-    i.nid = ni->nid;
-    i.up = ni->up.load();
-    i.interfaces = ni->config.interfaces;
-    i.tunables = ni->config.tunables;
-    i.health = ni->health.load();
-    i.fatal_error = ni->fatal_error.load();
-    i.selection_priority = ni->sel_priority.load();
-    for (unsigned c = 0; c < cpts_.count(); ++c) {
-      std::lock_guard g(locks[c]);
-      i.tx_credits += ni->tq[c].credits;
-      i.min_tx_credits += ni->tq[c].min_credits;
-    }
-    i.sent = ni->stats.get(TypeStats::kSent);
-    i.received = ni->stats.get(TypeStats::kReceived);
-    i.dropped = ni->stats.get(TypeStats::kDropped);
-    out.push_back(std::move(i));
-  }
-  return out;
 }
 
 std::vector<PeerInfo> Core::peer_info() const {
@@ -248,6 +146,7 @@ std::vector<PeerInfo> Core::peer_info() const {
     pi.primary_nid = p->primary;
     pi.multi_rail = p->multi_rail;
     for (const auto& lpni : p->nis) {
+      if (lpni->removed) continue;
       PeerNiInfo n;
       n.nid = lpni->nid;
       n.up = lpni->alive.load();
@@ -255,6 +154,8 @@ std::vector<PeerInfo> Core::peer_info() const {
       n.tx_credits = lpni->tx_credits.load();
       n.min_tx_credits = lpni->min_tx_credits;
       n.tx_q_nob = lpni->txq_nob;
+      n.rtr_credits = lpni->rtr_credits;
+      n.min_rtr_credits = lpni->min_rtr_credits;
       n.health = lpni->health.load();
       n.selection_priority = lpni->sel_priority.load();
       n.sent = lpni->stats.get(TypeStats::kSent);
@@ -267,13 +168,48 @@ std::vector<PeerInfo> Core::peer_info() const {
   return out;
 }
 
-int Core::add_peer_ni(Nid primary, Nid nid, bool multi_rail) {
-  if (primary.is_any() || nid.is_any()) return -EINVAL;
+int Core::add_peer_ni(Nid primary, Nid nid, bool multi_rail, bool configured) {
+  if (primary.is_any() || nid.is_any() || primary.is_lo() || nid.is_lo()) return -EINVAL;
   if (is_local_nid(primary) || is_local_nid(nid)) return -EINVAL;
   ExclusiveLock x(net_locks_);
-  int rc = peers_.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()));
+  int rc = peers_.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()), peer_rtr_credits_for(nid.net()));
+  if (rc == 0 && configured) peers_.find(primary)->peer->configured = true;
   config_gen_.fetch_add(1, std::memory_order_relaxed);
   return rc;
+}
+
+int Core::del_peer(Nid primary, const std::vector<Nid>& nids) {
+  std::vector<PeerNi*> removed;
+  MsgQueue failed;
+  {
+    ExclusiveLock x(net_locks_);
+    int rc = peers_.remove(primary, nids, &removed);
+    if (rc) return rc;
+    config_gen_.fetch_add(1, std::memory_order_relaxed);
+    for (PeerNi* lpni : removed) {
+      while (Message* m = lpni->txq.pop_front()) failed.push_back(m);
+    }
+  }
+  while (Message* m = failed.pop_front()) {
+    m->health = HealthStatus::LocalAborted;
+    finalize(m, -EHOSTUNREACH);
+  }
+  return 0;
+}
+
+std::vector<PeerConfig> Core::configured_peers() const {
+  std::vector<PeerConfig> out;
+  ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
+  for (const auto& p : peers_.peers()) {
+    if (!p->configured) continue;
+    PeerConfig pc;
+    pc.primary = p->primary;
+    pc.multi_rail = p->multi_rail;
+    for (const auto& lpni : p->nis)
+      if (!lpni->removed && lpni->nid != p->primary) pc.nids.push_back(lpni->nid);
+    out.push_back(std::move(pc));
+  }
+  return out;
 }
 
 PeerNi* Core::find_peer_ni(Nid nid) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "core/cpt.hpp"
 #include "core/message.hpp"
 #include "core/ni.hpp"
+#include "router/router.hpp"
 #include "peer/peer_table.hpp"
 #include "portals/portal_table.hpp"
 
@@ -63,8 +66,28 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::vector<NiInfo> ni_info() const;
   std::vector<PeerInfo> peer_info() const;
 
+  // ---- configuration (the DLC) ----
   // Adds `nid` to the peer `primary` (configuration, tests). -EEXIST: owned by another peer.
-  int add_peer_ni(Nid primary, Nid nid, bool multi_rail);
+  int add_peer_ni(Nid primary, Nid nid, bool multi_rail, bool configured = false);
+  // Removes NIDs of a peer (the whole peer when `nids` is empty or holds the primary).
+  int del_peer(Nid primary, const std::vector<Nid>& nids);
+  std::vector<PeerConfig> configured_peers() const;
+  // Brings an NI up at run time; returns its NID.
+  Result<Nid> add_ni(const NetConfig& nc);
+  // Takes an NI down (0@lo cannot go). -ENOENT: no such NI.
+  int del_ni(Nid nid);
+  std::vector<NetConfig> net_configs() const;  // the NIs as configured, lo excluded
+  Result<bool> add_route(const RouteConfig& r);
+  int del_route(NetId net, Nid gateway);  // gateway ANY: every route to net
+  std::vector<RouteInfo> route_info() const;
+  std::vector<RouteConfig> route_configs() const;
+  Result<bool> set_routing(bool on);
+  bool routing() const { return routing_.load(std::memory_order_relaxed); }
+  Result<bool> set_buffers(const BufferConfig& b);
+  BufferConfig buffers() const;
+  std::vector<RouterCptInfo> router_pools() const;
+  GlobalTunables globals() const;
+  Result<bool> set_global(std::string_view name, long value);
 
   // ---- LndHost ----
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
@@ -75,11 +98,12 @@ class Core final : public LndHost, private portals::MsgCompleter {
   const CptTable& cpts() const { return cpts_; }
   portals::PortalTable& portals() { return *portals_; }
   // The NI with this NID (nullptr if none); NIs live until shutdown.
-  Ni* find_ni(Nid nid) const;
-  const std::vector<std::unique_ptr<Ni>>& local_nis() const { return nis_; }
+  Ni* find_ni(Nid nid) const { return table().find_ni(nid); }
   PeerNi* find_peer_ni(Nid nid);
-  int numa_range() const { return numa_range_; }
-  void set_numa_range(int r) { numa_range_ = r; }
+  int numa_range() const { return numa_range_.load(std::memory_order_relaxed); }
+  void set_numa_range(int r) { numa_range_.store(r, std::memory_order_relaxed); }
+  // Pings every gateway once now (the router checker's work; tests call it directly).
+  void check_routers();
 
  private:
   void complete(Message* msg) override;  // MsgCompleter
@@ -87,10 +111,15 @@ class Core final : public LndHost, private portals::MsgCompleter {
 
   Message* new_msg(unsigned cpt);
   void free_msg(Message* msg);
-  Ni* find_ni_locked(Nid nid) const;
-  Net* find_net(NetId id) const;
+  const NetTable& table() const { return *table_.load(std::memory_order_acquire); }
+  const NetView* find_net(NetId id) const { return table().find(id); }
   bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
   int peer_credits_for(NetId net) const;
+  int peer_rtr_credits_for(NetId net) const;
+  Result<Ni*> bring_up(const NetConfig& nc);  // under config_mutex_
+  void publish(std::unique_ptr<NetTable> t);   // under config_mutex_
+  void refresh_ping_target();                  // under config_mutex_
+  void checker_loop();
 
   // Sending
   // A PUT/GET message with its MD committed and its SEND event prepared; nullptr and *rc
@@ -102,10 +131,12 @@ class Core final : public LndHost, private portals::MsgCompleter {
   int send_local(Message* msg, Nid dst);
   struct Path {
     Ni* ni = nullptr;
-    PeerNi* lpni = nullptr;
+    PeerNi* lpni = nullptr;  // next hop
+    Nid dest;                // final destination NID (the peer NI chosen, or the routed target)
   };
   int select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerNi* dst, Path& out);
-  Ni* best_ni_on(Net* net, unsigned cpt);
+  int select_route_locked(unsigned cpt, Ni* src_ni, Nid dst, Path& out);
+  Ni* best_ni_on(const NetView& net, unsigned cpt);
   PeerNi* best_peer_ni_on(PeerNet* pn, Ni* ni);
   bool post_send_locked(Message* msg);  // true: send now; false: queued for credits
   void return_credits_locked(Message* msg, MsgQueue& to_send);
@@ -122,6 +153,15 @@ class Core final : public LndHost, private portals::MsgCompleter {
   void receive_matched(MsgQueue& matched, MsgQueue& dropped);
   PeerNi* rx_peer(Nid from);
 
+  // Forwarding (router)
+  void forward(Message* msg);
+  // Takes the router credit, then a buffer; false: the message waits for one of them.
+  bool take_router_resources_locked(Message* msg);
+  void forward_received(Message* msg);  // the payload is in the buffer: send it on
+  int send_forward(Message* msg);
+  void release_router_resources(Message* msg);
+  void router_recv(Message* msg);  // hand the payload to its buffer
+
   // Ping and push targets
   int setup_ping_target();
   void post_push_target();
@@ -135,15 +175,31 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::unique_ptr<portals::PortalTable> portals_;
   PeerTable peers_;
   std::atomic<std::uint64_t> config_gen_{0};
-  int numa_range_ = 0;
+  std::atomic<int> numa_range_{0};
 
+  // Configuration: changes are serialised by config_mutex_; readers use snapshots.
+  mutable std::mutex config_mutex_;
   std::map<std::uint32_t, std::unique_ptr<Lnd>> lnds_;
-  std::vector<std::unique_ptr<Net>> nets_;
-  std::vector<std::unique_ptr<Ni>> nis_;
+  std::vector<std::unique_ptr<Net>> all_nets_;
+  std::vector<std::unique_ptr<Ni>> all_nis_;
+  std::atomic<const NetTable*> table_{nullptr};
+  std::vector<std::unique_ptr<NetTable>> tables_;
   Ni* lo_ni_ = nullptr;
+  GlobalTunables globals_;
 
-  std::vector<std::uint8_t> ping_buf_;
+  // Routing.
+  std::atomic<const RouteTable*> routes_{nullptr};
+  std::vector<std::unique_ptr<RouteTable>> route_tables_;
+  std::atomic<bool> routing_{false};
+  BufferConfig buffers_;
+  std::unique_ptr<RtrPool[]> pools_;  // ncpts x kNumPools, under the net lock of their CPT
+  std::thread checker_;
+  std::mutex checker_mutex_;
+  std::condition_variable checker_cv_;
+  std::atomic<std::uint32_t> ping_seq_{1};
+
   MeHandle ping_me_;
+  MdHandle ping_md_;
   std::vector<std::uint8_t> push_buf_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> pushes_received_{0};

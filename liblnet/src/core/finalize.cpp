@@ -54,10 +54,16 @@ void Core::process(Message* msg) {
         }
       }
     }
-  } else if (msg->status != 0 && msg->receiving) {
-    counters_.add(msg->cpt, kDropCount);
-    counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
-    if (msg->rxni) msg->rxni->stats.add(TypeStats::kDropped, msg->hdr.type);
+  } else if (msg->receiving) {
+    if (msg->routing && msg->status == 0) {
+      forward_received(msg);  // the payload is in our buffer: on to the next hop
+      return;
+    }
+    if (msg->status != 0) {
+      counters_.add(msg->cpt, kDropCount);
+      counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
+      if (msg->rxni) msg->rxni->stats.add(TypeStats::kDropped, msg->hdr.type);
+    }
   }
   if (msg->md) {
     msg->ev.status = msg->status;
@@ -70,6 +76,11 @@ void Core::process(Message* msg) {
 void Core::complete(Message* msg) {
   if (msg->event_only) {
     msg_free(msg);
+    return;
+  }
+  if (msg->routing) {
+    release_router_resources(msg);
+    free_msg(msg);
     return;
   }
   if (msg->receiving && msg->ack_wanted && msg->status == 0) {
@@ -90,7 +101,8 @@ void Core::complete(Message* msg) {
     h.msg.ack.dst_wmd = put.ack_wmd;
     h.msg.ack.match_bits = put.match_bits;
     h.msg.ack.mlength = msg->ev.mlength;
-    if (int rc = send(msg->rxni->nid, msg, msg->from)) {
+    // To the source, through the router it came by when routed.
+    if (int rc = send(msg->rxni->nid, msg, src.nid)) {
       msg->health = HealthStatus::LocalError;
       finalize(msg, rc);
     }

@@ -12,6 +12,7 @@ namespace lnet::core {
 class Core;
 struct Ni;
 struct PeerNi;
+struct RtrBuffer;
 
 struct Message : LndMessage {
   Core* core = nullptr;
@@ -28,12 +29,18 @@ struct Message : LndMessage {
   bool ack_wanted = false;      // received PUT: ACK once delivered
   bool rdma_get = false;        // the driver moves the REPLY payload itself
   bool event_only = false;      // carries an UNLINK event and nothing else
+  bool routing = false;         // being forwarded (not for us)
+  bool rtr_credit = false;      // holds a router credit of rxpeer
+  int rtr_pool = -1;            // holds a credit (and rtrbuf, a buffer) of this pool
+  unsigned rtr_cpt = 0;         // CPT of the router resources (the sender's)
   int status = 0;
 
   portals::LibMd* md = nullptr;
   Ni* txni = nullptr;
   PeerNi* txpeer = nullptr;
   Ni* rxni = nullptr;
+  PeerNi* rxpeer = nullptr;  // the peer NI it came from (router credits)
+  RtrBuffer* rtrbuf = nullptr;
   Nid from = Nid::any();  // the peer NI it arrived from
   void* lnd_private = nullptr;
   portals::MatchInfo match;  // kept while it waits on a lazy portal

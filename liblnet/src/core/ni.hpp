@@ -1,5 +1,5 @@
 // Local networks and their NIs as the core keeps them: per-CPT tx credit queues, health,
-// selection priority and statistics.
+// selection priority and statistics; and the table of them that readers see.
 #pragma once
 
 #include <atomic>
@@ -27,22 +27,45 @@ struct TxQueue {
 
 struct Ni : NetInterface {
   Net* net = nullptr;
-  unsigned index = 0;  // position in LNetGetId order
   std::unique_ptr<TxQueue[]> tq;
   std::atomic<int> health{1000};
   std::atomic<bool> fatal_error{false};
   std::atomic<bool> up{true};
+  std::atomic<bool> deleted{false};
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   int dev_prio = 0;
   std::atomic<std::uint32_t> seq{0};
   TypeStats stats;
 };
 
+// A network's identity; which NIs it has is in the NetTable.
 struct Net {
   NetId id;
   Lnd* lnd = nullptr;
-  std::vector<Ni*> nis;
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
+};
+
+struct NetView {
+  Net* net = nullptr;
+  std::vector<Ni*> nis;
+};
+
+// An immutable snapshot of the local networks, published atomically: readers take no
+// lock. Snapshots, Nets and NIs live until the instance shuts down.
+struct NetTable {
+  std::vector<NetView> nets;  // nets[0] is lo
+  std::vector<Ni*> nis;       // LNetGetId order, 0@lo first
+
+  const NetView* find(NetId id) const {
+    for (const NetView& v : nets)
+      if (v.net->id == id) return &v;
+    return nullptr;
+  }
+  Ni* find_ni(Nid nid) const {
+    for (Ni* ni : nis)
+      if (ni->nid == nid) return ni;
+    return nullptr;
+  }
 };
 
 }  // namespace lnet::core

@@ -15,30 +15,43 @@ PingInfo Core::ping_info() const {
   PingInfo info;
   info.features = kPingFeatNiStatus | kPingFeatMultiRail | kPingFeatRteDisabled;
   info.pid = pid_;
-  info.nis.push_back(NiStatus{Nid::lo(), 1, 0});  // status of entry 0: the buffer's sequence number
-  for (const auto& ni : nis_) {
-    if (ni.get() == lo_ni_) continue;
+  info.nis.push_back(NiStatus{Nid::lo(), ping_seq_, 0});  // entry 0's status: the buffer's sequence number
+  if (routing_.load()) info.features &= ~kPingFeatRteDisabled;
+  for (Ni* ni : table().nis) {
+    if (ni == lo_ni_) continue;
     info.nis.push_back(NiStatus{ni->nid, ni->up.load() ? kNiStatusUp : kNiStatusDown, 0});
   }
   return info;
 }
 
 int Core::setup_ping_target() {
-  ping_buf_ = encode_ping_info(ping_info());
   if (int rc = portals_->set_lazy(kReservedPortal)) return rc;
   auto me = portals_->me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Retain, InsPos::After);
   if (!me) return me.code();
-  MdDesc d;
-  d.start = ping_buf_.data();
-  d.length = ping_buf_.size();
-  d.threshold = kMdThreshInf;
-  d.options = kMdOpGet | kMdTruncate | kMdManageRemote;
-  auto md = md_attach(*me, d, Unlink::Retain);
-  if (!md) return md.code();
   ping_me_ = *me;
+  refresh_ping_target();
+  if (!ping_md_.is_valid()) return -ENOMEM;
   push_buf_.resize(kPingInfoHeaderSize + kNiStatusSize * kPushTargetNis);
   post_push_target();
   return 0;
+}
+
+void Core::refresh_ping_target() {
+  // A new buffer (with the next sequence number) on the same ME; GETs still reading the
+  // old one keep it alive until they finish.
+  if (ping_md_.is_valid()) {
+    (void)md_unlink(ping_md_);
+    ++ping_seq_;
+  }
+  auto buf = std::make_shared<std::vector<std::uint8_t>>(encode_ping_info(ping_info()));
+  MdDesc d;
+  d.start = buf->data();
+  d.length = buf->size();
+  d.threshold = kMdThreshInf;
+  d.options = kMdOpGet | kMdTruncate | kMdManageRemote;
+  d.handler = [buf](const Event&) {};  // owns the buffer for as long as the MD lives
+  auto md = md_attach(ping_me_, d, Unlink::Retain);
+  ping_md_ = md ? *md : MdHandle{};
 }
 
 void Core::post_push_target() {

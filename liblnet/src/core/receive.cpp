@@ -28,7 +28,9 @@ PeerNi* Core::rx_peer(Nid from) {
     if (PeerNi* lpni = peers_.find(from)) return lpni;
   }
   ExclusiveLock x(net_locks_);
-  if (!peers_.find(from)) (void)peers_.add_ni(from, from, false, peer_credits_for(from.net()));
+  if (!peers_.find(from)) {
+    (void)peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net()));
+  }
   return peers_.find(from);
 }
 
@@ -49,11 +51,27 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
     // Something on our own net should have been sent to its NID directly.
     if (hdr.dest_nid.net() == ni.nid.net() || is_local_nid(hdr.dest_nid)) return reject();
     if (rdma_req && hdr.type == MsgType::Get) return reject();
-    // Not a router: drop what is not ours.
-    counters_.add(cpt, kDropCount);
-    counters_.add(cpt, kDropLength, hdr.payload_length);
-    ni.stats.add(TypeStats::kDropped, hdr.type);
-    (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
+    if (!routing_.load(std::memory_order_relaxed) || &ni == lo_ni_) {
+      // Not a router: drop what is not ours.
+      counters_.add(cpt, kDropCount);
+      counters_.add(cpt, kDropLength, hdr.payload_length);
+      ni.stats.add(TypeStats::kDropped, hdr.type);
+      (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
+      return 0;
+    }
+    Message* msg = new_msg(cpt);
+    msg->receiving = true;
+    msg->routing = true;
+    msg->rxni = &ni;
+    msg->from = from;
+    msg->lnd_private = lnd_private;
+    msg->hdr = hdr;
+    msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+    msg->rxpeer = rx_peer(from);
+    msg->rtr_cpt = msg->rxpeer->cpt;
+    ni.stats.add(TypeStats::kReceived, hdr.type);
+    msg->rxpeer->stats.add(TypeStats::kReceived, hdr.type);
+    forward(msg);
     return 0;
   }
 
@@ -191,7 +209,7 @@ void Core::parse_get(Message* msg) {
     return;
   }
   (void)ni->lnd->recv(*ni, priv, nullptr, false, nullptr, 0, 0, 0, 0);
-  if (int rc = send(ni->nid, msg, msg->from)) {
+  if (int rc = send(ni->nid, msg, src_nid)) {
     msg->health = HealthStatus::LocalError;
     finalize(msg, rc);
   }

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/core.hpp"
 #include "select/selection.hpp"
@@ -100,7 +101,8 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     src_ni = find_ni(self);
     if (!src_ni) return -EINVAL;  // not one of our NIDs
   }
-  if (dst == Nid::lo() || find_ni(dst)) return send_local(msg, dst);
+  bool forward = msg->routing;
+  if (!forward && (dst == Nid::lo() || find_ni(dst))) return send_local(msg, dst);
   if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
   unsigned cpt = cpts_.of_nid(dst);
@@ -112,7 +114,9 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       lk.unlock();
       {
         ExclusiveLock x(net_locks_);
-        if (!peers_.find(dst)) (void)peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()));
+        if (!peers_.find(dst)) {
+          (void)peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()), peer_rtr_credits_for(dst.net()));
+        }
       }
       lk.lock();
       continue;
@@ -129,18 +133,20 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     msg->txni = path.ni;
     msg->txpeer = path.lpni;
-    msg->hdr.src_nid = path.ni->nid;
-    msg->hdr.src_pid = pid_;
-    msg->hdr.dest_nid = path.lpni->nid;
+    if (!forward) {  // a forwarded message keeps its source
+      msg->hdr.src_nid = path.ni->nid;
+      msg->hdr.src_pid = pid_;
+    }
+    msg->hdr.dest_nid = path.dest;
     msg->next_hop = path.lpni->nid;
     if (msg->ev.type == EventType::Send) {  // not the event of a request we answer
       msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
       msg->ev.sender = path.ni->nid;
     }
-    msg->cpt = cpt;  // credits and counters of the peer NI's CPT from here on
+    msg->cpt = cpt;  // credits of the peer NI's CPT from here on
     msg->tx_committed = true;
-    counters_.add(cpt, kSendCount);
-    counters_.add(cpt, kSendLength, msg->len);
+    counters_.add(cpt, forward ? kRouteCount : kSendCount);
+    counters_.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
     if (stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
     bool now = post_send_locked(msg);
     lk.unlock();
@@ -149,8 +155,9 @@ int Core::send(Nid self, Message* msg, Nid dst) {
   }
 }
 
-Ni* Core::best_ni_on(Net* net, unsigned cpt) {
-  const auto& nis = net->nis;
+Ni* Core::best_ni_on(const NetView& net, unsigned cpt) {
+  const auto& nis = net.nis;
+  if (nis.empty()) return nullptr;
   if (nis.size() == 1) {
     Ni* ni = nis.front();
     return ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed) ? nullptr : ni;
@@ -171,7 +178,7 @@ Ni* Core::best_ni_on(Net* net, unsigned cpt) {
         s.seq = ni->seq.load(std::memory_order_relaxed);
         return s;
       },
-      numa_range_);
+      numa_range());
   Ni* ni = nis[static_cast<std::size_t>(best)];
   if (ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) return nullptr;
   ni->seq.fetch_add(1, std::memory_order_relaxed);
@@ -196,41 +203,74 @@ PeerNi* Core::best_peer_ni_on(PeerNet* pn, Ni* ni) {
   return p;
 }
 
+int Core::select_route_locked(unsigned cpt, Ni* src_ni, Nid dst, Path& out) {
+  // Routes in the order of lnet_compare_routes: priority, hops, gateway health, queued
+  // bytes, credits, then round robin.
+  const RouteTable* rt = routes_.load(std::memory_order_acquire);
+  PeerNi* best = nullptr;
+  const RouteEntry* best_r = nullptr;
+  const NetView* best_net = nullptr;
+  auto key = [](const RouteEntry& r, PeerNi* gw) {
+    return std::make_tuple(r.cfg.priority, r.cfg.hops < 0 ? 1 : r.cfg.hops, -gw->health.load(std::memory_order_relaxed),
+                           gw->txq_nob.load(std::memory_order_relaxed), -gw->tx_credits.load(std::memory_order_relaxed),
+                           gw->seq.load(std::memory_order_relaxed));
+  };
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    const RouteEntry& r = rt->routes[i];
+    if (r.cfg.net != dst.net() || !r.state->up.load(std::memory_order_relaxed)) continue;
+    PeerNi* gw = peers_.find(r.cfg.gateway);  // holding one net lock keeps the index still
+    if (!gw || !gw->alive.load(std::memory_order_relaxed)) continue;
+    const NetView* v = find_net(r.cfg.gateway.net());
+    if (!v || (src_ni && src_ni->net->id != v->net->id)) continue;
+    if (!best || key(r, gw) < key(*best_r, best)) {
+      best = gw;
+      best_r = &r;
+      best_net = v;
+    }
+  }
+  if (!best) return -EHOSTUNREACH;
+  Ni* ni = src_ni ? src_ni : best_ni_on(*best_net, cpt);
+  if (!ni) return -EHOSTUNREACH;
+  best->seq.fetch_add(1, std::memory_order_relaxed);
+  out = {ni, best, dst};
+  return 0;
+}
+
 int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerNi* dst, Path& out) {
   Peer* peer = dst->peer;
   NetId dst_net = dst->nid.net();
-  bool response = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply;
+  // Responses go back exactly where the request came from; forwarded messages go to
+  // the NID their header names.
+  bool exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || msg->routing;
+  const NetView* local = dst_net.type() == kLoLnd ? nullptr : find_net(dst_net);
 
-  if (response || (src_ni && !peer->multi_rail)) {
-    // A response goes back exactly where the request came from.
+  if (exact || (src_ni && !peer->multi_rail)) {
+    if (!local) return select_route_locked(cpt, src_ni, dst->nid, out);
     Ni* ni = src_ni;
-    if (!ni || ni->net->id != dst_net) {
-      Net* net = find_net(dst_net);
-      ni = net ? best_ni_on(net, cpt) : nullptr;
-    }
+    if (!ni || ni->net->id != dst_net) ni = best_ni_on(*local, cpt);
     if (!ni) return -EHOSTUNREACH;
-    out = {ni, dst};
+    out = {ni, dst, dst->nid};
     return 0;
   }
   if (src_ni) {
     for (auto& pn : peer->nets) {
       if (pn->net != src_ni->net->id) continue;
-      out = {src_ni, best_peer_ni_on(pn.get(), src_ni)};
-      return out.lpni ? 0 : -EHOSTUNREACH;
+      PeerNi* p = best_peer_ni_on(pn.get(), src_ni);
+      out = {src_ni, p, p ? p->nid : Nid::any()};
+      return p ? 0 : -EHOSTUNREACH;
     }
-    return -EHOSTUNREACH;
+    return select_route_locked(cpt, src_ni, dst->nid, out);
   }
   if (!peer->multi_rail) {
     // A non-multi-rail peer always hears from the same local NI.
-    Net* net = find_net(dst_net);
-    if (!net) return -EHOSTUNREACH;
+    if (!local) return select_route_locked(cpt, nullptr, dst->nid, out);
     Ni* ni = dst->pref_ni;
     if (!ni || ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) {
-      ni = best_ni_on(net, cpt);
+      ni = best_ni_on(*local, cpt);
       if (!ni) return -EHOSTUNREACH;
       dst->pref_ni = ni;
     }
-    out = {ni, dst};
+    out = {ni, dst, dst->nid};
     return 0;
   }
   // Multi-rail: the best local NI over every peer net we share, then the best peer NI
@@ -242,9 +282,9 @@ int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerN
   unsigned cpu = 0, node = 0;
   (void)getcpu(&cpu, &node);
   for (auto& pn : peer->nets) {
-    Net* net = find_net(pn->net);
-    if (!net || pn->net.type() == kLoLnd) continue;
-    std::uint32_t prio[2] = {pn->sel_priority, net->sel_priority.load(std::memory_order_relaxed)};
+    const NetView* net = pn->net.type() == kLoLnd ? nullptr : find_net(pn->net);
+    if (!net) continue;
+    std::uint32_t prio[2] = {pn->sel_priority, net->net->sel_priority.load(std::memory_order_relaxed)};
     if (best_ni && std::lexicographical_compare(best_prio, best_prio + 2, prio, prio + 2)) continue;
     bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 2, best_prio, best_prio + 2);
     for (Ni* ni : net->nis) {
@@ -257,7 +297,7 @@ int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerN
       s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
       s.credits = ni->tq[cpt].credits;
       s.seq = ni->seq.load(std::memory_order_relaxed);
-      if (!best_ni || better_net || select::compare_local_ni(s, best_score, numa_range_) < 0) {
+      if (!best_ni || better_net || select::compare_local_ni(s, best_score, numa_range()) < 0) {
         best_ni = ni;
         best_pn = pn.get();
         best_score = s;
@@ -267,11 +307,11 @@ int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerN
       }
     }
   }
-  if (!best_ni) return -EHOSTUNREACH;
+  if (!best_ni) return select_route_locked(cpt, nullptr, dst->nid, out);
   best_ni->seq.fetch_add(1, std::memory_order_relaxed);
   PeerNi* lpni = best_peer_ni_on(best_pn, best_ni);
   if (!lpni) return -EHOSTUNREACH;
-  out = {best_ni, lpni};
+  out = {best_ni, lpni, lpni->nid};
   return 0;
 }
 
@@ -280,7 +320,7 @@ bool Core::post_send_locked(Message* msg) {
   TxQueue& tq = msg->txni->tq[msg->cpt];
   if (!msg->peer_tx_credit) {
     msg->peer_tx_credit = true;
-    lpni->txq_nob += msg->len + kHeaderSize;
+    lpni->txq_nob.fetch_add(msg->len + kHeaderSize, std::memory_order_relaxed);
     int c = lpni->tx_credits.fetch_sub(1, std::memory_order_relaxed) - 1;
     lpni->min_tx_credits = std::min(lpni->min_tx_credits, c);
     if (c < 0) {
@@ -314,7 +354,7 @@ void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
   }
   if (msg->peer_tx_credit) {
     msg->peer_tx_credit = false;
-    lpni->txq_nob -= msg->len + kHeaderSize;
+    lpni->txq_nob.fetch_sub(msg->len + kHeaderSize, std::memory_order_relaxed);
     int c = lpni->tx_credits.fetch_add(1, std::memory_order_relaxed) + 1;
     if (c <= 0) {
       if (Message* next = lpni->txq.pop_front()) {

@@ -30,13 +30,18 @@ struct PeerNi {
   int max_tx_credits = 0;
   std::atomic<int> tx_credits{0};
   int min_tx_credits = 0;
-  std::uint64_t txq_nob = 0;
+  std::atomic<std::uint64_t> txq_nob{0};  // written under the lock, read by route selection
   MsgQueue txq;
+  int max_rtr_credits = 0;  // router credits: messages it may have us forward at once
+  int rtr_credits = 0;
+  int min_rtr_credits = 0;
+  MsgQueue rtrq;
   Ni* pref_ni = nullptr;  // non-multi-rail peers always hear from this local NI
   std::atomic<int> health{1000};
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   std::atomic<std::uint32_t> seq{0};
   std::atomic<bool> alive{true};
+  bool removed = false;  // taken out of its peer by configuration
   std::vector<Nid> pref_local;  // preferred local NIDs (selection rules)
   TypeStats stats;
 };
@@ -51,8 +56,11 @@ struct PeerNet {
 struct Peer {
   Nid primary;
   bool multi_rail = false;
+  bool configured = false;  // added by configuration (exported), not just met
+  bool deleted = false;
   std::vector<std::unique_ptr<PeerNet>> nets;
-  std::vector<std::unique_ptr<PeerNi>> nis;
+  std::vector<std::unique_ptr<PeerNi>> nis;  // also the removed ones, kept for messages in flight
+  std::vector<std::unique_ptr<PeerNet>> dead_nets;
 };
 
 // Lookups need the net lock of cpts.of_nid(nid); changes need every net lock.
@@ -67,16 +75,20 @@ class PeerTable {
   }
   // Adds `nid` to the peer whose primary NID is `primary` (made if missing). Fails with
   // -EEXIST if `nid` belongs to another peer.
-  int add_ni(Nid primary, Nid nid, bool multi_rail, int credits);
+  int add_ni(Nid primary, Nid nid, bool multi_rail, int credits, int rtr_credits);
+  // Takes NIDs (all of the peer when `nids` is empty) out of the index; the objects stay
+  // alive (messages may point at them) until clear(). -ENOENT: no such peer or NID.
+  int remove(Nid primary, const std::vector<Nid>& nids, std::vector<PeerNi*>* removed);
   const std::vector<std::unique_ptr<Peer>>& peers() const { return peers_; }
   void clear();
 
  private:
-  PeerNi* make_ni(Peer* peer, Nid nid, int credits);
+  PeerNi* make_ni(Peer* peer, Nid nid, int credits, int rtr_credits);
 
   const CptTable& cpts_;
   std::vector<std::unordered_map<Nid, PeerNi*>> index_;
   std::vector<std::unique_ptr<Peer>> peers_;
+  std::vector<std::unique_ptr<Peer>> removed_;  // kept until clear()
 };
 
 }  // namespace lnet::core

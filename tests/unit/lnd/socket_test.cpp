@@ -105,7 +105,11 @@ void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size) {
   EXPECT_EQ(reply->status, 0);
   EXPECT_EQ(reply->mlength, size);
   EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
+  // The target's GET event comes once its REPLY is sent, which may be after the REPLY
+  // arrived here: wait for it before the logs go away.
+  ASSERT_TRUE(tlog.find(EventType::Get));
   EXPECT_EQ(to.md_unlink(*tmd), 0);
+  ASSERT_TRUE(tlog.find(EventType::Unlink));
 }
 
 TEST_F(Socket, PutAndGetOfEverySize) {

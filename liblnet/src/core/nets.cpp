@@ -1,0 +1,235 @@
+// Local networks at run time: bringing NIs up and down, the published net table, and
+// the views of it (NIDs, distance, NI information, the ping buffer).
+#include <algorithm>
+
+#include "core/core.hpp"
+#include "lnd/registry.hpp"
+
+namespace lnet::core {
+
+void Core::publish(std::unique_ptr<NetTable> t) {
+  table_.store(t.get(), std::memory_order_release);
+  tables_.push_back(std::move(t));  // old snapshots stay valid for readers still using them
+  ExclusiveLock x(net_locks_);
+  config_gen_.fetch_add(1, std::memory_order_relaxed);
+}
+
+Result<Ni*> Core::bring_up(const NetConfig& nc) {
+  std::uint32_t type = nc.net.type();
+  const NetTunables& t = nc.tunables;
+  if (type != kLoLnd && (t.credits < 1 || t.peer_credits < 1 || t.peer_buffer_credits < 0 || t.peer_timeout < 0)) {
+    return Failure{-EINVAL, "bad tunables for " + nc.net.to_string() + ": credits " + std::to_string(t.credits) +
+                                ", peer_credits " + std::to_string(t.peer_credits) + " (both must be >= 1)"};
+  }
+  auto it = lnds_.find(type);
+  if (it == lnds_.end()) {
+    std::unique_ptr<Lnd> lnd = make_lnd(type);
+    if (!lnd) {
+      const char* name = lnd_type_name(type);
+      return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
+                                           std::string(name ? name : std::to_string(type)) + "' in this process"};
+    }
+    it = lnds_.emplace(type, std::move(lnd)).first;
+  }
+  const NetTable& cur = table();
+  const NetView* view = cur.find(nc.net);
+  Net* net = view ? view->net : nullptr;
+  if (!net) {
+    for (auto& n : all_nets_)
+      if (n->id == nc.net) net = n.get();  // a net brought down earlier comes back
+  }
+  if (!net) {
+    all_nets_.push_back(std::make_unique<Net>());
+    net = all_nets_.back().get();
+    net->id = nc.net;
+    net->lnd = it->second.get();
+  }
+  auto ni = std::make_unique<Ni>();
+  ni->config = nc;
+  ni->host = this;
+  ni->lnd = net->lnd;
+  ni->net = net;
+  ni->pid = pid_;
+  if (nc.nid) {
+    if (cur.find_ni(*nc.nid)) return Failure{-EEXIST, "NID " + nc.nid->to_string() + " is configured already"};
+    ni->nid = *nc.nid;
+  }
+  int per_cpt = std::max(t.credits, 0);
+  if (cpts_.count() > 1) {
+    per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()), 8 * t.peer_credits));
+  }
+  ni->tq = std::make_unique<TxQueue[]>(cpts_.count());
+  for (unsigned c = 0; c < cpts_.count(); ++c) ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
+  int rc = net->lnd->startup(*ni);
+  if (rc < 0) return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
+  if (ni->nid.is_any() || ni->nid.net() != nc.net) {
+    net->lnd->shutdown(*ni);
+    return Failure{-EINVAL, "the driver of " + nc.net.to_string() + " gave no NID on that network"};
+  }
+  if (cur.find_ni(ni->nid)) {
+    net->lnd->shutdown(*ni);
+    return Failure{-EEXIST, "NID " + ni->nid.to_string() + " is configured already"};
+  }
+  auto next = std::make_unique<NetTable>(cur);
+  NetView* v = nullptr;
+  for (auto& nv : next->nets)
+    if (nv.net == net) v = &nv;
+  if (!v) v = &next->nets.emplace_back(NetView{net, {}});
+  v->nis.push_back(ni.get());
+  next->nis.push_back(ni.get());
+  Ni* raw = ni.get();
+  all_nis_.push_back(std::move(ni));
+  publish(std::move(next));
+  return raw;
+}
+
+Result<Nid> Core::add_ni(const NetConfig& nc) {
+  if (nc.net.type() == kLoLnd) return Failure{-EEXIST, "0@lo always exists"};
+  std::lock_guard g(config_mutex_);
+  if (stopping_.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
+  auto r = bring_up(nc);
+  if (!r) return r.failure();
+  refresh_ping_target();
+  return (*r)->nid;
+}
+
+int Core::del_ni(Nid nid) {
+  std::lock_guard g(config_mutex_);
+  Ni* ni = table().find_ni(nid);
+  if (!ni) return -ENOENT;
+  if (ni == lo_ni_) return -EINVAL;
+  auto next = std::make_unique<NetTable>(table());
+  next->nis.erase(std::remove(next->nis.begin(), next->nis.end(), ni), next->nis.end());
+  for (auto it = next->nets.begin(); it != next->nets.end(); ++it) {
+    if (it->net != ni->net) continue;
+    it->nis.erase(std::remove(it->nis.begin(), it->nis.end(), ni), it->nis.end());
+    if (it->nis.empty()) next->nets.erase(it);
+    break;
+  }
+  ni->up.store(false);
+  ni->deleted.store(true);
+  publish(std::move(next));
+  // What waits for this NI's credits will not go out: fail it; the driver fails what it holds.
+  MsgQueue failed;
+  {
+    ExclusiveLock x(net_locks_);
+    for (unsigned c = 0; c < cpts_.count(); ++c)
+      while (Message* m = ni->tq[c].delayed.pop_front()) failed.push_back(m);
+  }
+  while (Message* m = failed.pop_front()) {
+    m->health = HealthStatus::LocalAborted;
+    finalize(m, -ENETDOWN);
+  }
+  ni->lnd->shutdown(*ni);
+  refresh_ping_target();
+  return 0;
+}
+
+std::vector<NetConfig> Core::net_configs() const {
+  std::vector<NetConfig> out;
+  for (Ni* ni : table().nis) {
+    if (ni == lo_ni_) continue;
+    NetConfig nc = ni->config;
+    out.push_back(nc);
+  }
+  return out;
+}
+
+int Core::peer_credits_for(NetId net) const {
+  const NetView* v = find_net(net);
+  if (v && !v->nis.empty()) {
+    const NetTunables& t = v->nis.front()->config.tunables;
+    return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
+  }
+  return NetTunables{}.peer_credits;
+}
+
+int Core::peer_rtr_credits_for(NetId net) const {
+  const NetView* v = find_net(net);
+  NetTunables t = v && !v->nis.empty() ? v->nis.front()->config.tunables : NetTunables{};
+  return t.peer_buffer_credits > 0 ? t.peer_buffer_credits : std::max(t.peer_credits, 1);
+}
+
+std::vector<Nid> Core::nids() const {
+  std::vector<Nid> out;
+  for (Ni* ni : table().nis) out.push_back(ni->nid);
+  return out;
+}
+
+int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
+  if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
+  const NetTable& t = table();
+  if (t.find_ni(nid) || nid == Nid::lo()) {
+    if (src) *src = nid;
+    if (order) *order = 0;
+    return 0;
+  }
+  for (std::size_t i = 0; i < t.nets.size(); ++i) {
+    if (t.nets[i].net->id == nid.net() && !t.nets[i].nis.empty()) {
+      if (src) *src = t.nets[i].nis.front()->nid;
+      if (order) *order = static_cast<std::uint32_t>(i);
+      return 1;
+    }
+  }
+  // Reachable through a router: the distance is the route's hop count plus one.
+  const RouteTable* rt = routes_.load(std::memory_order_acquire);
+  int best = -1;
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    const RouteEntry& r = rt->routes[i];
+    if (r.cfg.net != nid.net()) continue;
+    const NetView* gwnet = t.find(r.cfg.gateway.net());
+    if (!gwnet || gwnet->nis.empty()) continue;
+    int d = (r.cfg.hops < 0 ? 1 : r.cfg.hops) + 1;
+    if (best < 0 || d < best) {
+      best = d;
+      if (src) *src = gwnet->nis.front()->nid;
+      if (order) *order = static_cast<std::uint32_t>(i);
+    }
+  }
+  return best < 0 ? -EHOSTUNREACH : best;
+}
+
+std::vector<NiInfo> Core::ni_info() const {
+  std::vector<NiInfo> out;
+  auto& locks = const_cast<CptLocks&>(net_locks_);
+  for (Ni* ni : table().nis) {
+    NiInfo i;
+    i.nid = ni->nid;
+    i.up = ni->up.load();
+    i.interfaces = ni->config.interfaces;
+    i.tunables = ni->config.tunables;
+    i.lnd_tunables = ni->config.lnd_tunables;
+    i.health = ni->health.load();
+    i.fatal_error = ni->fatal_error.load();
+    i.selection_priority = ni->sel_priority.load();
+    for (unsigned c = 0; c < cpts_.count(); ++c) {
+      std::lock_guard g(locks[c]);
+      i.tx_credits += ni->tq[c].credits;
+      i.max_tx_credits += ni->tq[c].max_credits;
+      i.min_tx_credits += ni->tq[c].min_credits;
+    }
+    i.sent = ni->stats.get(TypeStats::kSent);
+    i.received = ni->stats.get(TypeStats::kReceived);
+    i.dropped = ni->stats.get(TypeStats::kDropped);
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+GlobalTunables Core::globals() const {
+  std::lock_guard g(config_mutex_);
+  return globals_;
+}
+
+Result<bool> Core::set_global(std::string_view name, long value) {
+  std::lock_guard g(config_mutex_);
+  GlobalTunables next = globals_;
+  auto r = next.set(name, value);
+  if (!r) return r;
+  globals_ = next;
+  numa_range_.store(next.numa_range, std::memory_order_relaxed);
+  checker_cv_.notify_all();  // the router check interval may have changed
+  return true;
+}
+
+}  // namespace lnet::core

@@ -1,0 +1,241 @@
+// Routing through a router instance on the test fabric: A (1@gni) - R (2@gni, 3@gni1) -
+// B (4@gni1). Forwarding with router buffers and credits, route selection, the router
+// checker, and configuration changes at run time.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include <lnet/lnet.hpp>
+
+#include "core/core.hpp"
+#include "support/event_log.hpp"
+#include "support/fabric.hpp"
+
+namespace lnet {
+namespace {
+
+using test::EventLog;
+using test::Fabric;
+
+Nid gni(std::uint32_t a, unsigned net = 0) { return Nid::make(NetId::make(kGniLnd, net), a); }
+NetId gninet(unsigned n) { return NetId::make(kGniLnd, n); }
+
+Config two_nets(std::uint32_t a0, std::uint32_t a1, NetTunables t = {}) {
+  Config c = test::fabric_config({a0}, 0, t);
+  Config c1 = test::fabric_config({a1}, 1, t);
+  c.nets.push_back(c1.nets[0]);
+  return c;
+}
+
+constexpr unsigned kPortal = 8;
+
+class Routing : public ::testing::Test {
+ protected:
+  void SetUp() override { build({}); }
+  void build(NetTunables rt) {
+    a = Instance::create(test::fabric_config({1}, 0), kPidLustre).value();
+    r = Instance::create(two_nets(2, 3, rt), kPidLustre).value();
+    b = Instance::create(test::fabric_config({4}, 1), kPidLustre).value();
+    for (auto* i : {&a, &r, &b}) (*i)->core().set_global("alive_router_check_interval", 0).value();
+    ASSERT_TRUE(a->core().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
+    ASSERT_TRUE(b->core().add_route(RouteConfig{gninet(0), gni(3, 1), -1, 0}));
+    ASSERT_TRUE(r->core().set_routing(true));
+    auto me = b->me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
+    MdDesc d;
+    d.start = sink.data();
+    d.length = sink.size();
+    d.options = kMdOpPut | kMdOpGet | kMdManageRemote | kMdTruncate;
+    d.handler = blog.handler();
+    ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
+  }
+  void TearDown() override {
+    Fabric::instance().hold(false);
+    Fabric::instance().deliver_all();
+    a.reset();
+    r.reset();
+    b.reset();
+  }
+  void put(const std::string& data, AckReq ack = AckReq::Ack, std::uint32_t offset = 0) {
+    std::string& s = payloads.emplace_back(data);
+    MdDesc d;
+    d.start = s.data();
+    d.length = s.size();
+    d.threshold = ack == AckReq::Ack ? 2 : 1;
+    d.handler = alog.handler();
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(a->put(Nid::any(), *md, ack, ProcessId{gni(4, 1), kPidLustre}, kPortal, 1, offset, 0), 0);
+  }
+  std::unique_ptr<Instance> a, r, b;
+  std::vector<char> sink = std::vector<char>(1 << 20);
+  std::deque<std::string> payloads;
+  EventLog alog, blog;
+};
+
+TEST_F(Routing, PutAndGetThroughTheRouter) {
+  put(std::string(5000, 'r'));
+  auto ack = alog.find(EventType::Ack);
+  ASSERT_TRUE(ack) << "ACK came back through the router";
+  EXPECT_EQ(ack->mlength, 5000u);
+  EXPECT_EQ(std::string(sink.data(), 5000), std::string(5000, 'r'));
+  auto ev = blog.find(EventType::Put);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->initiator.nid, gni(1)) << "the source NID survives forwarding";
+  EXPECT_EQ(ev->sender, gni(3, 1)) << "the last hop is the router";
+  EXPECT_EQ(r->counters().route_count, 2u) << "the PUT one way, the ACK the other";
+  EXPECT_EQ(r->counters().route_length, 5000u);
+
+  std::vector<char> back(5000);
+  MdDesc d;
+  d.start = back.data();
+  d.length = back.size();
+  d.threshold = 2;
+  d.handler = alog.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_EQ(a->get(Nid::any(), *md, ProcessId{gni(4, 1), kPidLustre}, kPortal, 1, 0), 0);
+  auto reply = alog.find(EventType::Reply);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->mlength, 5000u);
+  EXPECT_EQ(std::string(back.begin(), back.end()), std::string(5000, 'r'));
+  for (auto* i : {&a, &r, &b}) EXPECT_EQ((*i)->counters().msgs_alloc, 0u);
+}
+
+TEST_F(Routing, PingAcrossTheRouter) {
+  auto p = a->ping(ProcessId{gni(4, 1), kPidLustre}, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(p->info.nis[1].nid, gni(4, 1));
+  Nid src;
+  std::uint32_t order;
+  EXPECT_EQ(a->dist(gni(4, 1), &src, &order), 2);
+  EXPECT_EQ(src, gni(1));
+}
+
+TEST_F(Routing, ANodeThatDoesNotRouteDrops) {
+  ASSERT_TRUE(r->core().set_routing(false));
+  std::uint64_t drops = r->counters().drop_count;
+  put("x", AckReq::NoAck);
+  EXPECT_EQ(r->counters().drop_count, drops + 1);
+  EXPECT_EQ(blog.count(EventType::Put), 0u);
+  EXPECT_TRUE(r->ping_info().features & kPingFeatRteDisabled);
+}
+
+TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
+  TearDown();
+  NetTunables t;
+  t.peer_buffer_credits = 1;
+  build(t);
+  Fabric::instance().hold(true);
+  for (int i = 0; i < 3; ++i) put(std::string(1, static_cast<char>('0' + i)), AckReq::NoAck, static_cast<std::uint32_t>(i));
+  // A's three PUTs are on the wire to R; deliver them one by one.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Fabric::instance().deliver_one());
+  PeerNiInfo from_a;
+  for (auto& p : r->peers())
+    for (auto& n : p.nis)
+      if (n.nid == gni(1)) from_a = n;
+  EXPECT_EQ(from_a.min_rtr_credits, -2) << "two forwarded messages waited for A's router credit";
+  Fabric::instance().hold(false);
+  Fabric::instance().deliver_all();
+  EXPECT_EQ(std::string(sink.data(), 3), "012");
+  EXPECT_EQ(blog.count(EventType::Put), 3u);
+  for (auto& p : r->peers())
+    for (auto& n : p.nis)
+      if (n.nid == gni(1)) {
+        EXPECT_EQ(n.rtr_credits, 1);
+      }
+  EXPECT_EQ(r->counters().msgs_alloc, 0u);
+}
+
+TEST_F(Routing, RouteSelectionFollowsPriorityAndTheChecker) {
+  // A second router R2 (5@gni, 6@gni1) with a worse priority.
+  auto r2 = Instance::create(two_nets(5, 6), kPidLustre).value();
+  r2->core().set_global("alive_router_check_interval", 0).value();
+  ASSERT_TRUE(r2->core().set_routing(true));
+  ASSERT_TRUE(a->core().add_route(RouteConfig{gninet(1), gni(5), -1, 1}));
+  Fabric::instance().clear_sent();
+  put("p", AckReq::NoAck);
+  auto sent = Fabric::instance().sent();
+  ASSERT_FALSE(sent.empty());
+  EXPECT_EQ(sent[0].next_hop, gni(2)) << "priority 0 wins";
+
+  // R stops routing: the checker's ping sees RTE_DISABLED and takes the route down.
+  ASSERT_TRUE(r->core().set_routing(false));
+  a->core().check_routers();
+  auto routes = a->core().route_info();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_FALSE(routes[0].up);
+  EXPECT_TRUE(routes[1].up);
+  Fabric::instance().clear_sent();
+  put("q", AckReq::NoAck);
+  sent = Fabric::instance().sent();
+  ASSERT_FALSE(sent.empty());
+  EXPECT_EQ(sent[0].next_hop, gni(5)) << "the route through R2 takes over";
+
+  // R comes back.
+  ASSERT_TRUE(r->core().set_routing(true));
+  a->core().check_routers();
+  EXPECT_TRUE(a->core().route_info()[0].up);
+  r2.reset();
+  a->core().check_routers();
+  EXPECT_FALSE(a->core().route_info()[1].up) << "a gateway that does not answer is down";
+}
+
+TEST_F(Routing, RoutesAreValidated) {
+  EXPECT_EQ(a->core().add_route(RouteConfig{gninet(0), gni(2), -1, 0}).code(), -EINVAL) << "local net";
+  EXPECT_EQ(a->core().add_route(RouteConfig{gninet(5), gni(9, 7), -1, 0}).code(), -EHOSTUNREACH);
+  EXPECT_EQ(a->core().add_route(RouteConfig{gninet(1), gni(2), -1, 0}).code(), -EEXIST);
+  EXPECT_EQ(a->core().add_route(RouteConfig{gninet(5), gni(2), 300, 0}).code(), -EINVAL);
+  EXPECT_EQ(a->core().del_route(gninet(7), Nid::any()), -ENOENT);
+  EXPECT_EQ(a->core().del_route(gninet(1), gni(2)), 0);
+  EXPECT_TRUE(a->core().route_info().empty());
+  put("z", AckReq::NoAck);
+  auto send = alog.find(EventType::Send);
+  ASSERT_TRUE(send);
+  EXPECT_EQ(send->status, -EHOSTUNREACH);
+}
+
+TEST(RunTimeConfig, NisComeAndGo) {
+  auto a = Instance::create(test::fabric_config({11}, 0), kPidLustre).value();
+  auto b = Instance::create(test::fabric_config({12}, 0), kPidLustre).value();
+  std::uint32_t seq = a->ping_info().nis[0].status;
+  NetConfig nc;
+  nc.net = gninet(2);
+  nc.nid = gni(13, 2);
+  auto added = a->core().add_ni(nc);
+  ASSERT_TRUE(added) << added.message();
+  EXPECT_EQ(a->nids().size(), 3u);
+  EXPECT_GT(a->ping_info().nis[0].status, seq) << "the ping buffer's sequence moved on";
+  EXPECT_EQ(a->ping_info().nis.size(), 3u);
+  EXPECT_EQ(a->core().add_ni(nc).code(), -EEXIST);
+  EXPECT_TRUE(b->ping(ProcessId{gni(11), kPidLustre}, std::chrono::milliseconds(1000)));
+  ASSERT_EQ(a->core().del_ni(gni(13, 2)), 0);
+  EXPECT_EQ(a->nids().size(), 2u);
+  EXPECT_EQ(a->core().del_ni(gni(13, 2)), -ENOENT);
+  EXPECT_EQ(a->core().del_ni(Nid::lo()), -EINVAL);
+  EXPECT_TRUE(b->ping(ProcessId{gni(11), kPidLustre}, std::chrono::milliseconds(1000))) << "the rest still works";
+  ASSERT_TRUE(a->core().add_ni(nc)) << "and it can come back";
+}
+
+TEST(RunTimeConfig, PeersAndGlobals) {
+  auto a = Instance::create(test::fabric_config({21}, 0), kPidLustre).value();
+  ASSERT_EQ(a->core().add_peer_ni(gni(22), gni(23), true, true), 0);
+  auto peers = a->core().configured_peers();
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_EQ(peers[0].primary, gni(22));
+  EXPECT_EQ(peers[0].nids, std::vector<Nid>{gni(23)});
+  EXPECT_EQ(a->core().del_peer(gni(22), {gni(23)}), 0);
+  EXPECT_TRUE(a->core().configured_peers()[0].nids.empty());
+  EXPECT_EQ(a->core().del_peer(gni(22), {}), 0);
+  EXPECT_TRUE(a->core().configured_peers().empty());
+  EXPECT_EQ(a->core().del_peer(gni(22), {}), -ENOENT);
+
+  ASSERT_TRUE(a->core().set_global("retry_count", 3));
+  EXPECT_EQ(a->core().globals().retry_count, 3);
+  EXPECT_EQ(a->core().set_global("retry_count", 1000).code(), -EINVAL) << "must stay below transaction_timeout";
+  EXPECT_EQ(a->core().set_global("bogus", 1).code(), -EINVAL);
+  ASSERT_TRUE(a->core().set_global("health_sensitivity", 0));
+  EXPECT_EQ(a->core().globals().retry_count, 0);
+  EXPECT_EQ(a->core().globals().lnd_timeout(), 149);
+}
+
+}  // namespace
+}  // namespace lnet
