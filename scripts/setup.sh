@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config linux-libc-dev   # toolchain
   googletest libgtest-dev libgmock-dev                           # unit tests
   libbenchmark-dev                                               # benchmarks
+  libyaml-cpp-dev libboost-program-options-dev                   # lnetd, lnetctl
+  iproute2 tshark                                                # multi-host and wire tests
   clang libclang-rt-14-dev                                       # libFuzzer (fuzz preset)
 )
 
@@ -29,6 +31,8 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no, without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "setup: done"

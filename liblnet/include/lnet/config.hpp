@@ -92,6 +92,16 @@ struct GlobalTunables {
   friend bool operator==(const GlobalTunables&, const GlobalTunables&) = default;
 };
 
+// A selection rule (`lnetctl udsp add`): src/dst/rte patterns (NIDs or nets, with ranges)
+// and a priority, or (without a priority) a NID pair: dst peer NIs prefer the src local NIs.
+struct UdspRule {
+  std::string src;
+  std::string dst;
+  std::string rte;
+  std::optional<unsigned> priority;
+  friend bool operator==(const UdspRule&, const UdspRule&) = default;
+};
+
 struct Config {
   // Networks besides 0@lo, which always exists.
   std::vector<NetConfig> nets;

@@ -173,7 +173,11 @@ int Core::add_peer_ni(Nid primary, Nid nid, bool multi_rail, bool configured) {
   if (is_local_nid(primary) || is_local_nid(nid)) return -EINVAL;
   ExclusiveLock x(net_locks_);
   int rc = peers_.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()), peer_rtr_credits_for(nid.net()));
-  if (rc == 0 && configured) peers_.find(primary)->peer->configured = true;
+  if (rc == 0) {
+    if (configured) peers_.find(primary)->peer->configured = true;
+    udsp_new_peer_ni(peers_.find(primary));
+    udsp_new_peer_ni(peers_.find(nid));
+  }
   config_gen_.fetch_add(1, std::memory_order_relaxed);
   return rc;
 }

@@ -88,6 +88,10 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::vector<RouterCptInfo> router_pools() const;
   GlobalTunables globals() const;
   Result<bool> set_global(std::string_view name, long value);
+  // Selection rules; idx -1 appends. del_udsp(-1) removes all.
+  Result<bool> add_udsp(const UdspRule& rule, int idx);
+  int del_udsp(int idx);
+  std::vector<UdspRule> udsp_rules() const;
 
   // ---- LndHost ----
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
@@ -120,6 +124,8 @@ class Core final : public LndHost, private portals::MsgCompleter {
   void publish(std::unique_ptr<NetTable> t);   // under config_mutex_
   void refresh_ping_target();                  // under config_mutex_
   void checker_loop();
+  void apply_udsp();                    // under config_mutex_
+  void udsp_new_peer_ni(PeerNi* lpni);  // under every net lock
 
   // Sending
   // A PUT/GET message with its MD committed and its SEND event prepared; nullptr and *rc
@@ -186,6 +192,12 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::vector<std::unique_ptr<NetTable>> tables_;
   Ni* lo_ni_ = nullptr;
   GlobalTunables globals_;
+ public:
+  struct CompiledRule;  // a selection rule with its patterns parsed
+
+ private:
+  std::vector<UdspRule> udsp_;                // under config_mutex_
+  std::shared_ptr<const std::vector<CompiledRule>> udsp_compiled_;  // read under a net lock
 
   // Routing.
   std::atomic<const RouteTable*> routes_{nullptr};

@@ -90,6 +90,7 @@ Result<Nid> Core::add_ni(const NetConfig& nc) {
   auto r = bring_up(nc);
   if (!r) return r.failure();
   refresh_ping_target();
+  apply_udsp();  // rules on local NIs cover the new one
   return (*r)->nid;
 }
 

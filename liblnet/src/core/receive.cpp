@@ -29,7 +29,7 @@ PeerNi* Core::rx_peer(Nid from) {
   }
   ExclusiveLock x(net_locks_);
   if (!peers_.find(from)) {
-    (void)peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net()));
+    if (peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net())) == 0) udsp_new_peer_ni(peers_.find(from));
   }
   return peers_.find(from);
 }

@@ -35,8 +35,7 @@ Result<bool> Core::add_route(const RouteConfig& r) {
   {
     ExclusiveLock x(net_locks_);
     if (!peers_.find(r.gateway)) {
-      (void)peers_.add_ni(r.gateway, r.gateway, false, peer_credits_for(r.gateway.net()),
-                          peer_rtr_credits_for(r.gateway.net()));
+      if (peers_.add_ni(r.gateway, r.gateway, false, peer_credits_for(r.gateway.net()), peer_rtr_credits_for(r.gateway.net())) == 0) udsp_new_peer_ni(peers_.find(r.gateway));
     }
   }
   auto next = copy_routes(cur);

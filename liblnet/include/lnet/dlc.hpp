@@ -1,0 +1,80 @@
+// Dynamic LNet configuration (the "DLC"): the configuration of a running instance in the
+// YAML schema of `lnetctl export`/`import`, and the lnetctl commands a control socket
+// carries (request: a command and its arguments; response: status and YAML).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <lnet/api.hpp>
+#include <lnet/config.hpp>
+#include <lnet/result.hpp>
+
+namespace lnet::dlc {
+
+// Everything `export --backup` writes and `import` reads.
+struct SystemConfig {
+  std::vector<NetConfig> nets;
+  std::vector<RouteConfig> routes;
+  std::vector<PeerConfig> peers;
+  std::optional<bool> routing;
+  std::optional<BufferConfig> buffers;
+  std::optional<GlobalTunables> global;
+  std::vector<UdspRule> udsp;
+};
+
+// Parses a document in the lnetctl YAML schema (net, route, peer, routing, buffers,
+// global, udsp). Keys lnetctl prints for show (statistics, state, ...) are accepted and
+// ignored; anything else, and every bad value, fails with the key and its line.
+Result<SystemConfig> parse_config(std::string_view yaml);
+// The document of `export` (`backup`: only what configures, no runtime state).
+std::string config_to_yaml(const SystemConfig& cfg, bool backup);
+// The configuration of a running instance.
+SystemConfig export_config(Instance& lnet);
+
+enum class ImportMode { Add, Del, Show };
+// Applies a parsed document; all of it or nothing (what was applied is undone when a
+// later part fails). For Show, *shown gets the current state of the items named.
+Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown = nullptr);
+
+// ---- commands of the control socket ----
+
+struct Request {
+  std::string command;                                    // "net show", "route add", ...
+  std::map<std::string, std::vector<std::string>> args;  // option name -> values
+  std::string body;                                       // import: the YAML document
+  const std::string* arg(const std::string& name) const;
+  bool flag(const std::string& name) const { return args.count(name) > 0; }
+};
+
+struct Response {
+  int rc = 0;        // 0 or a negative errno
+  std::string text;  // YAML: the output, or an error block
+};
+
+// What a daemon offers beyond the instance itself.
+struct Hooks {
+  std::function<Result<bool>()> configure;    // lnet configure
+  std::function<Result<bool>()> unconfigure;  // lnet unconfigure
+};
+
+// Every command execute() knows, with its one-line description (for --list-commands).
+const std::vector<std::pair<std::string, std::string>>& command_list();
+Response execute(Instance& lnet, const Request& req, const Hooks& hooks = {});
+
+std::string encode_request(const Request& r);
+Result<Request> decode_request(std::string_view text);
+std::string encode_response(const Response& r);
+Result<Response> decode_response(std::string_view text);
+
+// Length-prefixed frames (4-byte little-endian length, at most 16 MiB) on a stream socket.
+inline constexpr std::size_t kMaxFrame = 16u << 20;
+int write_frame(int fd, std::string_view payload);
+// -EPROTO: a length above kMaxFrame; -ECONNRESET: closed before a whole frame.
+int read_frame(int fd, std::string& out);
+
+}  // namespace lnet::dlc
