@@ -735,14 +735,14 @@ Result<Request> decode_request(std::string_view text) {
     r.command = n["command"].Scalar();
     const YAML::Node args = n["args"];
     if (args && args.IsMap()) {
-      for (auto it = args.begin(); it != args.end(); ++it) {
+      for (const auto& kv : args) {
         std::vector<std::string> vs;
-        if (it->second.IsSequence()) {
-          for (const auto& v : it->second) vs.push_back(v.Scalar());
-        } else if (it->second.IsScalar()) {
-          vs.push_back(it->second.Scalar());
+        if (kv.second.IsSequence()) {
+          for (const auto& v : kv.second) vs.push_back(v.Scalar());
+        } else if (kv.second.IsScalar()) {
+          vs.push_back(kv.second.Scalar());
         }
-        r.args[it->first.Scalar()] = vs;
+        r.args[kv.first.Scalar()] = vs;
       }
     }
     if (n["body"] && n["body"].IsScalar()) r.body = n["body"].Scalar();

@@ -71,29 +71,29 @@ Result<bool> check_map(const YAML::Node& n, const std::string& what) {
 
 Result<bool> parse_tunables(const YAML::Node& n, NetTunables& t) {
   if (auto r = check_map(n, "'tunables'"); !r) return r;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string k = it->first.Scalar();
-    auto v = as_int(it->second, k);
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
     if (!v) return v.failure();
     if (k == "peer_timeout") t.peer_timeout = static_cast<int>(*v);
     else if (k == "peer_credits") t.peer_credits = static_cast<int>(*v);
     else if (k == "peer_buffer_credits") t.peer_buffer_credits = static_cast<int>(*v);
     else if (k == "credits") t.credits = static_cast<int>(*v);
-    else return bad(it->first, "unknown tunable '" + k + "'");
+    else return bad(kv.first, "unknown tunable '" + k + "'");
   }
   return true;
 }
 
 Result<bool> parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
   if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string k = it->first.Scalar();
-    auto v = as_int(it->second, k);
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
     if (!v) return v.failure();
     if (k == "conns_per_peer") t.conns_per_peer = static_cast<int>(*v);
     else if (k == "timeout") t.timeout = static_cast<int>(*v);
     else if (k == "tos") t.tos = static_cast<int>(*v);
-    else return bad(it->first, "unknown LND tunable '" + k + "'");
+    else return bad(kv.first, "unknown LND tunable '" + k + "'");
   }
   return true;
 }
@@ -126,9 +126,9 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
     auto net = as_net(e["net type"], "net type");
     if (!net) return net.failure();
     if (net->type() == kLoLnd) continue;  // 0@lo always exists
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      std::string k = it->first.Scalar();
-      if (k != "net type" && k != "local NI(s)") return bad(it->first, "unknown key '" + k + "' in a 'net' entry");
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      if (k != "net type" && k != "local NI(s)") return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
     }
     const YAML::Node nis = e["local NI(s)"];
     if (!nis) {
@@ -142,9 +142,9 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
       if (auto r = check_map(ni, "a 'local NI(s)' entry"); !r) return r;
       NetConfig nc;
       nc.net = *net;
-      for (auto it = ni.begin(); it != ni.end(); ++it) {
-        std::string k = it->first.Scalar();
-        const YAML::Node& v = it->second;
+      for (const auto& kv : ni) {
+        std::string k = kv.first.Scalar();
+        const YAML::Node& v = kv.second;
         if (k == "nid") {
           auto nid = as_nid(v, k);
           if (!nid) return nid.failure();
@@ -152,7 +152,7 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
           nc.nid = *nid;
         } else if (k == "interfaces") {
           if (v.IsMap()) {
-            for (auto i2 = v.begin(); i2 != v.end(); ++i2) nc.interfaces.push_back(i2->second.Scalar());
+            for (const auto& i2 : v) nc.interfaces.push_back(i2.second.Scalar());
           } else if (v.IsSequence()) {
             for (const auto& i2 : v) nc.interfaces.push_back(i2.Scalar());
           } else {
@@ -165,7 +165,7 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
         } else if (k == "CPT") {
           if (auto r = parse_cpts(v, nc.cpts); !r) return r;
         } else if (!runtime_key(k)) {
-          return bad(it->first, "unknown key '" + k + "' in a 'local NI(s)' entry");
+          return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
         }
       }
       cfg.nets.push_back(nc);
@@ -180,9 +180,9 @@ Result<bool> parse_routes(const YAML::Node& n, SystemConfig& cfg) {
     if (auto r = check_map(e, "a 'route' entry"); !r) return r;
     RouteConfig rc;
     bool has_net = false, has_gw = false;
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      std::string k = it->first.Scalar();
-      const YAML::Node& v = it->second;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
       if (k == "net") {
         auto net = as_net(v, k);
         if (!net) return net.failure();
@@ -204,7 +204,7 @@ Result<bool> parse_routes(const YAML::Node& n, SystemConfig& cfg) {
         if (*p < 0) return bad(v, "'priority' cannot be negative");
         rc.priority = static_cast<unsigned>(*p);
       } else if (!runtime_key(k)) {
-        return bad(it->first, "unknown key '" + k + "' in a 'route' entry");
+        return bad(kv.first, "unknown key '" + k + "' in a 'route' entry");
       }
     }
     if (!has_net || !has_gw) return bad(e, "a 'route' entry needs 'net' and 'gateway'");
@@ -219,9 +219,9 @@ Result<bool> parse_peers(const YAML::Node& n, SystemConfig& cfg) {
     if (auto r = check_map(e, "a 'peer' entry"); !r) return r;
     PeerConfig pc;
     bool has_primary = false;
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      std::string k = it->first.Scalar();
-      const YAML::Node& v = it->second;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
       if (k == "primary nid") {
         auto nid = as_nid(v, k);
         if (!nid) return nid.failure();
@@ -238,14 +238,14 @@ Result<bool> parse_peers(const YAML::Node& n, SystemConfig& cfg) {
           if (!p["nid"]) return bad(p, "a 'peer ni' entry without 'nid'");
           auto nid = as_nid(p["nid"], "nid");
           if (!nid) return nid.failure();
-          for (auto i2 = p.begin(); i2 != p.end(); ++i2) {
-            std::string k2 = i2->first.Scalar();
-            if (k2 != "nid" && !runtime_key(k2)) return bad(i2->first, "unknown key '" + k2 + "' in a 'peer ni' entry");
+          for (const auto& i2 : p) {
+            std::string k2 = i2.first.Scalar();
+            if (k2 != "nid" && !runtime_key(k2)) return bad(i2.first, "unknown key '" + k2 + "' in a 'peer ni' entry");
           }
           pc.nids.push_back(*nid);
         }
       } else if (!runtime_key(k)) {
-        return bad(it->first, "unknown key '" + k + "' in a 'peer' entry");
+        return bad(kv.first, "unknown key '" + k + "' in a 'peer' entry");
       }
     }
     if (!has_primary) return bad(e, "a 'peer' entry without 'primary nid'");
@@ -264,12 +264,12 @@ Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
     return true;
   };
   if (n.IsMap()) {
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      std::string k = it->first.Scalar();
+    for (const auto& kv : n) {
+      std::string k = kv.first.Scalar();
       if (k == "enable") {
-        if (auto r = take(it->second); !r) return r;
+        if (auto r = take(kv.second); !r) return r;
       } else if (k.rfind("cpt[", 0) != 0) {
-        return bad(it->first, "unknown key '" + k + "' in 'routing'");
+        return bad(kv.first, "unknown key '" + k + "' in 'routing'");
       }
     }
     return true;
@@ -277,12 +277,12 @@ Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
   if (n.IsSequence()) {  // the show form: - cpt[0]: ..., - enable: 1
     for (const auto& e : n) {
       if (!e.IsMap()) return bad(e, "a 'routing' entry must be a mapping");
-      for (auto it = e.begin(); it != e.end(); ++it) {
-        std::string k = it->first.Scalar();
+      for (const auto& kv : e) {
+        std::string k = kv.first.Scalar();
         if (k == "enable") {
-          if (auto r = take(it->second); !r) return r;
+          if (auto r = take(kv.second); !r) return r;
         } else if (k.rfind("cpt[", 0) != 0) {
-          return bad(it->first, "unknown key '" + k + "' in 'routing'");
+          return bad(kv.first, "unknown key '" + k + "' in 'routing'");
         }
       }
     }
@@ -294,15 +294,15 @@ Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
 Result<bool> parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
   if (auto r = check_map(n, "'buffers'"); !r) return r;
   BufferConfig b;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string k = it->first.Scalar();
-    auto v = as_int(it->second, k);
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
     if (!v) return v.failure();
-    if (*v < 0) return bad(it->second, "'" + k + "' cannot be negative");
+    if (*v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
     if (k == "tiny") b.tiny = static_cast<int>(*v);
     else if (k == "small") b.small = static_cast<int>(*v);
     else if (k == "large") b.large = static_cast<int>(*v);
-    else return bad(it->first, "unknown key '" + k + "' in 'buffers'");
+    else return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
   }
   cfg.buffers = b;
   return true;
@@ -313,12 +313,12 @@ Result<bool> parse_global(const YAML::Node& n, SystemConfig& cfg) {
   GlobalTunables g;
   // Keys in document order, but validated together: retry_count vs transaction_timeout.
   std::vector<std::pair<std::string, long>> values;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string k = it->first.Scalar();
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
     if (k == "lnd_timeout") continue;  // derived
-    auto v = as_int(it->second, k);
+    auto v = as_int(kv.second, k);
     if (!v) return v.failure();
-    if (!g.get(k)) return bad(it->first, "unknown global tunable '" + k + "'");
+    if (!g.get(k)) return bad(kv.first, "unknown global tunable '" + k + "'");
     values.emplace_back(k, *v);
   }
   // transaction_timeout first so a larger retry_count fits.
@@ -336,28 +336,28 @@ Result<bool> parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
   for (const auto& e : n) {
     if (auto r = check_map(e, "a 'udsp' entry"); !r) return r;
     UdspRule u;
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      std::string k = it->first.Scalar();
-      const YAML::Node& v = it->second;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
       if (k == "src" || k == "dst" || k == "rte") {
         auto m = NidMatcher::parse(v.Scalar());
         if (!m) return bad(v, "'" + k + "': " + m.message());
         (k == "src" ? u.src : k == "dst" ? u.dst : u.rte) = v.Scalar();
       } else if (k == "action") {
         if (!v.IsMap()) return bad(v, "'action' must be a mapping like {priority: 0}");
-        for (auto a = v.begin(); a != v.end(); ++a) {
-          std::string ak = a->first.Scalar();
+        for (const auto& a : v) {
+          std::string ak = a.first.Scalar();
           if (ak == "priority") {
-            auto p = as_int(a->second, ak);
+            auto p = as_int(a.second, ak);
             if (!p) return p.failure();
-            if (*p < 0) return bad(a->second, "'priority' cannot be negative");
+            if (*p < 0) return bad(a.second, "'priority' cannot be negative");
             u.priority = static_cast<unsigned>(*p);
           } else if (ak != "pref") {
-            return bad(a->first, "unknown action '" + ak + "'");
+            return bad(a.first, "unknown action '" + ak + "'");
           }
         }
       } else if (k != "idx" && k != "src_nid" && k != "dst_nid") {
-        return bad(it->first, "unknown key '" + k + "' in a 'udsp' entry");
+        return bad(kv.first, "unknown key '" + k + "' in a 'udsp' entry");
       }
     }
     cfg.udsp.push_back(u);
@@ -428,9 +428,9 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
   if (!doc || doc.IsNull()) return cfg;
   if (!doc.IsMap()) return bad(doc, "the document must be a mapping of net, route, peer, routing, buffers, global");
   try {
-    for (auto it = doc.begin(); it != doc.end(); ++it) {
-      std::string k = it->first.Scalar();
-      const YAML::Node& v = it->second;
+    for (const auto& kv : doc) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
       Result<bool> r = true;
       if (k == "net") r = parse_nets(v, cfg);
       else if (k == "route") r = parse_routes(v, cfg);
@@ -439,7 +439,7 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
       else if (k == "buffers") r = parse_buffers(v, cfg);
       else if (k == "global") r = parse_global(v, cfg);
       else if (k == "udsp") r = parse_udsp(v, cfg);
-      else return bad(it->first, "unknown section '" + k + "'");
+      else return bad(kv.first, "unknown section '" + k + "'");
       if (!r) return r.failure();
     }
   } catch (const YAML::Exception& e) {

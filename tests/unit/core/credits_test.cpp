@@ -102,7 +102,7 @@ TEST_F(Credits, PeerCreditsQueueAndDrainInOrder) {
   EXPECT_EQ(p.min_tx_credits, -3);
   EXPECT_EQ(p.tx_q_nob, 0u);
   EXPECT_EQ(sends.count(EventType::Send), 5u);
-  EXPECT_EQ(a.lnet->counters().msgs_alloc, 0u);
+  EXPECT_EQ(test::settled_msgs_alloc(*a.lnet), 0u);
 }
 
 TEST_F(Credits, NiCreditsQueueAcrossPeers) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <lnet/lnet.hpp>
@@ -54,5 +55,14 @@ class EventLog {
   std::condition_variable cv_;
   std::vector<Event> events_;
 };
+
+// Messages still allocated once the instance settles. Events are delivered before a
+// message goes back to its pool, so right after the last event a message may still be
+// on its way back: wait (up to 5 s) for the count to reach zero.
+inline std::uint64_t settled_msgs_alloc(Instance& lnet) {
+  for (int i = 0; i < 500 && lnet.counters().msgs_alloc != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return lnet.counters().msgs_alloc;
+}
 
 }  // namespace lnet::test

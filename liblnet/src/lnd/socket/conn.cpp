@@ -323,7 +323,6 @@ void Conn::on_hello() {
                     conn_type_name(h.ctype));
       return;
     }
-    peer_->pid = h.src_pid;
     peer_incarnation_ = h.src_incarnation;
     finish_handshake(peer_);
     return;
@@ -367,12 +366,7 @@ void Conn::on_hello() {
     return;
   }
   type_ = inverse(h.ctype);
-  auto peer = lnd_.find_or_add_peer(sni_, nid, peer_ip_);
-  {
-    std::lock_guard g(peer->mutex);
-    peer->pid = pid;
-    peer->userspace = userspace;
-  }
+  auto peer = lnd_.find_or_add_peer(sni_, nid, userspace ? pid : kPidLustre, peer_ip_);
   reply.version = version_;
   reply.dst_nid = nid;
   reply.dst_pid = pid;

@@ -310,17 +310,20 @@ void SocketLnd::shutdown(NetInterface& ni) {
 
 // ---------------------------------------------------------------- peers and connections
 
-std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, std::uint32_t ip) {
+std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip) {
+  auto key = std::make_pair(nid.value(), pid);
   {
     std::shared_lock g(sni.mutex);
-    auto it = sni.peers.find(nid.value());
+    auto it = sni.peers.find(key);
     if (it != sni.peers.end()) return it->second;
   }
   std::unique_lock g(sni.mutex);
-  auto& slot = sni.peers[nid.value()];
+  auto& slot = sni.peers[key];
   if (!slot) {
     slot = std::make_shared<SockPeer>();
     slot->nid = nid;
+    slot->pid = pid;
+    slot->userspace = (pid & kPidUserFlag) != 0;
     slot->ip = ip;
     slot->version = params_.typed_conns ? kProtoV3 : kProtoV2;
   }
@@ -532,7 +535,10 @@ int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
   tx->hdr_len = kMsgHdrSize + kHeaderSize;
   tx->total = tx->hdr_len + msg.len;
   tx->deadline = Clock::now() + std::chrono::seconds(sni->timeout);
-  auto peer = find_or_add_peer(*sni, nid, nid.addr());
+  // The next hop's pid: the target's when it is the target (a userspace client), else
+  // the kernel LNet pid.
+  Pid pid = nid == msg.target.nid && (msg.target.pid & kPidUserFlag) ? msg.target.pid : kPidLustre;
+  auto peer = find_or_add_peer(*sni, nid, pid, nid.addr());
   queue_tx(*sni, peer, tx, tx->total >= static_cast<std::uint64_t>(params_.min_bulk));
   return 0;
 }

@@ -94,7 +94,9 @@ struct SockNi {
   int timeout = 50;
   int listen_fd = -1;
   std::shared_mutex mutex;  // the peer map
-  std::unordered_map<std::uint64_t, std::shared_ptr<SockPeer>> peers;
+  // Keyed by (NID, pid), as the kernel keys its peers: a userspace client identified by
+  // its source port is not the kernel-like peer on the same address.
+  std::map<std::pair<std::uint64_t, Pid>, std::shared_ptr<SockPeer>> peers;
   std::mutex conns_mutex;  // every connection of this NI, established or not
   std::vector<std::shared_ptr<Conn>> conns;
   std::atomic<bool> stopping{false};
@@ -117,7 +119,7 @@ class SocketLnd final : public Lnd {
   IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }
 
   // Called by connections.
-  std::shared_ptr<SockPeer> find_or_add_peer(SockNi& sni, Nid nid, std::uint32_t ip);
+  std::shared_ptr<SockPeer> find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip);
   void conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn);
   void conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established, bool active,
                    int rc);

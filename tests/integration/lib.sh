@@ -1,0 +1,122 @@
+# Shared helpers of the multi-host tests: network namespaces joined by veth pairs, lnetd
+# daemons in them, and clean-up of everything on any exit. Source it, then call setup.
+# Needs root. Binaries come from $LNETD, $LNETCTL, $LNET_XFER (set by CTest).
+set -euo pipefail
+
+T_DIR=""
+T_PIDS=()
+T_DAEMONS=()
+T_NS=()
+T_NAME="$(basename "$0" .sh)"
+
+log() { echo "[$T_NAME] $*"; }
+fail() {
+  echo "[$T_NAME] FAIL: $*" >&2
+  exit 1
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  for p in "${T_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for _ in $(seq 50); do
+    local alive=0
+    for p in "${T_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${T_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  # A daemon that did not shut down cleanly (sanitizer report, crash, hang) fails the test.
+  for p in "${T_DAEMONS[@]}"; do
+    wait "$p"
+    local prc=$?
+    if [ $prc != 0 ] && [ $rc = 0 ]; then
+      echo "[$T_NAME] FAIL: daemon pid $p exited with status $prc on shutdown" >&2
+      rc=1
+    fi
+  done
+  for ns in "${T_NS[@]}"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL; ip netns del "$ns" 2>/dev/null; done
+  if [ $rc != 0 ] && [ -n "$T_DIR" ]; then
+    for f in "$T_DIR"/*.log; do [ -f "$f" ] && { echo "----- $f"; tail -n 40 "$f"; }; done
+  fi
+  [ -n "$T_DIR" ] && rm -rf "$T_DIR"
+  exit $rc
+}
+
+setup() {
+  # Exit code 77 tells CTest the test was skipped, not passed.
+  if [ "$(id -u)" != 0 ]; then echo "[$T_NAME] SKIP: needs root (network namespaces, port 988)"; exit 77; fi
+  if ! ip netns add "ltprobe$$" 2>/dev/null; then echo "[$T_NAME] SKIP: cannot create network namespaces here"; exit 77; fi
+  ip netns del "ltprobe$$"
+  for b in "$LNETD" "$LNETCTL"; do [ -x "$b" ] || fail "missing binary $b"; done
+  T_DIR="$(mktemp -d /tmp/lnet-it.XXXXXX)"
+  trap cleanup EXIT INT TERM
+}
+
+# ns NAME: a namespace (its name is made unique to this run) with lo up.
+ns() {
+  local n="lt$$$1"
+  ip netns add "$n"
+  T_NS+=("$n")
+  ip -n "$n" link set lo up
+  echo "$n"
+}
+
+# link NS1 IF1 ADDR1/LEN NS2 IF2 ADDR2/LEN
+link() {
+  local tmp1="v$$a$RANDOM" tmp2="v$$b$RANDOM"
+  ip link add "$tmp1" type veth peer name "$tmp2"
+  ip link set "$tmp1" netns "$1"
+  ip link set "$tmp2" netns "$4"
+  ip -n "$1" link set "$tmp1" name "$2"
+  ip -n "$4" link set "$tmp2" name "$5"
+  ip -n "$1" addr add "$3" dev "$2"
+  ip -n "$4" addr add "$6" dev "$5"
+  ip -n "$1" link set "$2" up
+  ip -n "$4" link set "$5" up
+}
+
+# lnetd_start NS NAME CONFIG_TEXT [lnetd args...]: an lnetd in NS, control socket $T_DIR/NAME.sock.
+lnetd_start() {
+  local ns="$1" name="$2" cfg="$3"
+  shift 3
+  printf '%s' "$cfg" >"$T_DIR/$name.yaml"
+  ip netns exec "$ns" "$LNETD" -f -c "$T_DIR/$name.yaml" -s "$T_DIR/$name.sock" -p "$T_DIR/$name.pid" \
+    "${@:---log-level=info}" >"$T_DIR/$name.log" 2>&1 &
+  T_PIDS+=($!)
+  T_DAEMONS+=($!)
+  for _ in $(seq 100); do
+    [ -S "$T_DIR/$name.sock" ] && return 0
+    kill -0 $! 2>/dev/null || fail "lnetd $name exited: $(tail -n 5 "$T_DIR/$name.log")"
+    sleep 0.1
+  done
+  fail "lnetd $name did not come up"
+}
+
+# ctl NAME args...: lnetctl against the lnetd NAME, bounded in time.
+ctl() {
+  local name="$1"
+  shift
+  timeout 60 "$LNETCTL" --socket "$T_DIR/$name.sock" "$@"
+}
+
+# bg NS LOGNAME cmd...: a background process in NS, cleaned up at exit.
+bg() {
+  local ns="$1" name="$2"
+  shift 2
+  ip netns exec "$ns" "$@" >"$T_DIR/$name.log" 2>&1 &
+  T_PIDS+=($!)
+}
+
+# wait_for_log NAME PATTERN: until the log of NAME has PATTERN (10 s at most).
+wait_for_log() {
+  for _ in $(seq 100); do
+    grep -q "$2" "$T_DIR/$1.log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no '$2' in $1.log"
+}
+
+tcp_cfg() {  # tcp_cfg IFNAME [NET]: an lnetd configuration with one tcp NI
+  printf 'net:\n    - net type: %s\n      local NI(s):\n        - interfaces:\n              0: %s\n' "${2:-tcp}" "$1"
+}
