@@ -4,6 +4,7 @@
 // with one tcp NI (and routes), like an application node would.
 //   lnet_xfer serve --nid NID [--route NET@GW]...
 //   lnet_xfer check --nid NID --peer NID [--route NET@GW]... [--sizes 0,1,4096,1048576]
+//                   [--bits B]   (PUTs carry match bits B, GETs B+1; the server matches any)
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ constexpr std::size_t kBuf = 2 << 20;
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "lnet_xfer: %s\nusage: lnet_xfer serve --nid NID [--route NET@GW]...\n"
-               "       lnet_xfer check --nid NID --peer NID [--route NET@GW]... [--sizes N,N,...] [--timeout S]\n",
+               "       lnet_xfer check --nid NID --peer NID [--route NET@GW]... [--sizes N,N,...] [--timeout S]\n"
+               "                       [--bits B]\n",
                why);
   std::exit(2);
 }
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<NetId, Nid>> routes;
   std::vector<std::uint32_t> sizes = {0, 1, 4096, 1 << 20};
   int timeout = 10;
+  std::uint64_t bits = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage(("missing value for " + a).c_str());
@@ -94,6 +97,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--timeout") {
       timeout = std::stoi(v);
+    } else if (a == "--bits") {
+      bits = std::stoull(v, nullptr, 0);
     } else {
       usage(("unknown option " + a).c_str());
     }
@@ -161,7 +166,7 @@ int main(int argc, char** argv) {
     s.threshold = 2;
     s.handler = w.handler();
     auto md = lnet.md_bind(s, Unlink::Unlink);
-    lnet.put(Nid::any(), *md, AckReq::Ack, target, kPortal, 0, 0, 0);
+    lnet.put(Nid::any(), *md, AckReq::Ack, target, kPortal, bits, 0, 0);
     auto ack = w.wait(EventType::Ack, timeout);
     bool put_ok = ack && ack->type == EventType::Ack && ack->mlength == size;
     Waiter g;
@@ -172,7 +177,7 @@ int main(int argc, char** argv) {
     k.threshold = 2;
     k.handler = g.handler();
     auto gmd = lnet.md_bind(k, Unlink::Unlink);
-    lnet.get(Nid::any(), *gmd, target, kPortal, 0, 0);
+    lnet.get(Nid::any(), *gmd, target, kPortal, bits + 1, 0);
     auto reply = g.wait(EventType::Reply, timeout);
     bool get_ok = reply && reply->type == EventType::Reply && reply->status == 0 && reply->mlength == size &&
                   std::memcmp(sink.data(), src.data(), size) == 0;
