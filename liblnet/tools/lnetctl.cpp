@@ -222,6 +222,18 @@ int main(int argc, char** argv) {
     }
   }
   if (!spec) {
+    // A command group ("route", "net --help"): list its commands, like lnetctl does.
+    std::vector<std::pair<std::string, std::string>> group;
+    for (const auto& [name, what] : dlc::command_list())
+      if (name.rfind(args[i] + " ", 0) == 0) group.emplace_back(name, what);
+    if (!group.empty()) {
+      bool help = i + 1 >= args.size() || args[i + 1] == "--help" || args[i + 1] == "-h";
+      std::FILE* out = help ? stdout : stderr;
+      if (!help) std::fprintf(stderr, "lnetctl: unknown command '%s %s'\n", args[i].c_str(), args[i + 1].c_str());
+      std::fprintf(out, "%s commands:\n", args[i].c_str());
+      for (const auto& [name, what] : group) std::fprintf(out, "  %-18s %s\n", name.c_str(), what.c_str());
+      return help ? 0 : 2;
+    }
     std::string what = args[i] + (i + 1 < args.size() && args[i + 1][0] != '-' ? " " + args[i + 1] : "");
     std::fprintf(stderr, "lnetctl: unknown command '%s' (lnetctl --list-commands)\n", what.c_str());
     return 2;

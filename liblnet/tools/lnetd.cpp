@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +35,8 @@ using namespace lnet;
 namespace {
 
 constexpr const char* kDefaultSocket = "/run/lnet/lnetd.sock";
+constexpr int kMaxClients = 64;          // control connections served at once
+constexpr int kClientTimeoutSec = 10;    // to send a request or take the answer
 constexpr const char* kDefaultPidFile = "/run/lnet/lnetd.pid";
 constexpr const char* kSystemConfig = "/etc/lnet.conf";
 
@@ -110,6 +113,8 @@ struct Daemon {
   std::mutex cmd_mutex;  // configuration commands run one at a time
   gid_t ctl_gid = static_cast<gid_t>(-1);
   std::atomic<int> clients{0};
+  std::mutex fds_mutex;
+  std::set<int> client_fds;  // open control connections (shut down when lnetd stops)
 
   Result<bool> configure() {
     auto cfg = dlc::parse_config(startup_yaml);
@@ -155,7 +160,6 @@ struct Daemon {
       dlc::Response r{-EACCES, "manage:\n    - command:\n          errno: -13\n          descr: \"permission denied: "
                                 "the control socket is for root (or the --ctl-group)\"\n"};
       (void)dlc::write_frame(fd, dlc::encode_response(r));
-      ::close(fd);
       return;
     }
     std::string frame;
@@ -179,7 +183,6 @@ struct Daemon {
     } else {
       LNET_LOG(Warn, kLogDaemon, "bad control request from %s: %s", who.c_str(), errno_string(rc).c_str());
     }
-    ::close(fd);
   }
 };
 
@@ -351,16 +354,40 @@ int main(int argc, char** argv) {
     if (fds[0].revents & POLLIN) {
       int cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
       if (cfd < 0) continue;
+      if (d.clients.load() >= kMaxClients) {
+        LNET_LOG(Warn, kLogDaemon, "refused a control connection: %d commands already running", kMaxClients);
+        ::close(cfd);
+        continue;
+      }
+      // A client that stops sending or reading is dropped, so shutdown never waits on it.
+      timeval tv{kClientTimeoutSec, 0};
+      setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
       // A command (a ping, say) may take seconds: each client gets its own thread.
       d.clients.fetch_add(1);
+      {
+        std::lock_guard g(d.fds_mutex);
+        d.client_fds.insert(cfd);
+      }
       std::thread([&d, cfd] {
         d.serve(cfd);
+        {
+          std::lock_guard g(d.fds_mutex);
+          d.client_fds.erase(cfd);
+        }
+        ::close(cfd);
         d.clients.fetch_sub(1);
       }).detach();
     }
   }
   ::close(lfd);
   ::unlink(ctl_socket.c_str());
+  {
+    // Wakes clients waiting to send a request; a command already running (a ping) ends
+    // within its own timeout.
+    std::lock_guard g(d.fds_mutex);
+    for (int fd : d.client_fds) ::shutdown(fd, SHUT_RDWR);
+  }
   while (d.clients.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   d.lnet.reset();
   LNET_LOG(Info, kLogDaemon, "lnetd stopped");

@@ -1,6 +1,10 @@
 // Runs a libFuzzer target without libFuzzer: every file of the corpus directories given,
 // then a fixed number of deterministic mutations of them. Part of the default test run;
 // the `fuzz` preset builds the same targets with -fsanitize=fuzzer for long runs.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +14,28 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+namespace {
+
+// The input being run, written to ./fuzz-crash.bin if the target aborts or crashes (to
+// replay: run the target on that file).
+const std::vector<std::uint8_t>* g_current = nullptr;
+
+extern "C" void on_crash(int sig) {
+  if (g_current) {
+    int fd = ::open("fuzz-crash.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      (void)!::write(fd, g_current->data(), g_current->size());
+      ::close(fd);
+    }
+    const char msg[] = "fuzz: the failing input is in ./fuzz-crash.bin\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::vector<std::uint8_t>> seeds;
@@ -32,7 +58,11 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) seeds.emplace_back();
-  for (auto& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_crash);
+  for (auto& s : seeds) {
+    g_current = &s;
+    LLVMFuzzerTestOneInput(s.data(), s.size());
+  }
   std::uint64_t x = 0x9E3779B97F4A7C15ULL;
   auto next = [&] {
     x ^= x << 13;
@@ -58,8 +88,10 @@ int main(int argc, char** argv) {
           if (!in.empty()) in[next() % in.size()] ^= static_cast<std::uint8_t>(1u << (next() % 8));
       }
     }
+    g_current = &in;
     LLVMFuzzerTestOneInput(in.data(), in.size());
   }
+  g_current = nullptr;
   std::printf("%zu seed(s) and %d mutation(s) ran clean\n", seeds.size(), mutations);
   return 0;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Garbage on port 988: random bytes, a truncated request, a wrong magic, an oversized
 # HELLO, bad frames after a good handshake, an oversized message, and a slow-loris client
-# that says nothing. Each connection is closed and logged; the daemon and its other
-# connections carry on.
+# that says nothing; then bad frames and a silent client on the control socket. Each
+# connection is closed and logged; the daemon and its other connections carry on, and
+# it still shuts down cleanly.
 . "$(dirname "$0")/lib.sh"
 setup
 A=$(ns a)
@@ -47,10 +48,39 @@ took=$(($(date +%s) - start))
 [ $took -lt 12 ] || fail "a silent client was kept for ${took} s (accept timeout 5 s)"
 log "silent client closed after ${took} s"
 
+# The control socket: a frame announcing 1 GiB, YAML garbage, and a client that connects
+# and says nothing (still connected when the daemon is stopped at the end: shutdown must
+# not wait for it). perl is part of every Debian system (perl-base).
+ctl_raw() {  # ctl_raw LENGTH TEXT: a frame announcing LENGTH bytes, then TEXT; prints the answer
+  perl -MIO::Socket::UNIX -e '
+    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!";
+    print $s pack("V", $ARGV[1]) . $ARGV[2]; shutdown($s, 1);
+    local $/; my $r = <$s>; print substr($r, 4) if defined $r && length($r) > 4;
+  ' "$T_DIR/a.sock" "$1" "$2"
+}
+ctl_raw 1073741824 "" >/dev/null
+log "sent: an oversized control frame"
+reply=$(ctl_raw 11 "{not: [yaml")
+echo "$reply" | grep -q "errno: -71" || fail "bad control YAML got: $reply"
+log "sent: bad YAML on the control socket (answered with an error)"
+perl -MIO::Socket::UNIX -e 'my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die; sleep 60' "$T_DIR/a.sock" &
+T_PIDS+=($!)
+ctl a net show >/dev/null || fail "lnetctl blocked by a silent control client"
+
 kill -0 "${T_PIDS[0]}" || fail "lnetd died"
 ctl b ping --timeout 5 10.80.1.1@tcp >/dev/null || fail "ping after the garbage"
 for want in "not an LNet acceptor request" "it asked for 10.80.1.255@tcp" "bad HELLO" "bad message type" \
-  "unknown zero-copy cookie" "dropping the connection" "handshake with 10.80.1.[23] timed out"; do
+  "unknown zero-copy cookie" "dropping the connection" "handshake with 10.80.1.[23] timed out" \
+  "bad control request"; do
   grep -q "$want" "$T_DIR/a.log" || fail "lnetd did not log '$want'"
 done
+
+log "stopping lnetd with the silent control client still connected"
+a_pid=${T_DAEMONS[0]}
+kill -TERM "$a_pid"
+for _ in $(seq 100); do
+  kill -0 "$a_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$a_pid" 2>/dev/null && fail "lnetd did not stop within 10 s of SIGTERM"
 log "PASS"

@@ -251,7 +251,7 @@ int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handl
   return guarded<int>(-ENOMEM, [&]() -> int {
     Instance* l = inst();
     if (!l) return -ENETDOWN;
-    if (!handle_out || (count == 0 && handler == LNET_EQ_HANDLER_NONE) || count > (1U << 24)) return -EINVAL;
+    if (!handle_out || (count == 0 && handler == nullptr) || count > (1U << 24)) return -EINVAL;
     std::lock_guard g(g_eq_mutex);
     __u64 cookie = g_next_eq++;
     EventQueue::Callback cb;

@@ -711,6 +711,26 @@ Response execute(Instance& lnet, const Request& r, const Hooks& hooks) {
 
 // ---- encoding and framing ----
 
+namespace {
+// Plain scalars do not survive every string (a trailing CR, bytes that are not UTF-8):
+// quote and escape everything so that what we encode decodes to the same text.
+void exact_strings(YAML::Emitter& out) {
+  out.SetStringFormat(YAML::DoubleQuoted);
+  out.SetOutputCharset(YAML::EscapeNonAscii);
+}
+// Command and option names: 1..64 of [a-z0-9_-] (and single spaces between the words of
+// a command). Anything else is not from lnetctl.
+bool is_word(const std::string& s, bool spaces) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              (spaces && c == ' ');
+    if (!ok) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::string encode_request(const Request& r) {
   YAML::Node n;
   n["command"] = r.command;
@@ -721,8 +741,9 @@ std::string encode_request(const Request& r) {
     args[k] = list;
   }
   n["args"] = args;
-  YAML::Emitter out;  // yaml-cpp's emitter round-trips any body text exactly
   n["body"] = r.body;
+  YAML::Emitter out;
+  exact_strings(out);
   out << n;
   return out.c_str();
 }
@@ -733,6 +754,7 @@ Result<Request> decode_request(std::string_view text) {
     if (!n.IsMap() || !n["command"] || !n["command"].IsScalar()) return Failure{-EPROTO, "request without a command"};
     Request r;
     r.command = n["command"].Scalar();
+    if (!is_word(r.command, true)) return Failure{-EPROTO, "bad command name"};
     const YAML::Node args = n["args"];
     if (args && args.IsMap()) {
       for (const auto& kv : args) {
@@ -742,6 +764,7 @@ Result<Request> decode_request(std::string_view text) {
         } else if (kv.second.IsScalar()) {
           vs.push_back(kv.second.Scalar());
         }
+        if (!kv.first.IsScalar() || !is_word(kv.first.Scalar(), false)) return Failure{-EPROTO, "bad option name"};
         r.args[kv.first.Scalar()] = vs;
       }
     }
@@ -757,6 +780,7 @@ std::string encode_response(const Response& r) {
   n["rc"] = r.rc;
   n["text"] = r.text;
   YAML::Emitter out;
+  exact_strings(out);
   out << n;
   return out.c_str();
 }

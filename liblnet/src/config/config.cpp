@@ -16,6 +16,17 @@ constexpr EnvVar kEnvVars[] = {
     {"LNET_PEER_CREDITS", "8", "default tx credits per peer NI"},
     {"LNET_PEER_BUFFER_CREDITS", "0", "default router buffer credits per peer NI (0: peer credits)"},
     {"LNET_PEER_TIMEOUT", "180", "default seconds without traffic before a peer NI is considered dead"},
+    {"LNET_LOG_LEVEL", "warn", "messages logged to stderr: error | warn | info | debug"},
+    {"LNET_LOG_SUBSYS", "all", "subsystems logged: comma list of core, lnd, router, config, daemon, or all"},
+    // Socket LND (tcp networks): the kernel module parameters of the acceptor and ksocklnd.
+    {"LNET_ACCEPT", "secure", "tcp: accept connections from secure (privileged ports only) | all | none"},
+    {"LNET_ACCEPT_PORT", "988", "tcp: port the acceptor listens on and connections go to"},
+    {"LNET_ACCEPT_TIMEOUT", "5", "tcp: seconds a connecting peer has to identify itself"},
+    {"LNET_ACCEPT_BACKLOG", "127", "tcp: listen() backlog"},
+    {"LNET_SOCK_TIMEOUT", "50", "tcp: seconds before a stuck connection is closed and its messages fail"},
+    {"LNET_SOCK_KEEPALIVE", "30", "tcp: seconds of silence before a keepalive NOOP (0: none)"},
+    {"LNET_SOCK_TYPED_CONNS", "1", "tcp: 1 = CONTROL, BULK_IN and BULK_OUT connections per peer; 0 = one"},
+    {"LNET_SOCK_NSCHEDS", "1", "tcp: epoll I/O threads"},
 };
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }

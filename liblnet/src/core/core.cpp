@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+#include <lnet/log.hpp>
+
 #include "lnd/registry.hpp"
 
 namespace lnet::core {
@@ -34,7 +36,9 @@ Core::Core(const Config& config, Pid pid)
       net_locks_(cpts_.count()),
       counters_(cpts_.count()),
       portals_(std::make_unique<portals::PortalTable>(cpts_, make_interface_cookie())),
-      peers_(cpts_) {}
+      peers_(cpts_) {
+  (void)log_enabled(LogLevel::Error, kLogCore);  // reads LNET_LOG_* now: a bad value is reported at start
+}
 
 Core::~Core() { shutdown(); }
 

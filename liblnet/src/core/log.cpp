@@ -18,9 +18,15 @@ struct State {
   std::function<void(LogLevel, std::string_view)> sink;
   State() {
     LogLevel l;
-    if (const char* v = std::getenv("LNET_LOG_LEVEL"); v && parse_log_level(v, &l)) level = static_cast<int>(l);
+    if (const char* v = std::getenv("LNET_LOG_LEVEL"); v && *v) {
+      if (parse_log_level(v, &l)) level = static_cast<int>(l);
+      else std::fprintf(stderr, "lnet: ignoring LNET_LOG_LEVEL='%s' (error, warn, info or debug)\n", v);
+    }
     std::uint32_t m;
-    if (const char* v = std::getenv("LNET_LOG_SUBSYS"); v && parse_log_subsystems(v, &m)) mask = m;
+    if (const char* v = std::getenv("LNET_LOG_SUBSYS"); v && *v) {
+      if (parse_log_subsystems(v, &m)) mask = m;
+      else std::fprintf(stderr, "lnet: ignoring LNET_LOG_SUBSYS='%s' (core, lnd, router, config, daemon or all)\n", v);
+    }
   }
 };
 
