@@ -31,9 +31,13 @@ struct SocketParams {
   int nscheds = 1;             // epoll I/O threads
   bool privileged_ports = true;  // connect from ports 1023..512 when allowed to
 
-  // Reads LNET_ACCEPT, LNET_ACCEPT_PORT, LNET_ACCEPT_TIMEOUT, LNET_ACCEPT_BACKLOG,
-  // LNET_SOCK_TIMEOUT, LNET_SOCK_KEEPALIVE, LNET_SOCK_TYPED_CONNS, LNET_SOCK_NSCHEDS
-  // over the defaults; fails naming the variable and value.
+  // Reads LNET_ACCEPT, LNET_ACCEPT_PORT, LNET_ACCEPT_TIMEOUT, LNET_ACCEPT_BACKLOG and
+  // LNET_SOCK_<FIELD> for the fields above (LNET_SOCK_TIMEOUT, LNET_SOCK_KEEPALIVE,
+  // LNET_SOCK_KEEPALIVE_IDLE, ..._COUNT, ..._INTVL, LNET_SOCK_TYPED_CONNS,
+  // LNET_SOCK_MIN_BULK, LNET_SOCK_TX_BUFFER_SIZE, LNET_SOCK_RX_BUFFER_SIZE,
+  // LNET_SOCK_NAGLE, LNET_SOCK_ENABLE_CSUM, LNET_SOCK_MIN_RECONNECTMS,
+  // LNET_SOCK_MAX_RECONNECTMS, LNET_SOCK_NSCHEDS) over the defaults; fails naming the
+  // variable and value. privileged_ports is not a variable: it follows the uid.
   static Result<SocketParams> from_env();
 };
 

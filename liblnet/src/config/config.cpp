@@ -27,6 +27,16 @@ constexpr EnvVar kEnvVars[] = {
     {"LNET_SOCK_KEEPALIVE", "30", "tcp: seconds of silence before a keepalive NOOP (0: none)"},
     {"LNET_SOCK_TYPED_CONNS", "1", "tcp: 1 = CONTROL, BULK_IN and BULK_OUT connections per peer; 0 = one"},
     {"LNET_SOCK_NSCHEDS", "1", "tcp: epoll I/O threads"},
+    {"LNET_SOCK_KEEPALIVE_IDLE", "30", "tcp: TCP keepalive idle seconds"},
+    {"LNET_SOCK_KEEPALIVE_COUNT", "5", "tcp: TCP keepalive probes"},
+    {"LNET_SOCK_KEEPALIVE_INTVL", "5", "tcp: seconds between TCP keepalive probes"},
+    {"LNET_SOCK_MIN_BULK", "1024", "tcp: messages this big or bigger go on the BULK connections"},
+    {"LNET_SOCK_TX_BUFFER_SIZE", "0", "tcp: SO_SNDBUF bytes (0: system default)"},
+    {"LNET_SOCK_RX_BUFFER_SIZE", "0", "tcp: SO_RCVBUF bytes (0: system default)"},
+    {"LNET_SOCK_NAGLE", "0", "tcp: 1 = leave Nagle's algorithm on"},
+    {"LNET_SOCK_ENABLE_CSUM", "0", "tcp: 1 = checksum messages (protocol V2 connections only)"},
+    {"LNET_SOCK_MIN_RECONNECTMS", "1000", "tcp: first reconnect delay in ms (doubles up to the max)"},
+    {"LNET_SOCK_MAX_RECONNECTMS", "60000", "tcp: longest reconnect delay in ms"},
 };
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }

@@ -2,7 +2,9 @@
 // ping, PUT and GET of several sizes with data checks, both directions.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include <lnet/lnet.hpp>
@@ -17,11 +19,12 @@ constexpr unsigned kPortal = 21;
 
 Nid tcp(const char* ip) { return *Nid::parse(std::string(ip) + "@tcp"); }
 
-std::unique_ptr<Instance> make(const char* ip) {
+std::unique_ptr<Instance> make(const char* ip, const std::function<void(SocketParams&)>& tweak = {}) {
   SocketParams p;
   p.port = kPort;
   p.accept = AcceptMode::All;
   p.timeout = 5;
+  if (tweak) tweak(p);
   set_socket_params(p);
   Config cfg;
   NetConfig nc;
@@ -45,10 +48,11 @@ class Socket : public ::testing::Test {
   void SetUp() override {
     ip_a = test_ip(2);
     ip_b = test_ip(3);
-    a = make(ip_a.c_str());
-    b = make(ip_b.c_str());
+    a = make(ip_a.c_str(), tweak);
+    b = make(ip_b.c_str(), tweak);
     ASSERT_TRUE(a && b);
   }
+  std::function<void(SocketParams&)> tweak;
   std::string ip_a, ip_b;
   void TearDown() override {
     a.reset();
@@ -137,6 +141,73 @@ TEST_F(Socket, UnreachablePeerFailsInsteadOfHanging) {
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->status, 0);
   EXPECT_GE(a->counters().remote_dropped_count, 1u);
+}
+
+// Protocol V2 with one untyped connection per peer and CRC32 checksums on every message.
+class SocketV2Checksummed : public Socket {
+ protected:
+  void SetUp() override {
+    tweak = [](SocketParams& p) {
+      p.typed_conns = false;
+      p.enable_csum = true;
+    };
+    Socket::SetUp();
+  }
+};
+
+TEST_F(SocketV2Checksummed, PutAndGetOfEverySize) {
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(size);
+    put_get(*a, *b, tcp(ip_b.c_str()), size);
+    put_get(*b, *a, tcp(ip_a.c_str()), size);
+  }
+}
+
+// Every tunable of the socket LND has its LNET_SOCK_* variable; bad values are refused
+// naming the variable.
+TEST(SocketParams, ReadFromTheEnvironment) {
+  struct Var {
+    const char* name;
+    const char* value;
+  } vars[] = {{"LNET_ACCEPT", "all"},           {"LNET_ACCEPT_PORT", "7988"},          {"LNET_SOCK_TIMEOUT", "9"},
+              {"LNET_SOCK_KEEPALIVE", "0"},     {"LNET_SOCK_KEEPALIVE_IDLE", "11"},    {"LNET_SOCK_KEEPALIVE_COUNT", "3"},
+              {"LNET_SOCK_KEEPALIVE_INTVL", "2"}, {"LNET_SOCK_TYPED_CONNS", "0"},      {"LNET_SOCK_MIN_BULK", "4096"},
+              {"LNET_SOCK_TX_BUFFER_SIZE", "65536"}, {"LNET_SOCK_RX_BUFFER_SIZE", "131072"}, {"LNET_SOCK_NAGLE", "1"},
+              {"LNET_SOCK_ENABLE_CSUM", "1"}, {"LNET_SOCK_MIN_RECONNECTMS", "10"}, {"LNET_SOCK_MAX_RECONNECTMS", "20"},
+              {"LNET_SOCK_NSCHEDS", "2"}};
+  for (auto& v : vars) setenv(v.name, v.value, 1);
+  auto p = SocketParams::from_env();
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(p->accept, AcceptMode::All);
+  EXPECT_EQ(p->port, 7988);
+  EXPECT_EQ(p->timeout, 9);
+  EXPECT_EQ(p->keepalive, 0);
+  EXPECT_EQ(p->keepalive_idle, 11);
+  EXPECT_EQ(p->keepalive_count, 3);
+  EXPECT_EQ(p->keepalive_intvl, 2);
+  EXPECT_FALSE(p->typed_conns);
+  EXPECT_EQ(p->min_bulk, 4096);
+  EXPECT_EQ(p->tx_buffer_size, 65536);
+  EXPECT_EQ(p->rx_buffer_size, 131072);
+  EXPECT_TRUE(p->nagle);
+  EXPECT_TRUE(p->enable_csum);
+  EXPECT_EQ(p->min_reconnectms, 10);
+  EXPECT_EQ(p->max_reconnectms, 20);
+  EXPECT_EQ(p->nscheds, 2);
+
+  setenv("LNET_SOCK_NAGLE", "2", 1);
+  auto bad = SocketParams::from_env();
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("LNET_SOCK_NAGLE='2'"), std::string::npos) << bad.message();
+  setenv("LNET_SOCK_NAGLE", "0", 1);
+  setenv("LNET_SOCK_MIN_RECONNECTMS", "30", 1);
+  auto order = SocketParams::from_env();
+  ASSERT_FALSE(order);
+  EXPECT_NE(order.message().find("LNET_SOCK_MAX_RECONNECTMS"), std::string::npos) << order.message();
+  setenv("LNET_ACCEPT", "some", 1);
+  EXPECT_FALSE(SocketParams::from_env());
+  for (auto& v : vars) unsetenv(v.name);
+  EXPECT_TRUE(SocketParams::from_env());
 }
 
 }  // namespace

@@ -67,15 +67,36 @@ Result<SocketParams> SocketParams::from_env() {
       {"LNET_SOCK_TIMEOUT", &p.timeout, 1, 3600},
       {"LNET_SOCK_KEEPALIVE", &p.keepalive, 0, 3600},
       {"LNET_SOCK_NSCHEDS", &p.nscheds, 1, 64},
+      {"LNET_SOCK_KEEPALIVE_IDLE", &p.keepalive_idle, 1, 32767},
+      {"LNET_SOCK_KEEPALIVE_COUNT", &p.keepalive_count, 1, 127},
+      {"LNET_SOCK_KEEPALIVE_INTVL", &p.keepalive_intvl, 1, 32767},
+      {"LNET_SOCK_MIN_BULK", &p.min_bulk, 0, 1 << 20},
+      {"LNET_SOCK_TX_BUFFER_SIZE", &p.tx_buffer_size, 0, 1 << 30},
+      {"LNET_SOCK_RX_BUFFER_SIZE", &p.rx_buffer_size, 0, 1 << 30},
+      {"LNET_SOCK_MIN_RECONNECTMS", &p.min_reconnectms, 1, 3600000},
+      {"LNET_SOCK_MAX_RECONNECTMS", &p.max_reconnectms, 1, 3600000},
   };
   for (auto& i : ints) {
     auto r = env_int(i.name, *i.field, i.lo, i.hi);
     if (!r) return r.failure();
     *i.field = *r;
   }
-  auto typed = env_int("LNET_SOCK_TYPED_CONNS", p.typed_conns ? 1 : 0, 0, 1);
-  if (!typed) return typed.failure();
-  p.typed_conns = *typed == 1;
+  struct Flag {
+    const char* name;
+    bool* field;
+  } flags[] = {
+      {"LNET_SOCK_TYPED_CONNS", &p.typed_conns},
+      {"LNET_SOCK_NAGLE", &p.nagle},
+      {"LNET_SOCK_ENABLE_CSUM", &p.enable_csum},
+  };
+  for (auto& f : flags) {
+    auto r = env_int(f.name, *f.field ? 1 : 0, 0, 1);
+    if (!r) return r.failure();
+    *f.field = *r == 1;
+  }
+  if (p.min_reconnectms > p.max_reconnectms)
+    return Failure{-EINVAL, "LNET_SOCK_MIN_RECONNECTMS (" + std::to_string(p.min_reconnectms) +
+                                ") is above LNET_SOCK_MAX_RECONNECTMS (" + std::to_string(p.max_reconnectms) + ")"};
   return p;
 }
 
@@ -216,6 +237,9 @@ int SocketLnd::startup(NetInterface& ni) {
   clock_gettime(CLOCK_REALTIME, &ts);
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
+  if (ni.config.lnd_tunables.conns_per_peer > 1)
+    LNET_LOG(Warn, kLogLnd, "%s: conns_per_peer %d: one connection of each type per peer is used (more is not implemented)",
+             ni.config.net.to_string().c_str(), ni.config.lnd_tunables.conns_per_peer);
 
   if (io_.empty()) {
     for (int i = 0; i < params_.nscheds; ++i) {
