@@ -10,6 +10,8 @@ PACKAGES=(
   libyaml-cpp-dev libboost-program-options-dev                   # lnetd, lnetctl
   iproute2 tshark                                                # multi-host and wire tests
   clang libclang-rt-14-dev                                       # libFuzzer (fuzz preset)
+  openmpi-bin libopenmpi-dev                                     # MPI LND (default MPI)
+  mpich libmpich-dev                                             # MPI LND built against MPICH too
 )
 
 missing=()

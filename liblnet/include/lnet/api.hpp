@@ -74,6 +74,12 @@ class Instance {
   // This node's own ping info (what a ping of it answers).
   PingInfo ping_info() const;
 
+  // Drives the drivers that the application progresses (the MPI LND without its
+  // progress thread; see lnet/progress.hpp) once: completions are handled and their
+  // events delivered from this call. True if anything happened. Blocking calls
+  // (EventQueue::poll with a timeout, ping) drive progress by themselves.
+  bool progress();
+
   // An event queue for MDs of this instance.
   std::shared_ptr<EventQueue> make_event_queue(std::size_t capacity, EventQueue::Callback callback = {});
 

@@ -33,7 +33,10 @@ enum class HealthStatus : std::uint32_t {
 const char* health_status_name(HealthStatus s);  // "OK", "LOCAL_TIMEOUT", ...
 
 // A message as a driver sees it. For a send: `hdr` is what goes on the wire, the payload
-// is `len` bytes starting `offset` bytes into the fragments `iov[0..niov)`.
+// is `len` bytes starting `offset` bytes into the fragments `iov[0..niov)`. For a GET
+// (len 0) the fragments are the sink its REPLY will fill: hdr.msg.get.sink_length bytes
+// from `offset`; a driver that moves REPLY payloads itself posts that sink (see
+// LndHost::create_reply).
 struct LndMessage {
   Header hdr;
   ProcessId target;          // final destination
@@ -75,6 +78,16 @@ class LndHost {
   virtual void finalize(LndMessage* msg, int status) = 0;
   // The driver learnt that the peer NI is down (or up again).
   virtual void notify_peer(NetInterface& ni, Nid peer, bool alive) = 0;
+
+  // Optimised GET, initiator side: a driver that has the target move the REPLY payload
+  // straight into the sink calls this while sending `get` (not forwarded: hdr.src_nid is
+  // ni's NID and next_hop the target). The result stands for the REPLY, bound to the
+  // GET's MD: the driver calls set_reply_length() once it knows how much arrived, then
+  // finalize() (or finalize() with an error). nullptr: the MD takes no REPLY any more;
+  // send the GET as a plain one. The target side gets parse(..., rdma_req = true) and
+  // then recv() with the REPLY message and the source fragments to transmit.
+  virtual LndMessage* create_reply(NetInterface& ni, LndMessage& get) = 0;
+  virtual void set_reply_length(LndMessage& reply, std::uint32_t len) = 0;
 };
 
 class Lnd {

@@ -9,6 +9,7 @@
 #include <lnet/md.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/nid_range.hpp>
+#include <lnet/progress.hpp>
 #include <lnet/result.hpp>
 #include <lnet/socklnd.hpp>
 #include <lnet/stats.hpp>

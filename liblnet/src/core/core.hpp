@@ -97,6 +97,8 @@ class Core final : public LndHost, private portals::MsgCompleter {
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
   void finalize(LndMessage* msg, int status) override;
   void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
+  LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
+  void set_reply_length(LndMessage& reply, std::uint32_t len) override;
 
   // ---- internals for tests and tools ----
   const CptTable& cpts() const { return cpts_; }

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <lnet/api.hpp>
+#include <lnet/progress.hpp>
 
 #include "core/core.hpp"
 
@@ -52,6 +53,8 @@ Result<PingResult> Instance::ping(ProcessId target, std::chrono::milliseconds ti
   return core_->ping(target, timeout, max_nids);
 }
 PingInfo Instance::ping_info() const { return core_->ping_info(); }
+
+bool Instance::progress() { return drive_progress(); }
 
 std::shared_ptr<EventQueue> Instance::make_event_queue(std::size_t capacity, EventQueue::Callback callback) {
   return std::make_shared<EventQueue>(capacity, std::move(callback));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include <lnet/progress.hpp>
+
 #include "core/core.hpp"
 
 namespace lnet::core {
@@ -121,7 +123,8 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
     }
     std::unique_lock lk(w->m);
-    bool answered = w->cv.wait_for(lk, timeout, [&] { return w->done || w->failed; });
+    bool answered = wait_with_progress(lk, w->cv, std::chrono::steady_clock::now() + timeout,
+                                       [&] { return w->done || w->failed; });
     if (!w->done) {
       // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
       // either in already (done) or refused from now on.

@@ -228,6 +228,52 @@ void Core::parse_reply(Message* msg) {
   lnd_recv(msg, false, md->iov, md->niov, 0, mlength, msg->hdr.payload_length);
 }
 
+LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
+  auto& get = static_cast<Message&>(lget);
+  Ni& ni = static_cast<Ni&>(nif);
+  const Header& gh = get.hdr;
+  unsigned cpt = cpts_.of_nid(get.next_hop);
+  Message* msg = new_msg(cpt);
+  msg->receiving = true;
+  msg->rxni = &ni;
+  msg->from = get.next_hop;
+  // The REPLY the target would have sent.
+  Header& h = msg->hdr;
+  h.type = MsgType::Reply;
+  h.src_nid = gh.dest_nid;
+  h.src_pid = gh.dest_pid;
+  h.dest_nid = gh.src_nid;
+  h.dest_pid = gh.src_pid;
+  h.payload_length = gh.msg.get.sink_length;
+  h.msg.reply.dst_wmd = gh.msg.get.return_wmd;
+  msg->target = ProcessId{h.dest_nid, h.dest_pid};
+  Event& ev = msg->ev;
+  ev.type = EventType::Reply;
+  ev.target = msg->target;
+  ev.initiator = ev.source = ProcessId{h.src_nid, h.src_pid};
+  ev.sender = get.next_hop;
+  ev.msg_type = MsgType::Reply;
+  ev.rlength = h.payload_length;
+  std::uint32_t mlength = 0;
+  if (portals_->match_response(msg, h.msg.reply.dst_wmd, true, h.payload_length, &mlength)) {
+    free_msg(msg);
+    return nullptr;
+  }
+  ev.mlength = mlength;
+  ev.offset = 0;
+  return msg;
+}
+
+void Core::set_reply_length(LndMessage& lreply, std::uint32_t len) {
+  auto& msg = static_cast<Message&>(lreply);
+  msg.hdr.payload_length = len;
+  msg.ev.rlength = len;
+  if (msg.ev.mlength > len) msg.ev.mlength = len;
+  counters_.add(msg.cpt, kRecvCount);
+  counters_.add(msg.cpt, kRecvLength, len);
+  msg.rxni->stats.add(TypeStats::kReceived, MsgType::Reply);
+}
+
 void Core::parse_ack(Message* msg) {
   const Header::Ack& ack = msg->hdr.msg.ack;
   msg->ev.type = EventType::Ack;

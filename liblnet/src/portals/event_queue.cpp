@@ -1,6 +1,7 @@
 // Event queues: a ring per queue under its own lock; a process-wide epoch wakes callers
 // polling several queues at once (LNetEQPoll) without costing single-queue users.
 #include <lnet/event.hpp>
+#include <lnet/progress.hpp>
 
 #include <atomic>
 
@@ -79,14 +80,20 @@ int EventQueue::take_locked(Event& out) {
 int EventQueue::poll(Event& out, std::chrono::milliseconds timeout) {
   std::unique_lock lk(mutex_);
   if (int rc = take_locked(out)) return rc;
-  if (timeout.count() == 0 || ring_.empty()) return 0;
+  if (ring_.empty()) return 0;
+  if (timeout.count() == 0) {
+    // Drives polled drivers once (the MPI LND's MPI_Testsome), then looks again.
+    if (!progress_is_polled()) return 0;
+    lk.unlock();
+    drive_progress();
+    lk.lock();
+    return take_locked(out);
+  }
   ++waiters_;
   auto ready = [&] { return enq_seq_ != deq_seq_; };
-  if (timeout.count() < 0) {
-    cv_.wait(lk, ready);
-  } else {
-    cv_.wait_for(lk, timeout, ready);
-  }
+  auto deadline = timeout.count() < 0 ? std::chrono::steady_clock::time_point::max()
+                                      : std::chrono::steady_clock::now() + timeout;
+  wait_with_progress(lk, cv_, deadline, ready);
   --waiters_;
   return take_locked(out);
 }
@@ -103,6 +110,7 @@ int EventQueue::poll_many(std::span<EventQueue* const> queues, std::chrono::mill
       std::lock_guard g(mw.mutex);
       epoch = mw.epoch;
     }
+    drive_progress();  // polled drivers (nothing when none is registered)
     for (std::size_t i = 0; i < queues.size() && rc == 0; ++i) {
       rc = queues[i]->get(out);
       if (rc && which) *which = static_cast<int>(i);
@@ -111,8 +119,8 @@ int EventQueue::poll_many(std::span<EventQueue* const> queues, std::chrono::mill
     std::unique_lock lk(mw.mutex);
     auto changed = [&] { return mw.epoch != epoch; };
     if (timeout.count() < 0) {
-      mw.cv.wait(lk, changed);
-    } else if (!mw.cv.wait_until(lk, deadline, changed)) {
+      wait_with_progress(lk, mw.cv, std::chrono::steady_clock::time_point::max(), changed);
+    } else if (!wait_with_progress(lk, mw.cv, deadline, changed)) {
       lk.unlock();
       for (std::size_t i = 0; i < queues.size() && rc == 0; ++i) {
         rc = queues[i]->get(out);

@@ -39,7 +39,8 @@ std::unique_ptr<Instance> make(const char* ip, const std::function<void(SocketPa
 
 // ctest runs test cases in parallel processes: each gets its own pair of addresses.
 std::string test_ip(int host) {
-  std::size_t h = std::hash<std::string>{}(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::size_t h = std::hash<std::string>{}(std::string(info->test_suite_name()) + "." + info->name());
   return "127." + std::to_string(10 + h % 200) + "." + std::to_string((h >> 8) % 250) + "." + std::to_string(host);
 }
 

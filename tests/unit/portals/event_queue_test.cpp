@@ -1,9 +1,11 @@
-// Event queues: order, sequence numbers, overflow, timeouts, several queues, callbacks.
+// Event queues: order, sequence numbers, overflow, timeouts, several queues, callbacks,
+// and waits that drive polled drivers.
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include <lnet/event.hpp>
+#include <lnet/progress.hpp>
 
 namespace lnet {
 namespace {
@@ -82,6 +84,58 @@ TEST(EventQueue, CallbackSeesEveryEventEvenWithoutStorage) {
   EXPECT_EQ(seen, 5);
   Event out;
   EXPECT_EQ(q.get(out), 0);
+}
+
+// A polled "driver": posts an event to its queue on the n-th call.
+struct FakeDriver {
+  EventQueue* eq = nullptr;
+  int calls = 0;
+  int post_at = 0;
+  int nested = 0;
+  static bool run(void* ctx) {
+    auto* d = static_cast<FakeDriver*>(ctx);
+    ++d->calls;
+    if (drive_progress()) ++d->nested;  // must be refused: not re-entrant
+    if (d->calls == d->post_at) {
+      d->eq->post(ev(d->calls));
+      return true;
+    }
+    return false;
+  }
+};
+
+TEST(Progress, WaitsDrivePolledDrivers) {
+  EventQueue q(8);
+  FakeDriver d{&q, 0, 500, 0};
+  int id = add_progress(&FakeDriver::run, &d);
+  ASSERT_GE(id, 0);
+  EXPECT_TRUE(progress_is_polled());
+  Event out;
+  EXPECT_EQ(q.poll(out, milliseconds(0)), 0);
+  EXPECT_EQ(d.calls, 1) << "poll(0) drives once";
+  EXPECT_EQ(q.poll(out, milliseconds(10000)), 1) << "a waiting poll drives until the event comes";
+  EXPECT_EQ(out.match_bits, 500u);
+  EXPECT_EQ(d.nested, 0);
+  d.post_at = -1;
+  EXPECT_EQ(q.poll(out, milliseconds(20)), 0) << "and still times out";
+  remove_progress(id);
+  EXPECT_FALSE(progress_is_polled());
+  int before = d.calls;
+  EXPECT_EQ(q.poll(out, milliseconds(1)), 0);
+  EXPECT_EQ(d.calls, before) << "removed drivers are not called";
+}
+
+TEST(Progress, IdleWaitsBackOff) {
+  EventQueue q(8);
+  FakeDriver d{&q, 0, -1, 0};
+  int id = add_progress(&FakeDriver::run, &d);
+  Event out;
+  EXPECT_EQ(q.poll(out, milliseconds(200)), 0);
+  remove_progress(id);
+  // Spinning would make millions of calls in 200 ms; backing off to 1 ms naps makes
+  // a few hundred (bounded generously: this is not a timing test).
+  EXPECT_LT(d.calls, 20000);
+  EXPECT_GT(d.calls, 64);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ struct TxRef {
   LndMessage* tx = nullptr;
   LndHost* host = nullptr;
   std::vector<std::uint8_t> raw;
+  LndMessage* reply = nullptr;  // optimised GET: the initiator's REPLY (tx is the GET)
 };
 
 class FabricLnd final : public Lnd {
@@ -92,6 +93,11 @@ std::size_t Fabric::discarded() {
   return discarded_;
 }
 
+void Fabric::rdma_get(bool on) {
+  std::lock_guard g(mutex_);
+  rdma_get_ = on;
+}
+
 int Fabric::send(NetInterface& ni, LndMessage& msg) {
   {
     std::lock_guard g(mutex_);
@@ -113,8 +119,25 @@ int Fabric::deliver(NetInterface* src, LndMessage* msg) {
   }
   if (!dst) return -EHOSTUNREACH;
   auto* ref = new TxRef{msg, src->host, {}};
-  int rc = dst->host->parse(*dst, msg->hdr, src->nid, ref, false);
-  if (rc < 0) delete ref;
+  bool rdma = false;
+  {
+    std::lock_guard g(mutex_);
+    rdma = rdma_get_;
+  }
+  if (rdma && msg->hdr.type == MsgType::Get && msg->hdr.src_nid == src->nid && msg->next_hop == msg->target.nid) {
+    ref->reply = src->host->create_reply(*src, *msg);
+    rdma = ref->reply != nullptr;
+  } else {
+    rdma = false;
+  }
+  int rc = dst->host->parse(*dst, msg->hdr, src->nid, ref, rdma);
+  if (rc < 0) {
+    if (ref->reply) {
+      ref->reply->health = HealthStatus::RemoteDropped;
+      src->host->finalize(ref->reply, rc);
+    }
+    delete ref;
+  }
   return rc;
 }
 
@@ -141,6 +164,19 @@ void Fabric::deliver_all() {
 int Fabric::recv(NetInterface& ni, void* priv, LndMessage* rx, const iovec* iov, unsigned niov,
                  std::uint32_t offset, std::uint32_t mlen) {
   auto* ref = static_cast<TxRef*>(priv);
+  if (ref->reply) {
+    // Optimised GET: rx is the target's REPLY, iov its source; the GET's sink gets it.
+    LndMessage* get = ref->tx;
+    if (rx) {
+      copy_fragments(get->iov, get->niov, get->offset, iov, niov, offset, mlen);
+      ref->host->set_reply_length(*ref->reply, mlen);
+    }
+    ref->host->finalize(get, 0);
+    ref->host->finalize(ref->reply, rx ? 0 : -ENODATA);
+    delete ref;
+    if (rx) ni.host->finalize(rx, 0);
+    return 0;
+  }
   if (rx && mlen > 0) {
     if (ref->tx) {
       copy_fragments(iov, niov, offset, ref->tx->iov, ref->tx->niov, ref->tx->offset, mlen);

@@ -36,6 +36,9 @@ class Fabric {
   int inject(Nid dst, const Header& hdr, Nid from, std::vector<std::uint8_t> payload = {});
   // How many payloads the receiving side discarded (recv with no message).
   std::size_t discarded();
+  // Optimised GETs: the initiator's driver makes the REPLY (LndHost::create_reply) and the
+  // target's driver copies the source straight into the GET's sink; no REPLY is sent.
+  void rdma_get(bool on);
 
   // Driver side.
   int attach(NetInterface& ni);
@@ -57,6 +60,7 @@ class Fabric {
   std::deque<Held> held_;
   std::vector<SentRecord> sent_;
   std::size_t discarded_ = 0;
+  bool rdma_get_ = false;
 };
 
 // A config with one gni NI per address (net gni<net>), for Instance::create.

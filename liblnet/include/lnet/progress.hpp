@@ -1,0 +1,62 @@
+// Progress of drivers that have no thread of their own. The MPI LND in a runtime without
+// MPI_THREAD_MULTIPLE (or with its progress thread turned off) is driven by the
+// application: it registers a progress function here, and every blocking wait of liblnet
+// (EventQueue::poll and poll_many, LNetEQPoll, Instance::ping) runs the registered
+// functions instead of sleeping. Instance::progress() (and EventQueue::poll with a zero
+// timeout) runs them once. With nothing registered, waits block on condition variables.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace lnet {
+
+// Runs some progress; true if it did any work (completed or started something).
+using ProgressFn = bool (*)(void* ctx);
+
+// Registers fn(ctx); returns an id for remove_progress. At most 16 at once (-ENOSPC).
+int add_progress(ProgressFn fn, void* ctx);
+// Unregisters; returns once no call of that function is running.
+void remove_progress(int id);
+// Runs every registered function once. Not re-entrant: a call from inside a progress
+// function (an event handler that polls) returns false at once.
+bool drive_progress();
+// True when some driver needs to be driven.
+bool progress_is_polled();
+
+// Waits on `cv` (with `lk` held) until pred() or `deadline`. When a driver needs driving,
+// runs drive_progress() between checks instead of sleeping: tightly while there is
+// work, then backing off to sleeps of at most 1 ms (woken early by cv), so an idle wait
+// costs little CPU. Returns pred().
+template <class Clock, class Duration, class Pred>
+bool wait_with_progress(std::unique_lock<std::mutex>& lk, std::condition_variable& cv,
+                        std::chrono::time_point<Clock, Duration> deadline, Pred pred) {
+  using namespace std::chrono;
+  int idle = 0;
+  while (!pred()) {
+    if (!progress_is_polled()) {
+      if (deadline == time_point<Clock, Duration>::max()) {
+        cv.wait(lk, pred);
+        return true;
+      }
+      return cv.wait_until(lk, deadline, pred);
+    }
+    if (Clock::now() >= deadline) return pred();
+    lk.unlock();
+    bool worked = drive_progress();
+    lk.lock();
+    if (worked) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < 64) continue;  // a few tens of microseconds of polling before sleeping
+    auto nap = microseconds(std::min(1000, 10 << std::min(idle - 64, 7)));
+    auto until = std::min<time_point<Clock, Duration>>(deadline, Clock::now() + nap);
+    cv.wait_until(lk, until);
+  }
+  return true;
+}
+
+}  // namespace lnet
