@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <lnet/api.hpp>
+#include <lnet/capi.hpp>
 
 using namespace lnet;
 
@@ -110,6 +111,27 @@ char* keep(const std::string& s) {
 }
 
 }  // namespace
+
+namespace lnet::capi {
+
+int attach(Instance* lnet) {
+  std::lock_guard g(g_init_mutex);
+  if (g_refs > 0) return -EALREADY;
+  g_inst.store(lnet, std::memory_order_release);
+  g_refs = 1;
+  return 0;
+}
+
+void detach() {
+  std::lock_guard g(g_init_mutex);
+  g_refs = 0;
+  g_inst.store(nullptr, std::memory_order_release);
+  g_owner.reset();
+  std::lock_guard eg(g_eq_mutex);
+  g_eqs.clear();
+}
+
+}  // namespace lnet::capi
 
 extern "C" {
 

@@ -1,0 +1,58 @@
+// The C API of the MPI LND (lnet/mpi.h) over one process-wide Session.
+#include <lnet/mpi.h>
+
+#include <cstdio>
+#include <mutex>
+
+#include <lnet/capi.hpp>
+#include <lnet/mpi.hpp>
+
+namespace {
+std::mutex g_mutex;
+std::unique_ptr<lnet::mpi::Session> g_session;
+}  // namespace
+
+extern "C" {
+
+int lnet_mpi_init(MPI_Comm comm) {
+  try {
+    std::lock_guard g(g_mutex);
+    if (g_session) return -EALREADY;
+    auto s = lnet::mpi::Session::start(comm);
+    if (!s) {
+      std::fprintf(stderr, "lnet_mpi_init: %s\n", s.message().c_str());
+      return s.code();
+    }
+    if (int rc = lnet::capi::attach(&(*s)->lnet())) {
+      std::fprintf(stderr, "lnet_mpi_init: LNet is already up in this process (LNetNIInit)\n");
+      return rc;  // the session ends (collectively) as `s` goes
+    }
+    g_session = std::move(*s);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lnet_mpi_init: %s\n", e.what());
+    return -ENOMEM;
+  }
+}
+
+int lnet_mpi_fini(void) {
+  try {
+    std::lock_guard g(g_mutex);
+    if (!g_session) return -ENETDOWN;
+    lnet::capi::detach();
+    g_session.reset();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lnet_mpi_fini: %s\n", e.what());
+    return -EIO;
+  }
+}
+
+struct lnet_process_id lnet_mpi_id(int rank) {
+  std::lock_guard g(g_mutex);
+  if (!g_session || rank < 0 || rank >= g_session->size()) return lnet_process_id{LNET_NID_ANY, LNET_PID_ANY};
+  auto id = g_session->id(rank);
+  return lnet_process_id{id.nid.value(), id.pid};
+}
+
+}  // extern "C"

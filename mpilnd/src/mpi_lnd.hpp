@@ -1,0 +1,272 @@
+// The MPI LND (seed 002 §2.3), written against the driver SPI only so that the proxy
+// can host it too. One MpiNi per NI owns a duplicate communicator:
+//   - short messages go unsolicited into a pool of persistent receives (reserved tag
+//     0, MPI_ANY_SOURCE) and are copied out on arrival; senders hold per-peer credits
+//     that the receiver returns as it reposts buffers, so it is never flooded;
+//   - larger payloads are tagged bulk transfers: the sender posts MPI_Issend on a tag
+//     it picked, the header and tag go as a short message, and the receiver posts the
+//     receive straight into the MD once the core has matched the header;
+//   - an optimised GET posts the sink on a tag first; the target ready-sends the source;
+//   - the first message to a peer is a QUERY; nothing else goes before its RESPONSE.
+// Every MPI call is made under the NI's mutex (one MPI user at a time, as
+// MPI_THREAD_SERIALIZED needs) and never while calling the host.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <lnet/lnd.hpp>
+#include <lnet/mpi.hpp>
+
+#include "mpi_wire.hpp"
+
+namespace lnet::mpi {
+
+using Clock = std::chrono::steady_clock;
+
+struct Peer;
+struct Tx;
+struct Bulk;
+struct Rx;
+
+// An intrusive FIFO through T::next.
+template <class T>
+struct List {
+  T* head = nullptr;
+  T* tail = nullptr;
+  bool empty() const { return head == nullptr; }
+  void push_back(T* x) {
+    x->next = nullptr;
+    if (tail) tail->next = x; else head = x;
+    tail = x;
+  }
+  void push_front(T* x) {
+    x->next = head;
+    head = x;
+    if (!tail) tail = x;
+  }
+  T* pop_front() {
+    T* x = head;
+    if (x) {
+      head = x->next;
+      if (!head) tail = nullptr;
+      x->next = nullptr;
+    }
+    return x;
+  }
+};
+
+// A short message on its way out (and the LNet message it carries, if any).
+struct Tx {
+  Tx* next = nullptr;
+  Peer* peer = nullptr;
+  MsgKind kind = MsgKind::Noop;  // decided when posted (the peer's limits are known then)
+  LndMessage* msg = nullptr;     // finalized when everything of this Tx is done
+  LndMessage* reply = nullptr;   // optimised GET: the REPLY the sink completes
+  Bulk* bulk = nullptr;          // BULK: the payload; GET_REQ: the sink
+  std::vector<std::uint8_t> buf; // header + body (capacity kept across uses)
+  std::uint32_t tag = 0;         // GET_NAK
+  std::int32_t status = 0;       // GET_NAK
+  int pending = 0;               // MPI operations still running
+  int rc = 0;
+  HealthStatus health = HealthStatus::Ok;
+  Clock::time_point deadline{};  // while queued: when it fails for want of a handshake or credit
+};
+
+// A tagged bulk transfer: one MPI message per chunk on the same tag.
+struct Bulk {
+  Bulk* next = nullptr;
+  bool send = false;
+  bool ready = false;            // MPI_Irsend (the GET source: the sink is posted)
+  bool sink = false;             // an optimised GET's sink: msg is the REPLY
+  bool own_tag = false;          // we picked the tag (free it at the end)
+  Peer* peer = nullptr;
+  // What moves: `total` bytes on the wire; the first `len` in (iov, niov) from `offset`.
+  const iovec* iov = nullptr;
+  unsigned niov = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t len = 0;
+  std::uint64_t total = 0;
+  std::uint32_t tag = 0;
+  std::uint32_t nchunks = 0;
+  std::uint32_t done = 0;        // chunks completed
+  std::uint64_t bytes = 0;       // received so far
+  int rc = 0;
+  bool cancelled = false;
+  Tx* tx = nullptr;              // BULK send and GET sink: the short message's Tx
+  LndMessage* msg = nullptr;     // a receive (or the target's REPLY) to finalize at the end
+  std::unique_ptr<std::uint8_t[]> discard;  // receive: room for bytes nobody wants
+  std::uint32_t discard_len = 0;
+};
+
+// A message received into the pool, handed to the host as the driver's cookie.
+struct Rx {
+  Rx* next = nullptr;
+  MsgKind kind = MsgKind::Immediate;
+  Peer* peer = nullptr;
+  std::uint32_t tag = 0;
+  std::uint32_t sink_length = 0;         // GET_REQ
+  std::mutex mutex;                      // recv() against the payload moving to the heap
+  const std::uint8_t* payload = nullptr; // IMMEDIATE: in a pool buffer or `heap`
+  std::uint32_t payload_len = 0;
+  std::vector<std::uint8_t> heap;        // the payload when the host delays the receive
+  bool received = false;                 // recv() ran
+  bool parsed = false;                   // parse() returned (whoever comes second frees it)
+};
+
+struct Peer {
+  enum class State { New, Querying, Ready };
+  int rank = 0;
+  Nid nid;
+  State state = State::New;
+  Clock::time_point query_deadline{};
+  std::uint64_t stamp = 0;      // its incarnation (0: not heard from)
+  std::uint32_t short_max = 0;  // from its hello
+  std::uint32_t chunk = INT_MAX;
+  int tx_credits = 0;
+  int owed = 0;                 // credits to return to it
+  bool down = false;            // we told the host it is down
+  List<Tx> queue;               // waiting for the handshake or a credit
+  std::uint32_t next_even = 2;  // tags of payloads we send
+  std::uint32_t next_odd = 1;   // tags of GET sinks we post
+  std::vector<std::uint32_t> tags;  // tags in use with this peer
+  std::vector<Bulk*> sinks;     // posted GET sinks (for GET_NAK)
+};
+
+class MpiNi {
+ public:
+  MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts);
+  ~MpiNi();
+  int start();   // posts the pool, starts progress
+  void stop();   // fails what is queued, cancels what is posted, frees the communicator
+
+  int send(LndMessage& msg);
+  int recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+           std::uint32_t rlen);
+  // One round of progress: true if anything completed or started.
+  bool progress();
+  // Transfers or queued sends still outstanding (Session drains them before it ends).
+  bool idle();
+  bool has_thread() const { return thread_.joinable(); }
+  // MPI_Ibarrier on the communicator, progressing while it runs (Session's collective end).
+  int barrier(Clock::time_point deadline);
+  Stats stats() const;
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  struct Owner {
+    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk } kind;
+    void* obj;
+  };
+  struct Completion {
+    Owner owner;
+    int index;
+    MPI_Status status;
+    int err;    // MPI_ERR_IN_STATUS: the request's own error
+    int count;  // pool receives: bytes that arrived
+  };
+  // Completed things to act on once the mutex is released.
+  struct Done {
+    List<Tx> txs;      // finalize tx->msg with tx->rc, then free
+    List<Bulk> bulks;  // receives and GET sources: finalize bulk->msg with bulk->rc, then free
+    std::vector<Nid> down;  // peers to report down (rare)
+  };
+
+  bool may_call_mpi() const;
+  bool check(int rc, const char* what);
+  Peer* peer_locked(int rank);
+  void add_request(MPI_Request r, Owner::Kind kind, void* obj);
+  std::uint32_t alloc_tag(Peer& p, bool odd);
+  void free_tag(Peer& p, std::uint32_t tag);
+  std::uint32_t chunk_for(const Peer& p) const;
+  std::uint8_t take_owed(Peer& p);
+
+  void enqueue_locked(Tx* tx, Done& done);
+  void flush_locked(Peer& p, Done& done);
+  void post_locked(Tx* tx, Done& done);
+  void post_control_locked(Peer& p, MsgKind kind);
+  void fail_tx_locked(Tx* tx, int rc, HealthStatus h, Done& done);
+  bool post_bulk_locked(Bulk* b);
+  void bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done);
+  void bulk_finished_locked(Bulk* b, Done& done);
+  void tx_part_done_locked(Tx* tx, int rc, Done& done);
+  void cancel_requests_of_locked(void* obj);
+  void check_timeouts_locked(Clock::time_point now, Done& done);
+  void complete(Done& done);
+
+  void handle_pool_rx(int index, int source, int count, Done& done);
+  void repost_locked(int index);
+  void return_credit_locked(Peer& p, Done& done);
+
+  Tx* get_tx();
+  void put_tx_locked(Tx* tx);
+  Bulk* get_bulk_locked();
+  void put_bulk_locked(Bulk* b);
+  Rx* get_rx_locked();
+  void put_rx_locked(Rx* rx);
+
+  void thread_main();
+
+  NetInterface& ni_;
+  LndHost& host_;
+  Options opts_;
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 0;
+  int thread_level_ = MPI_THREAD_SINGLE;
+  std::thread::id owner_;
+  std::uint64_t stamp_ = 0;
+  std::uint32_t tag_ub_ = 32767;
+  int grant_ = 8;                 // credits we give each peer
+  std::size_t buf_size_ = 0;
+
+  mutable std::mutex mu_;
+  std::vector<MPI_Request> reqs_;   // [0, pool) persistent pool receives, then the rest
+  std::vector<Owner> owners_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> pool_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank, made on first contact
+  std::vector<Peer*> contacted_;
+  List<Tx> deferred_;               // sends from threads that may not call MPI
+  List<Bulk> deferred_bulk_;        // receives likewise
+  List<Tx> free_tx_;
+  List<Bulk> free_bulk_;
+  List<Rx> free_rx_;
+  std::deque<Tx> tx_store_;
+  std::deque<Bulk> bulk_store_;
+  std::deque<Rx> rx_store_;
+  Clock::time_point next_timeout_check_{};
+  bool stopped_ = false;
+
+  std::mutex progress_mu_;          // one progressing thread at a time
+  std::vector<int> indices_;
+  std::vector<MPI_Status> statuses_;
+  std::vector<Completion> completed_;
+
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  int progress_id_ = -1;
+
+  struct Counters {
+    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, bulk{0}, rdma_gets{0}, noops{0}, credit_waits{0},
+        bad_messages{0}, timeouts{0}, mpi_errors{0};
+  } stats_;
+};
+
+// The driver registered for the mpi net type; its NIs find their communicator in the
+// registry that Session::start fills (one per net number).
+void register_mpi_lnd();
+void set_comm_for_net(unsigned net_number, MPI_Comm comm, const Options& opts);
+void clear_comm_for_net(unsigned net_number);
+// The MpiNi of the mpi<net_number> NI of this process (nullptr when none is up).
+MpiNi* find_ni(unsigned net_number);
+
+}  // namespace lnet::mpi

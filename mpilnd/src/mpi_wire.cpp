@@ -1,0 +1,136 @@
+// Codecs of the MPI LND messages (mpi_wire.hpp).
+#include "mpi_wire.hpp"
+
+#include <cerrno>
+
+namespace lnet::mpi {
+
+namespace {
+
+void put16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v);
+  p[1] = static_cast<std::uint8_t>(v >> 8);
+}
+void put32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+void put64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint16_t get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
+std::uint32_t get32(const std::uint8_t* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+std::uint64_t get64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+Failure bad(const std::string& why) { return Failure{-EPROTO, "bad MPI LND message: " + why}; }
+
+}  // namespace
+
+const char* kind_name(MsgKind k) {
+  switch (k) {
+    case MsgKind::Query: return "QUERY";
+    case MsgKind::Response: return "RESPONSE";
+    case MsgKind::Immediate: return "IMMEDIATE";
+    case MsgKind::Bulk: return "BULK";
+    case MsgKind::GetReq: return "GET_REQ";
+    case MsgKind::GetNak: return "GET_NAK";
+    case MsgKind::Noop: return "NOOP";
+  }
+  return "?";
+}
+
+// Layout: magic u32 @0, version u16 @4, kind u8 @6, credits u8 @7, nob u32 @8,
+// tag u32 @12, stamp u64 @16, status i32 @24, reserved u32 @28 (0).
+void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out) {
+  std::uint8_t* p = out.data();
+  put32(p, kMagic);
+  put16(p + 4, kVersion);
+  p[6] = static_cast<std::uint8_t>(h.kind);
+  p[7] = h.credits;
+  put32(p + 8, h.nob);
+  put32(p + 12, h.tag);
+  put64(p + 16, h.stamp);
+  put32(p + 24, static_cast<std::uint32_t>(h.status));
+  put32(p + 28, 0);
+}
+
+// Layout: proto_version, short_max, pool_depth, credits, pid, rank, chunk (u32 each),
+// reserved u32 (0).
+void encode_hello(const Hello& h, std::span<std::uint8_t, kHelloSize> out) {
+  std::uint8_t* p = out.data();
+  put32(p, h.proto_version);
+  put32(p + 4, h.short_max);
+  put32(p + 8, h.pool_depth);
+  put32(p + 12, h.credits);
+  put32(p + 16, h.pid);
+  put32(p + 20, h.rank);
+  put32(p + 24, h.chunk);
+  put32(p + 28, 0);
+}
+
+Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
+  if (in.size() < kMsgHdrSize) return bad(std::to_string(in.size()) + " bytes, shorter than its header");
+  const std::uint8_t* p = in.data();
+  if (get32(p) != kMagic) return bad("magic " + std::to_string(get32(p)));
+  if (get16(p + 4) != kVersion) return bad("version " + std::to_string(get16(p + 4)));
+  Decoded d;
+  MsgHdr& h = d.hdr;
+  std::uint8_t kind = p[6];
+  if (kind < static_cast<std::uint8_t>(MsgKind::Query) || kind > static_cast<std::uint8_t>(MsgKind::Noop))
+    return bad("unknown kind " + std::to_string(kind));
+  h.kind = static_cast<MsgKind>(kind);
+  h.credits = p[7];
+  h.nob = get32(p + 8);
+  h.tag = get32(p + 12);
+  h.stamp = get64(p + 16);
+  h.status = static_cast<std::int32_t>(get32(p + 24));
+  if (h.nob != in.size())
+    return bad(std::string(kind_name(h.kind)) + " says " + std::to_string(h.nob) + " bytes, " +
+               std::to_string(in.size()) + " arrived");
+  std::span<const std::uint8_t> body = in.subspan(kMsgHdrSize);
+  switch (h.kind) {
+    case MsgKind::Query:
+    case MsgKind::Response: {
+      if (body.size() < kHelloSize) return bad(std::string(kind_name(h.kind)) + " without its hello");
+      const std::uint8_t* b = body.data();
+      d.hello = Hello{get32(b), get32(b + 4), get32(b + 8), get32(b + 12), get32(b + 16), get32(b + 20), get32(b + 24)};
+      if (d.hello.chunk == 0) return bad("hello with a chunk size of 0");
+      break;
+    }
+    case MsgKind::Immediate:
+    case MsgKind::Bulk:
+    case MsgKind::GetReq: {
+      if (body.size() < kHeaderSize) return bad(std::string(kind_name(h.kind)) + " without its LNet header");
+      if (int rc = decode_header(body.first(kHeaderSize), d.lnet); rc < 0)
+        return bad(std::string(kind_name(h.kind)) + " with a bad LNet header");
+      std::span<const std::uint8_t> rest = body.subspan(kHeaderSize);
+      if (h.kind == MsgKind::Immediate) {
+        if (rest.size() != d.lnet.payload_length)
+          return bad("IMMEDIATE with " + std::to_string(rest.size()) + " payload bytes for a payload_length of " +
+                     std::to_string(d.lnet.payload_length));
+        d.payload = rest;
+      } else if (!rest.empty()) {
+        return bad(std::string(kind_name(h.kind)) + " with bytes after its LNet header");
+      }
+      if (h.kind == MsgKind::GetReq && d.lnet.type != MsgType::Get) return bad("GET_REQ that is not a GET");
+      if (h.kind != MsgKind::Immediate && h.tag == 0) return bad(std::string(kind_name(h.kind)) + " with tag 0");
+      break;
+    }
+    case MsgKind::GetNak:
+      if (h.tag == 0) return bad("GET_NAK with tag 0");
+      if (h.status >= 0) return bad("GET_NAK with status " + std::to_string(h.status));
+      break;
+    case MsgKind::Noop:
+      break;
+  }
+  return d;
+}
+
+}  // namespace lnet::mpi
