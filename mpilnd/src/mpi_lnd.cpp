@@ -40,7 +40,7 @@ MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts)
   int flag = 0;
   if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub)
     tag_ub_ = static_cast<std::uint32_t>(*static_cast<int*>(ub));
-  grant_ = std::clamp(ni.config.tunables.peer_credits, 1, 255);
+  grant_ = std::clamp(opts_.credits, 1, 255);
   buf_size_ = kMsgHdrSize + std::max<std::size_t>(kHelloSize, kHeaderSize + opts_.short_max);
   peers_.resize(static_cast<std::size_t>(size_));
 }

@@ -2,6 +2,7 @@
 #include "mpi_wire.hpp"
 
 #include <cerrno>
+#include <cstdio>
 
 namespace lnet::mpi {
 
@@ -78,7 +79,11 @@ void encode_hello(const Hello& h, std::span<std::uint8_t, kHelloSize> out) {
 Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
   if (in.size() < kMsgHdrSize) return bad(std::to_string(in.size()) + " bytes, shorter than its header");
   const std::uint8_t* p = in.data();
-  if (get32(p) != kMagic) return bad("magic " + std::to_string(get32(p)));
+  if (get32(p) != kMagic) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", get32(p));
+    return bad(std::string("magic ") + hex);
+  }
   if (get16(p + 4) != kVersion) return bad("version " + std::to_string(get16(p + 4)));
   Decoded d;
   MsgHdr& h = d.hdr;

@@ -39,6 +39,7 @@ struct Options {
   unsigned net_number = 0;        // LNET_MPI_NET: the network is mpi<N>
   std::uint32_t short_max = 8192; // LNET_MPI_SHORT_MAX: largest payload sent inline
   unsigned pool_depth = 64;       // LNET_MPI_POOL: persistent short-message receives
+  int credits = 8;                // LNET_MPI_CREDITS: short messages a peer may have in flight to us
   ProgressMode progress = ProgressMode::Auto;  // LNET_MPI_PROGRESS: auto | thread | poll
   OnError on_error = OnError::Return;          // LNET_MPI_ON_ERROR: return | abort
   int timeout = 50;               // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
@@ -89,6 +90,9 @@ class Session {
   ProcessId id(int rank) const { return ProcessId{nid(rank), pid_}; }
   // Whether a progress thread runs (else the application drives progress).
   bool progress_thread() const;
+  // The LND's duplicate communicator: for tools and tests that need to reach the LND's
+  // peers directly (the bad-input tests); LNet traffic uses tag 0 and the bulk tags.
+  MPI_Comm communicator() const { return comm_; }
   Stats stats() const;
 
  private:

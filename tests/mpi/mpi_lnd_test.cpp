@@ -1,0 +1,456 @@
+// The MPI LND under mpirun (GoogleTest in every rank, the same tests in the same order).
+// Each test is collective: it starts a Session, has ranks talk in a ring (rank ->
+// rank + 1), and ends with a barrier that keeps driving progress, so ranks that drive
+// progress themselves (LNET_MPI_PROGRESS=poll) keep serving the others. The suite runs
+// once per progress model (see tests/CMakeLists.txt). Only rank 0 prints.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <lnet/lnet.hpp>
+#include <lnet/mpi.hpp>
+
+namespace lnet {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr unsigned kPortal = 30;
+constexpr std::uint64_t kBits = 0xb175;
+
+// Events of the MDs of one test, waited for while driving progress. The handlers share
+// the state, so an MD that outlives the test (its UNLINK comes at shutdown) is harmless.
+class Events {
+ public:
+  EventHandler handler() {
+    return [st = st_](const Event& e) {
+      std::lock_guard g(st->m);
+      st->events.push_back(e);
+      st->cv.notify_all();
+    };
+  }
+  // Waits (up to `t`) for `n` events of type `type`; returns how many there are.
+  std::size_t wait(EventType type, std::size_t n, std::chrono::milliseconds t = 30000ms) {
+    std::unique_lock lk(st_->m);
+    wait_with_progress(lk, st_->cv, std::chrono::steady_clock::now() + t, [&] { return count_locked(type) >= n; });
+    return count_locked(type);
+  }
+  std::optional<Event> first(EventType type, std::chrono::milliseconds t = 30000ms) {
+    if (wait(type, 1, t) == 0) return std::nullopt;
+    std::lock_guard g(st_->m);
+    for (const Event& e : st_->events)
+      if (e.type == type) return e;
+    return std::nullopt;
+  }
+  void clear() {
+    std::lock_guard g(st_->m);
+    st_->events.clear();
+  }
+
+ private:
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<Event> events;
+  };
+  std::size_t count_locked(EventType type) const {
+    std::size_t n = 0;
+    for (const Event& e : st_->events) n += e.type == type;
+    return n;
+  }
+  std::shared_ptr<State> st_ = std::make_shared<State>();
+};
+
+int world_rank() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// A barrier that drives LNet progress while it waits.
+void sync(mpi::Session& s) {
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  int done = 0;
+  while (!done) {
+    if (!s.lnet().progress()) std::this_thread::sleep_for(20us);
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  }
+}
+
+// Whether every rank passed (collective; call at the end of each test).
+bool all_ok(mpi::Session& s) {
+  int mine = ::testing::Test::HasFailure() ? 0 : 1, all = 0;
+  sync(s);
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+std::unique_ptr<mpi::Session> start(mpi::Options opts) {
+  auto s = mpi::Session::start(MPI_COMM_WORLD, Config{}, opts);
+  EXPECT_TRUE(s) << s.message();
+  return s ? std::move(*s) : nullptr;
+}
+
+mpi::Options env_options() {
+  auto o = mpi::Options::from_env();
+  EXPECT_TRUE(o) << o.message();
+  return o ? *o : mpi::Options{};
+}
+
+char pattern(std::size_t i, std::size_t salt) { return static_cast<char>((i * 131 + salt * 17 + 1) & 0xff); }
+
+// A buffer seen through an iovec of uneven fragments (or one piece).
+struct Buffer {
+  std::vector<char> bytes;
+  std::vector<iovec> frags;
+  Buffer(std::size_t n, bool split) : bytes(n) {
+    if (!split) return;
+    std::size_t pos = 0, f = 1;
+    while (pos < n && frags.size() + 1 < kMaxIov) {
+      std::size_t len = std::min(n - pos, f * 977 % 5003 + 1);
+      frags.push_back(iovec{bytes.data() + pos, len});
+      pos += len;
+      ++f;
+    }
+    if (pos < n) frags.push_back(iovec{bytes.data() + pos, n - pos});
+    if (frags.empty()) frags.push_back(iovec{bytes.data(), 0});
+  }
+  void describe(MdDesc& d) {
+    if (frags.empty()) {
+      d.start = bytes.data();
+      d.length = bytes.size();
+    } else {
+      d.iov = frags;
+      d.options |= kMdIovec;
+    }
+  }
+};
+
+// Rank r exposes a `size`-byte buffer for PUT and GET; rank r-1 PUTs a pattern into it
+// (with ACK) and GETs it back, checking both.
+void put_get_ring(mpi::Session& s, std::size_t size, bool split) {
+  SCOPED_TRACE(::testing::Message() << size << " bytes" << (split ? ", iovec" : ""));
+  Instance& lnet = s.lnet();
+  int n = s.size(), r = s.rank();
+  Events target_ev, ev;
+  Buffer target(size, split);
+  auto me = lnet.me_attach(kPortal, ProcessId::any(), kBits, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  MdDesc td;
+  td.options = kMdOpPut | kMdOpGet | kMdManageRemote;
+  td.handler = target_ev.handler();
+  target.describe(td);
+  auto tmd = lnet.md_attach(*me, td, Unlink::Retain);
+  ASSERT_TRUE(tmd);
+  sync(s);
+
+  ProcessId peer = s.id((r + 1) % n);
+  Buffer out(size, split), back(size, split);
+  for (std::size_t i = 0; i < size; ++i) out.bytes[i] = pattern(i, size + static_cast<std::size_t>(r));
+  MdDesc pd;
+  pd.threshold = 2;
+  pd.handler = ev.handler();
+  out.describe(pd);
+  auto pmd = lnet.md_bind(pd, Unlink::Unlink);
+  ASSERT_TRUE(pmd);
+  ASSERT_EQ(lnet.put(Nid::any(), *pmd, AckReq::Ack, peer, kPortal, kBits, 0, 0), 0);
+  auto ack = ev.first(EventType::Ack);
+  ASSERT_TRUE(ack) << "no ACK";
+  EXPECT_EQ(ack->status, 0);
+  EXPECT_EQ(ack->mlength, size);
+
+  if (size) std::memset(back.bytes.data(), 0x5a, size);
+  MdDesc gd;
+  gd.threshold = 2;
+  gd.handler = ev.handler();
+  back.describe(gd);
+  auto gmd = lnet.md_bind(gd, Unlink::Unlink);
+  ASSERT_TRUE(gmd);
+  ASSERT_EQ(lnet.get(Nid::any(), *gmd, peer, kPortal, kBits, 0), 0);
+  auto reply = ev.first(EventType::Reply);
+  ASSERT_TRUE(reply) << "no REPLY";
+  EXPECT_EQ(reply->status, 0);
+  EXPECT_EQ(reply->mlength, size);
+  EXPECT_TRUE(out.bytes == back.bytes) << "GET returned other bytes than the PUT wrote";
+
+  // What our predecessor PUT into our buffer.
+  auto put = target_ev.first(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->mlength, size);
+  int prev = (r + n - 1) % n;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < size; ++i) bad += target.bytes[i] != pattern(i, size + static_cast<std::size_t>(prev));
+  EXPECT_EQ(bad, 0u) << "bytes differ in the PUT from rank " << prev;
+  target_ev.wait(EventType::Get, 1);
+  sync(s);
+  EXPECT_EQ(lnet.md_unlink(*tmd), 0);
+}
+
+TEST(MpiLnd, EveryRankPingsEveryRank) {
+  auto s = start(env_options());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->nid(s->rank()), s->lnet().nids().back());
+  sync(*s);
+  for (int peer = 0; peer < s->size(); ++peer) {
+    if (peer == s->rank()) continue;
+    auto p = s->lnet().ping(s->id(peer), 20s);
+    ASSERT_TRUE(p) << "ping of rank " << peer << ": " << p.message();
+    EXPECT_EQ(p->id.pid, s->pid());
+    ASSERT_EQ(p->info.nis.size(), 2u);
+    EXPECT_EQ(p->info.nis[1].nid, s->nid(peer));
+  }
+  EXPECT_EQ(s->stats().handshakes, static_cast<std::uint64_t>(s->size() - 1));
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, PutAndGetAroundTheThreshold) {
+  mpi::Options o = env_options();
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  std::size_t t = o.short_max;
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, t - 1, t, t + 1, std::size_t{1} << 20}) {
+    put_get_ring(*s, size, false);
+    put_get_ring(*s, size, true);
+  }
+  auto st = s->stats();
+  EXPECT_GT(st.immediate, 0u);
+  EXPECT_GT(st.bulk, 0u) << "payloads above the threshold go as bulk transfers";
+  EXPECT_GT(st.rdma_gets, 0u) << "GETs are optimised";
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, ChunkedTransfers) {
+  // Bulk transfers in many MPI messages (what happens above INT_MAX bytes, scaled down).
+  mpi::Options o = env_options();
+  o.chunk = 1000;
+  o.short_max = 512;
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  for (std::size_t size : {std::size_t{513}, std::size_t{12345}, std::size_t{1} << 20}) {
+    put_get_ring(*s, size, false);
+    put_get_ring(*s, size, true);
+  }
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, TruncatedAndDroppedBulkPayloads) {
+  Events tev, ev;
+  auto s = start(env_options());
+  ASSERT_TRUE(s);
+  Instance& lnet = s->lnet();
+  int n = s->size(), r = s->rank();
+  std::vector<char> small(100000);
+  auto me = lnet.me_attach(kPortal, ProcessId::any(), kBits, 0, Unlink::Retain, InsPos::After);
+  MdDesc td;
+  td.start = small.data();
+  td.length = small.size();
+  td.options = kMdOpPut | kMdTruncate | kMdManageRemote;
+  td.handler = tev.handler();
+  ASSERT_TRUE(lnet.md_attach(*me, td, Unlink::Retain));
+  sync(*s);
+  std::vector<char> big(1 << 20, 'q');
+  for (unsigned portal : {kPortal, kPortal + 1}) {  // the second matches nothing
+    ev.clear();
+    MdDesc d;
+    d.start = big.data();
+    d.length = big.size();
+    d.threshold = 2;
+    d.handler = ev.handler();
+    auto md = lnet.md_bind(d, Unlink::Unlink);
+    ASSERT_EQ(lnet.put(Nid::any(), *md, AckReq::Ack, s->id((r + 1) % n), portal, kBits, 0, 0), 0);
+    auto sent = ev.first(EventType::Send);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->status, 0) << "the payload went, wanted or not (portal " << portal << ")";
+    if (portal == kPortal) {
+      auto ack = ev.first(EventType::Ack);
+      ASSERT_TRUE(ack);
+      EXPECT_EQ(ack->mlength, small.size());
+    } else {
+      (void)lnet.md_unlink(*md);
+    }
+  }
+  auto put = tev.first(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->rlength, 1u << 20);
+  EXPECT_EQ(put->mlength, small.size());
+  EXPECT_EQ(small[99999], 'q');
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, GetOfNothingFailsWithoutHanging) {
+  Events ev;
+  auto s = start(env_options());
+  ASSERT_TRUE(s);
+  std::vector<char> sink(50000);
+  MdDesc d;
+  d.start = sink.data();
+  d.length = sink.size();
+  d.threshold = 2;
+  d.handler = ev.handler();
+  auto md = s->lnet().md_bind(d, Unlink::Unlink);
+  sync(*s);
+  ASSERT_EQ(s->lnet().get(Nid::any(), *md, s->id((s->rank() + 1) % s->size()), kPortal + 2, kBits, 0), 0);
+  auto reply = ev.first(EventType::Reply);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, -ENODATA) << "the target said that nothing matched";
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, ThousandsOfMessagesExhaustAndRecoverCredits) {
+  Events tev, ev;
+  mpi::Options o = env_options();
+  o.credits = 2;  // the core hands each peer up to 8 messages at a time: the LND runs out
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  Instance& lnet = s->lnet();
+  int n = s->size(), r = s->rank();
+  constexpr std::size_t kMsgs = 5000;
+  constexpr std::size_t kSize = 64;
+  std::vector<char> inbox(kMsgs * kSize);
+  auto me = lnet.me_attach(kPortal, ProcessId::any(), kBits, 0, Unlink::Retain, InsPos::After);
+  MdDesc td;
+  td.start = inbox.data();
+  td.length = inbox.size();
+  td.options = kMdOpPut;  // local offsets: the messages land one after another
+  td.handler = tev.handler();
+  ASSERT_TRUE(lnet.md_attach(*me, td, Unlink::Retain));
+  sync(*s);
+  std::vector<char> out(kSize, static_cast<char>('a' + r));
+  MdDesc d;
+  d.start = out.data();
+  d.length = out.size();
+  d.handler = ev.handler();
+  auto md = lnet.md_bind(d, Unlink::Retain);
+  ProcessId peer = s->id((r + 1) % n);
+  for (std::size_t i = 0; i < kMsgs; ++i)
+    ASSERT_EQ(lnet.put(Nid::any(), *md, AckReq::NoAck, peer, kPortal, kBits, 0, 0), 0);
+  EXPECT_EQ(ev.wait(EventType::Send, kMsgs, 120000ms), kMsgs);
+  EXPECT_EQ(tev.wait(EventType::Put, kMsgs, 120000ms), kMsgs);
+  char want = static_cast<char>('a' + (r + n - 1) % n);
+  EXPECT_EQ(std::count(inbox.begin(), inbox.end(), want), static_cast<long>(inbox.size()));
+  // Deterministic when the application drives progress: no rank returns credits while it
+  // is busy sending, so its predecessor must wait for them.
+  if (!s->progress_thread()) {
+    EXPECT_GT(s->stats().credit_waits, 0u) << "5000 messages must have run out of credits";
+  }
+  EXPECT_EQ(s->stats().timeouts, 0u);
+  (void)lnet.md_unlink(*md);
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, SilentPeerTimesOutInsteadOfHanging) {
+    Events ev;
+  // Rank 1 ignores handshakes: rank 0's messages to it fail after the timeout.
+  mpi::Options o = env_options();
+  o.timeout = 2;
+  o.mute = world_rank() == 1;
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  sync(*s);
+  if (s->rank() == 0) {
+    char byte = 1;
+    MdDesc d;
+    d.start = &byte;
+    d.length = 1;
+    d.threshold = 1;
+    d.handler = ev.handler();
+    auto md = s->lnet().md_bind(d, Unlink::Unlink);
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(s->lnet().put(Nid::any(), *md, AckReq::NoAck, s->id(1), kPortal, kBits, 0, 0), 0);
+    auto sent = ev.first(EventType::Send, 60000ms);
+    ASSERT_TRUE(sent) << "the send never completed";
+    EXPECT_EQ(sent->status, -ETIMEDOUT);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+    EXPECT_FALSE(s->lnet().ping(s->id(1), 10s));
+    EXPECT_GE(s->stats().timeouts, 1u);
+  }
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
+  auto s = start(env_options());
+  ASSERT_TRUE(s);
+  sync(*s);
+  if (s->rank() == 0) {
+    // Straight onto the LND's communicator and tag: garbage, a truncated header, a bad
+    // version, an unknown kind, and an IMMEDIATE longer than it says.
+    std::vector<std::vector<unsigned char>> bad = {
+        {1, 2, 3},
+        std::vector<unsigned char>(40, 0xff),
+        {0x4e, 0x4c, 0x50, 0x4d, 9, 0, 7, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 99, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 3, 0, 33, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    };
+    for (auto& b : bad)
+      MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, 1, 0, s->communicator());
+  }
+  sync(*s);
+  // The receiver dropped them and still talks to the sender.
+  if (s->rank() == 0) {
+    auto p = s->lnet().ping(s->id(1), 20s);
+    EXPECT_TRUE(p) << p.message();
+  }
+  sync(*s);
+  if (s->rank() == 1) {
+    EXPECT_EQ(s->stats().bad_messages, 5u);
+  }
+  EXPECT_TRUE(all_ok(*s));
+}
+
+TEST(MpiLnd, OptionsFromTheEnvironment) {
+  setenv("LNET_MPI_SHORT_MAX", "100", 1);
+  setenv("LNET_MPI_PROGRESS", "sometimes", 1);
+  auto bad = mpi::Options::from_env();
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("LNET_MPI_PROGRESS='sometimes'"), std::string::npos);
+  unsetenv("LNET_MPI_PROGRESS");
+  setenv("LNET_MPI_POOL", "0", 1);
+  EXPECT_FALSE(mpi::Options::from_env());
+  unsetenv("LNET_MPI_POOL");
+  auto ok = mpi::Options::from_env();
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->short_max, 100u);
+  unsetenv("LNET_MPI_SHORT_MAX");
+  for (const EnvVar& v : mpi::env_vars()) EXPECT_NE(mpi::env_help().find(v.name), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lnet
+
+namespace {
+// Ranks other than 0 print only their failures, prefixed with the rank.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", lnet::world_rank(), r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (lnet::world_rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter);
+  }
+  int rc = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (lnet::world_rank() == 0 && worst != rc) std::fprintf(stderr, "another rank failed\n");
+  MPI_Finalize();
+  return worst;
+}
