@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Configures and builds one CMake preset (default: "default"): scripts/build.sh [preset]
+# Configures and builds one CMake preset (default: "default"):
+#   scripts/build.sh [preset] [target...]
+# The mpich preset builds only what its tests need (the MPI LND, its tests, the example).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-default}"
+shift || true
+targets=("$@")
+if ((${#targets[@]} == 0)) && [ "$preset" = mpich ]; then targets=(lnet_mpi_test mpi_ping); fi
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset"
+if ((${#targets[@]})); then
+  cmake --build --preset "$preset" --target "${targets[@]}"
+else
+  cmake --build --preset "$preset"
+fi

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs the test suite: the plain build, the
-# ASan+UBSan build and the TSan build (each its own preset and build directory).
-#   scripts/test.sh              all three
-#   scripts/test.sh default      just one preset (default | asan | tsan)
+# ASan+UBSan build, the TSan build, and the MPI LND against MPICH (each its own preset
+# and build directory).
+#   scripts/test.sh              all four
+#   scripts/test.sh default      just one preset (default | asan | tsan | mpich)
 #   scripts/test.sh fuzz         long libFuzzer runs (clang), not part of the default run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 presets=("$@")
-((${#presets[@]})) || presets=(default asan tsan)
+((${#presets[@]})) || presets=(default asan tsan mpich)
 for p in "${presets[@]}"; do
   echo "=== build: $p"
   scripts/build.sh "$p"
