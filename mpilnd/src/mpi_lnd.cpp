@@ -83,7 +83,12 @@ int MpiNi::start() {
     return -EINVAL;
   }
   if (want_thread) {
-    thread_ = std::thread([this] { thread_main(); });
+    std::unique_lock g(nap_mu_);  // thread_id_ is set before the thread looks
+    thread_ = std::thread([this] {
+      { std::lock_guard w(nap_mu_); }
+      thread_main();
+    });
+    thread_id_ = thread_.get_id();
   } else {
     progress_id_ = add_progress([](void* self) { return static_cast<MpiNi*>(self)->progress(); }, this);
     if (progress_id_ < 0) return progress_id_;
@@ -105,14 +110,25 @@ void MpiNi::thread_main() {
     // to idle_us: an idle rank costs next to no CPU, a busy one answers at once.
     if (++idle < 200) continue;
     int us = std::min(opts_.idle_us, 5 << std::min(idle - 200, 10));
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    std::unique_lock lk(nap_mu_);
+    napping_.store(true);
+    if (!kicked_.exchange(false) && !stopping_.load()) nap_cv_.wait_for(lk, std::chrono::microseconds(us));
+    napping_.store(false);
+  }
+}
+
+void MpiNi::kick() {
+  if (!thread_.joinable() || std::this_thread::get_id() == thread_id_) return;
+  kicked_.store(true);
+  if (napping_.load()) {
+    std::lock_guard g(nap_mu_);
+    nap_cv_.notify_one();
   }
 }
 
 // ---------------------------------------------------------------- pools
 
-Tx* MpiNi::get_tx() {
-  std::lock_guard g(mu_);
+Tx* MpiNi::get_tx_locked() {
   if (Tx* t = free_tx_.pop_front()) return t;
   return &tx_store_.emplace_back();
 }
@@ -155,7 +171,8 @@ void MpiNi::put_bulk_locked(Bulk* b) {
 Rx* MpiNi::get_rx_locked() {
   Rx* rx = free_rx_.pop_front();
   if (!rx) rx = &rx_store_.emplace_back();
-  rx->received = rx->parsed = false;
+  rx->received = rx->parsed = rx->received_in_parse = false;
+  rx->parser.store(std::thread::id(), std::memory_order_relaxed);
   return rx;
 }
 
@@ -214,20 +231,31 @@ void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj) {
 
 // ---------------------------------------------------------------- sending
 
+// Sends tx->buf as a short message. MPI often completes a small send at once (an eager
+// copy): then it is finished here rather than tracked until the next round of progress.
+// Returns kSent (tracked), kSentDone (finished already) or kSendFailed (an MPI error:
+// the caller fails the send).
+int MpiNi::isend_locked(Tx* tx) {
+  MPI_Request r;
+  if (!check(MPI_Isend(tx->buf.data(), static_cast<int>(tx->buf.size()), MPI_BYTE, tx->peer->rank, kShortTag, comm_, &r),
+             "MPI_Isend"))
+    return kSendFailed;
+  int flag = 0;
+  if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) return kSentDone;
+  add_request(r, Owner::TxShort, tx);
+  return kSent;
+}
+
 int MpiNi::send(LndMessage& msg) {
   Nid to = msg.next_hop;
   if (to.net() != ni_.nid.net() || to.addr() >= static_cast<std::uint32_t>(size_)) return -EHOSTUNREACH;
-  Tx* tx = get_tx();
-  tx->msg = &msg;
   Done done;
   {
     std::lock_guard g(mu_);
-    if (stopped_) {
-      put_tx_locked(tx);
-      return -ESHUTDOWN;
-    }
+    if (stopped_) return -ESHUTDOWN;
+    Tx* tx = get_tx_locked();
+    tx->msg = &msg;
     tx->peer = peer_locked(static_cast<int>(to.addr()));
-    tx->deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
     if (may_call_mpi()) {
       enqueue_locked(tx, done);
     } else {
@@ -235,13 +263,17 @@ int MpiNi::send(LndMessage& msg) {
     }
   }
   complete(done);
+  kick();  // its completion (or its queue) is the progress thread's to handle
   return 0;
 }
 
 void MpiNi::enqueue_locked(Tx* tx, Done& done) {
   Peer& p = *tx->peer;
-  if (p.state == Peer::State::Ready && (p.tx_credits <= 0 || !p.queue.empty()))
-    stats_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+  if (p.state != Peer::State::Ready || p.tx_credits <= 0 || !p.queue.empty()) {
+    // It will wait (for the handshake or a credit): from now on, for so long at most.
+    tx->deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
+    if (p.state == Peer::State::Ready) stats_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+  }
   p.queue.push_back(tx);
   flush_locked(p, done);
 }
@@ -270,8 +302,7 @@ std::uint8_t MpiNi::take_owed(Peer& p) {
 }
 
 void MpiNi::post_control_locked(Peer& p, MsgKind kind) {
-  Tx* tx = free_tx_.pop_front();
-  if (!tx) tx = &tx_store_.emplace_back();
+  Tx* tx = get_tx_locked();
   tx->peer = &p;
   tx->kind = kind;
   bool hello = kind == MsgKind::Query || kind == MsgKind::Response;
@@ -292,14 +323,8 @@ void MpiNi::post_control_locked(Peer& p, MsgKind kind) {
     he.chunk = opts_.chunk;
     encode_hello(he, std::span<std::uint8_t, kHelloSize>(tx->buf.data() + kMsgHdrSize, kHelloSize));
   }
-  MPI_Request r;
   tx->pending = 1;
-  if (!check(MPI_Isend(tx->buf.data(), static_cast<int>(tx->buf.size()), MPI_BYTE, p.rank, kShortTag, comm_, &r),
-             "MPI_Isend")) {
-    put_tx_locked(tx);
-    return;
-  }
-  add_request(r, Owner::TxShort, tx);
+  if (isend_locked(tx) != kSent) put_tx_locked(tx);
 }
 
 // Posts a queued Tx (the handshake is done and a credit is free).
@@ -366,9 +391,11 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
   h.status = tx->status;
   encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(b, kMsgHdrSize));
   --p.tx_credits;
-  tx->pending = 1;
-  MPI_Request r;
-  if (!check(MPI_Isend(b, static_cast<int>(tx->buf.size()), MPI_BYTE, p.rank, kShortTag, comm_, &r), "MPI_Isend")) {
+  // One part for the short message, one more for a bulk payload (counted before the
+  // short send may finish at once).
+  tx->pending = tx->kind == MsgKind::Bulk ? 2 : 1;
+  int sent = isend_locked(tx);
+  if (sent == kSendFailed) {
     ++p.tx_credits;
     if (tx->kind == MsgKind::Bulk) free_tag(p, tag);
     if (tx->kind == MsgKind::GetReq) {
@@ -382,8 +409,9 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
     fail_tx_locked(tx, -EIO, HealthStatus::LocalError, done);
     return;
   }
-  add_request(r, Owner::TxShort, tx);
-  if (tx->kind == MsgKind::Bulk) {
+  bool bulk = tx->kind == MsgKind::Bulk;
+  if (sent == kSentDone) tx_part_done_locked(tx, 0, done);  // a bulk Tx still waits for its payload
+  if (bulk) {
     LndMessage& m = *tx->msg;
     Bulk* bk = get_bulk_locked();
     bk->send = true;
@@ -397,7 +425,6 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
     bk->len = bk->total = m.len;
     bk->nchunks = chunk_count(bk->total, chunk_for(p));
     tx->bulk = bk;
-    ++tx->pending;
     if (!post_bulk_locked(bk)) {
       // The header went: the peer waits for a payload that will not come until its
       // own timeout. Ours fails now.
@@ -557,6 +584,13 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
   auto* rx = static_cast<Rx*>(priv);
   Done done;
   if (rx->kind == MsgKind::Immediate) {
+    if (rx->parser.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+      // Within parse(): the pool buffer is ours until handle_pool_rx frees the Rx.
+      if (msg && mlen) copy_to_fragments(iov, niov, offset, rx->payload, std::min(mlen, rx->payload_len));
+      rx->received_in_parse = true;
+      if (msg) host_.finalize(msg, 0);
+      return 0;
+    }
     bool free_it;
     {
       std::lock_guard g(rx->mutex);
@@ -576,13 +610,11 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
     Peer& p = *rx->peer;
     if (rx->kind == MsgKind::GetReq && !msg) {
       // The GET matched nothing: tell the initiator, whose sink waits.
-      Tx* tx = free_tx_.pop_front();
-      if (!tx) tx = &tx_store_.emplace_back();
+      Tx* tx = get_tx_locked();
       tx->peer = &p;
       tx->kind = MsgKind::GetNak;
       tx->tag = rx->tag;
       tx->status = -ENODATA;
-      tx->deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
       if (may_call_mpi() && !stopped_) enqueue_locked(tx, done); else if (!stopped_) deferred_.push_back(tx); else put_tx_locked(tx);
     } else {
       Bulk* b = get_bulk_locked();
@@ -622,6 +654,7 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
     if (free_it) put_rx_locked(rx);
   }
   complete(done);
+  kick();
   return 0;
 }
 
@@ -701,6 +734,7 @@ void MpiNi::handle_pool_rx(int index, int source, int count, Done& done) {
         rx->sink_length = d->lnet.msg.get.sink_length;
         rx->payload = d->payload.data();
         rx->payload_len = static_cast<std::uint32_t>(d->payload.size());
+        rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
         break;
       case MsgKind::Noop:
         break;
@@ -734,7 +768,10 @@ void MpiNi::handle_pool_rx(int index, int source, int count, Done& done) {
     rx = nullptr;
   }
   std::lock_guard g(mu_);
-  if (rx) {
+  if (rx && rx->received_in_parse) {
+    put_rx_locked(rx);
+  } else if (rx) {
+    rx->parser.store(std::thread::id(), std::memory_order_relaxed);  // from now on recv() may come from any thread
     bool free_it;
     {
       std::lock_guard rg(rx->mutex);
@@ -777,35 +814,39 @@ bool MpiNi::progress() {
       }
       worked = true;
     }
-    auto now = Clock::now();
-    if (now >= next_timeout_check_) {
-      check_timeouts_locked(now, done);
-      next_timeout_check_ = now + kTimeoutScan;
+    // The clock is read every so many rounds only: a busy loop would spend more time
+    // in it than in MPI.
+    if ((++rounds_ & 255) == 0) {
+      auto now = Clock::now();
+      if (now >= next_timeout_check_) {
+        check_timeouts_locked(now, done);
+        next_timeout_check_ = now + kTimeoutScan;
+      }
     }
-    int n = static_cast<int>(reqs_.size());
+    // Sends and bulk transfers: MPI_Testsome over what is outstanding (it also runs
+    // MPI's progress engine once).
+    const std::size_t depth = opts_.pool_depth;
+    int n = static_cast<int>(reqs_.size() - depth);
     indices_.resize(reqs_.size());
     statuses_.resize(reqs_.size());
     int out = 0;
-    int rc = n ? MPI_Testsome(n, reqs_.data(), &out, indices_.data(), statuses_.data()) : MPI_SUCCESS;
+    int rc = n ? MPI_Testsome(n, reqs_.data() + depth, &out, indices_.data(), statuses_.data()) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
       check(rc, "MPI_Testsome");
       out = 0;
     }
     if (out == MPI_UNDEFINED) out = 0;
     for (int k = 0; k < out; ++k) {
-      int i = indices_[static_cast<std::size_t>(k)];
+      std::size_t i = depth + static_cast<std::size_t>(indices_[static_cast<std::size_t>(k)]);
       const MPI_Status& st = statuses_[static_cast<std::size_t>(k)];
-      Completion c{owners_[static_cast<std::size_t>(i)], i, st, MPI_SUCCESS, 0};
-      if (rc == MPI_ERR_IN_STATUS) c.err = st.MPI_ERROR;
-      if (c.owner.kind == Owner::PoolRx) MPI_Get_count(&st, MPI_BYTE, &c.count);
-      completed_.push_back(c);
+      completed_.push_back(Completion{owners_[i], static_cast<int>(i), st, rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS, 0});
     }
     if (out > 0) {
       worked = true;
       // Drop the finished one-shot requests (MPI set them to MPI_REQUEST_NULL), keeping
       // the persistent pool at the front.
-      std::size_t w = opts_.pool_depth;
-      for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
+      std::size_t w = depth;
+      for (std::size_t r = depth; r < reqs_.size(); ++r) {
         if (reqs_[r] == MPI_REQUEST_NULL) continue;
         reqs_[w] = reqs_[r];
         owners_[w] = owners_[r];
@@ -813,6 +854,21 @@ bool MpiNi::progress() {
       }
       reqs_.resize(w);
       owners_.resize(w);
+    }
+    // The pool: its receives match arriving messages in the order they were started
+    // (MPI's non-overtaking rule), and they are restarted in the order they complete, so
+    // only the oldest one needs testing. The cost is one test per message, whatever the
+    // depth, and messages are handled in the order they arrived.
+    for (std::size_t k = 0; k < depth; ++k) {
+      int flag = 0;
+      MPI_Status st;
+      int trc = MPI_Test(&reqs_[pool_head_], &flag, &st);
+      if (!flag && trc == MPI_SUCCESS) break;
+      Completion c{owners_[pool_head_], static_cast<int>(pool_head_), st, trc, 0};
+      if (trc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, &c.count);
+      completed_.push_back(c);
+      pool_head_ = pool_head_ + 1 == depth ? 0 : pool_head_ + 1;
+      worked = true;
     }
   }
   for (const Completion& c : completed_) {
@@ -936,8 +992,14 @@ Stats MpiNi::stats() const {
 // ---------------------------------------------------------------- shutdown
 
 void MpiNi::stop() {
-  stopping_.store(true, std::memory_order_release);
-  if (thread_.joinable()) thread_.join();
+  stopping_.store(true);
+  if (thread_.joinable()) {
+    {
+      std::lock_guard g(nap_mu_);
+      nap_cv_.notify_one();
+    }
+    thread_.join();
+  }
   if (progress_id_ >= 0) remove_progress(progress_id_);
   progress_id_ = -1;
   std::lock_guard pl(progress_mu_);

@@ -121,6 +121,10 @@ struct Rx {
   std::vector<std::uint8_t> heap;        // the payload when the host delays the receive
   bool received = false;                 // recv() ran
   bool parsed = false;                   // parse() returned (whoever comes second frees it)
+  // The common case: the host receives an IMMEDIATE within parse(), on the thread that
+  // handles the pool buffer. Then neither the mutex nor the flags above are needed.
+  std::atomic<std::thread::id> parser{};
+  bool received_in_parse = false;
 };
 
 struct Peer {
@@ -185,6 +189,8 @@ class MpiNi {
   bool check(int rc, const char* what);
   Peer* peer_locked(int rank);
   void add_request(MPI_Request r, Owner::Kind kind, void* obj);
+  enum { kSendFailed, kSent, kSentDone };
+  int isend_locked(Tx* tx);
   std::uint32_t alloc_tag(Peer& p, bool odd);
   void free_tag(Peer& p, std::uint32_t tag);
   std::uint32_t chunk_for(const Peer& p) const;
@@ -207,7 +213,7 @@ class MpiNi {
   void repost_locked(int index);
   void return_credit_locked(Peer& p, Done& done);
 
-  Tx* get_tx();
+  Tx* get_tx_locked();
   void put_tx_locked(Tx* tx);
   Bulk* get_bulk_locked();
   void put_bulk_locked(Bulk* b);
@@ -215,6 +221,7 @@ class MpiNi {
   void put_rx_locked(Rx* rx);
 
   void thread_main();
+  void kick();  // work for the progress thread (a no-op without one, or on it)
 
   NetInterface& ni_;
   LndHost& host_;
@@ -244,6 +251,8 @@ class MpiNi {
   std::deque<Bulk> bulk_store_;
   std::deque<Rx> rx_store_;
   Clock::time_point next_timeout_check_{};
+  std::uint32_t rounds_ = 0;        // progress rounds, to read the clock now and then
+  std::size_t pool_head_ = 0;       // the pool receive started longest ago
   bool stopped_ = false;
 
   std::mutex progress_mu_;          // one progressing thread at a time
@@ -252,7 +261,13 @@ class MpiNi {
   std::vector<Completion> completed_;
 
   std::thread thread_;
+  std::thread::id thread_id_;       // the progress thread's, set before it runs
   std::atomic<bool> stopping_{false};
+  // The progress thread naps when idle; work started by other threads wakes it.
+  std::mutex nap_mu_;
+  std::condition_variable nap_cv_;
+  std::atomic<bool> napping_{false};
+  std::atomic<bool> kicked_{false};
   int progress_id_ = -1;
 
   struct Counters {

@@ -4,31 +4,11 @@
 #include <cerrno>
 #include <cstdio>
 
+#include <lnet/byteorder.hpp>
+
 namespace lnet::mpi {
 
 namespace {
-
-void put16(std::uint8_t* p, std::uint16_t v) {
-  p[0] = static_cast<std::uint8_t>(v);
-  p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-void put32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-void put64(std::uint8_t* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint16_t get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
-std::uint32_t get32(const std::uint8_t* p) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-std::uint64_t get64(const std::uint8_t* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 Failure bad(const std::string& why) { return Failure{-EPROTO, "bad MPI LND message: " + why}; }
 
@@ -51,40 +31,40 @@ const char* kind_name(MsgKind k) {
 // tag u32 @12, stamp u64 @16, status i32 @24, reserved u32 @28 (0).
 void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out) {
   std::uint8_t* p = out.data();
-  put32(p, kMagic);
-  put16(p + 4, kVersion);
+  wire::put_le32(p, kMagic);
+  wire::put_le16(p + 4, kVersion);
   p[6] = static_cast<std::uint8_t>(h.kind);
   p[7] = h.credits;
-  put32(p + 8, h.nob);
-  put32(p + 12, h.tag);
-  put64(p + 16, h.stamp);
-  put32(p + 24, static_cast<std::uint32_t>(h.status));
-  put32(p + 28, 0);
+  wire::put_le32(p + 8, h.nob);
+  wire::put_le32(p + 12, h.tag);
+  wire::put_le64(p + 16, h.stamp);
+  wire::put_le32(p + 24, static_cast<std::uint32_t>(h.status));
+  wire::put_le32(p + 28, 0);
 }
 
 // Layout: proto_version, short_max, pool_depth, credits, pid, rank, chunk (u32 each),
 // reserved u32 (0).
 void encode_hello(const Hello& h, std::span<std::uint8_t, kHelloSize> out) {
   std::uint8_t* p = out.data();
-  put32(p, h.proto_version);
-  put32(p + 4, h.short_max);
-  put32(p + 8, h.pool_depth);
-  put32(p + 12, h.credits);
-  put32(p + 16, h.pid);
-  put32(p + 20, h.rank);
-  put32(p + 24, h.chunk);
-  put32(p + 28, 0);
+  wire::put_le32(p, h.proto_version);
+  wire::put_le32(p + 4, h.short_max);
+  wire::put_le32(p + 8, h.pool_depth);
+  wire::put_le32(p + 12, h.credits);
+  wire::put_le32(p + 16, h.pid);
+  wire::put_le32(p + 20, h.rank);
+  wire::put_le32(p + 24, h.chunk);
+  wire::put_le32(p + 28, 0);
 }
 
 Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
   if (in.size() < kMsgHdrSize) return bad(std::to_string(in.size()) + " bytes, shorter than its header");
   const std::uint8_t* p = in.data();
-  if (get32(p) != kMagic) {
+  if (wire::get_le32(p) != kMagic) {
     char hex[16];
-    std::snprintf(hex, sizeof hex, "0x%08x", get32(p));
+    std::snprintf(hex, sizeof hex, "0x%08x", wire::get_le32(p));
     return bad(std::string("magic ") + hex);
   }
-  if (get16(p + 4) != kVersion) return bad("version " + std::to_string(get16(p + 4)));
+  if (wire::get_le16(p + 4) != kVersion) return bad("version " + std::to_string(wire::get_le16(p + 4)));
   Decoded d;
   MsgHdr& h = d.hdr;
   std::uint8_t kind = p[6];
@@ -92,10 +72,10 @@ Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
     return bad("unknown kind " + std::to_string(kind));
   h.kind = static_cast<MsgKind>(kind);
   h.credits = p[7];
-  h.nob = get32(p + 8);
-  h.tag = get32(p + 12);
-  h.stamp = get64(p + 16);
-  h.status = static_cast<std::int32_t>(get32(p + 24));
+  h.nob = wire::get_le32(p + 8);
+  h.tag = wire::get_le32(p + 12);
+  h.stamp = wire::get_le64(p + 16);
+  h.status = static_cast<std::int32_t>(wire::get_le32(p + 24));
   if (h.nob != in.size())
     return bad(std::string(kind_name(h.kind)) + " says " + std::to_string(h.nob) + " bytes, " +
                std::to_string(in.size()) + " arrived");
@@ -105,7 +85,7 @@ Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
     case MsgKind::Response: {
       if (body.size() < kHelloSize) return bad(std::string(kind_name(h.kind)) + " without its hello");
       const std::uint8_t* b = body.data();
-      d.hello = Hello{get32(b), get32(b + 4), get32(b + 8), get32(b + 12), get32(b + 16), get32(b + 20), get32(b + 24)};
+      d.hello = Hello{wire::get_le32(b), wire::get_le32(b + 4), wire::get_le32(b + 8), wire::get_le32(b + 12), wire::get_le32(b + 16), wire::get_le32(b + 20), wire::get_le32(b + 24)};
       if (d.hello.chunk == 0) return bad("hello with a chunk size of 0");
       break;
     }

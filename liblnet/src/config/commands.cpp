@@ -11,7 +11,7 @@
 
 #include "config/yaml_print.hpp"
 #include "core/core.hpp"
-#include "wire/endian.hpp"
+#include <lnet/byteorder.hpp>
 
 namespace lnet::dlc {
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "wire/endian.hpp"
+#include <lnet/byteorder.hpp>
 
 namespace lnet {
 

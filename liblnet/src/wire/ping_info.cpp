@@ -1,7 +1,7 @@
 // Encoding, decoding and validation of the ping-info buffer (ping replies and pushes).
 #include <lnet/wire.hpp>
 
-#include "wire/endian.hpp"
+#include <lnet/byteorder.hpp>
 
 namespace lnet {
 

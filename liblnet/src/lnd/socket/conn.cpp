@@ -11,7 +11,7 @@
 
 #include <lnet/log.hpp>
 
-#include "wire/endian.hpp"
+#include <lnet/byteorder.hpp>
 
 namespace lnet::sock {
 

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "wire/endian.hpp"
+#include <lnet/byteorder.hpp>
 
 namespace lnet::sock {
 
