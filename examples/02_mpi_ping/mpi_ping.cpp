@@ -29,7 +29,8 @@ struct Waiter {
       std::lock_guard g(m);
       if (e.status) {
         ++errors;
-        std::fprintf(stderr, "event %s status %d mlength %u\n", lnet::event_type_name(e.type), e.status, e.mlength);
+        std::fprintf(stderr, "mpi_ping: %s event from %s failed: %d\n", lnet::event_type_name(e.type),
+                     e.target.nid.to_string().c_str(), e.status);
       }
       if (e.type == lnet::EventType::Ack) ++acks;
       if (e.type == lnet::EventType::Reply) ++replies;
@@ -68,7 +69,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mpi_ping: bad value '%s' for %s\n", argv[i], a.c_str());
         return 2;
       }
-      (a == "--size" ? reinterpret_cast<long&>(size) : count) = v;
+      if (a == "--size")
+        size = static_cast<std::size_t>(v);
+      else
+        count = v;
       continue;
     }
     std::fprintf(stderr, "mpi_ping: unknown argument '%s' (--help)\n", a.c_str());
@@ -135,7 +139,10 @@ int main(int argc, char** argv) {
                              [&] { return w.replies > r || w.errors; });
     if (w.replies <= r || w.errors || std::memcmp(out.data(), back.data(), size) != 0) {
       bad = 1;
-      std::fprintf(stderr, "rank %d round %ld: acks %d replies %d errors %d same %d\n", rank, r, w.acks, w.replies, w.errors, std::memcmp(out.data(), back.data(), size) == 0);
+      std::fprintf(stderr, "mpi_ping: rank %d, round %ld: %s\n", rank, r,
+                   w.errors                  ? "an operation failed"
+                   : w.replies <= r          ? "no REPLY within 30 s"
+                                             : "the data read back differs from the data written");
     }
   }
   double round_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
