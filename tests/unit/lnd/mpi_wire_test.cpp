@@ -78,7 +78,8 @@ TEST(MpiWire, ImmediateCarriesHeaderAndPayload) {
   body.insert(body.end(), {7, 8, 9});
   MsgHdr h;
   h.kind = MsgKind::Immediate;
-  auto d = decode_msg(message(h, body));
+  auto m = message(h, body);  // the decoded payload points into it
+  auto d = decode_msg(m);
   ASSERT_TRUE(d) << d.message();
   EXPECT_EQ(d->lnet.type, MsgType::Put);
   ASSERT_EQ(d->payload.size(), 3u);
