@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,16 @@ struct Waiter {
       return false;
     });
     return found;
+  }
+  // Until the MD's last event (SEND and ACK/REPLY come in either order): the handler
+  // refers to this Waiter, which must outlive it.
+  bool wait_unlinked(int seconds) {
+    std::unique_lock lk(m);
+    return cv.wait_for(lk, std::chrono::seconds(seconds), [&] {
+      for (const Event& e : events)
+        if (e.unlinked) return true;
+      return false;
+    });
   }
 };
 
@@ -185,6 +196,11 @@ int main(int argc, char** argv) {
     failures += !put_ok + !get_ok;
     if (!ack) (void)lnet.md_unlink(*md);
     if (!reply) (void)lnet.md_unlink(*gmd);
+    if (!w.wait_unlinked(timeout) || !g.wait_unlinked(timeout)) {
+      std::fprintf(stderr, "lnet_xfer: an MD of the %u-byte round never completed\n", size);
+      std::fflush(nullptr);
+      std::_Exit(1);  // its handler may still run: do not destroy what it refers to
+    }
   }
   std::fflush(stdout);
   return failures ? 1 : 0;
