@@ -108,7 +108,12 @@ void MpiNi::thread_main() {
     }
     // Poll tightly for a while after the last completion, then nap, longer and longer up
     // to idle_us: an idle rank costs next to no CPU, a busy one answers at once.
-    if (++idle < 200) continue;
+    if (++idle < 200) {
+      // Let a thread that shares our core (the application's, often) run first: its
+      // send is what we would be waiting for.
+      std::this_thread::yield();
+      continue;
+    }
     int us = std::min(opts_.idle_us, 5 << std::min(idle - 200, 10));
     std::unique_lock lk(nap_mu_);
     napping_.store(true);
@@ -585,7 +590,7 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
   Done done;
   if (rx->kind == MsgKind::Immediate) {
     if (rx->parser.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
-      // Within parse(): the pool buffer is ours until handle_pool_rx frees the Rx.
+      // Within parse(): the pool buffer is ours until finish_pool_work_locked() frees the Rx.
       if (msg && mlen) copy_to_fragments(iov, niov, offset, rx->payload, std::min(mlen, rx->payload_len));
       rx->received_in_parse = true;
       if (msg) host_.finalize(msg, 0);
@@ -663,114 +668,122 @@ void MpiNi::repost_locked(int index) {
   check(MPI_Start(&reqs_[static_cast<std::size_t>(index)]), "MPI_Start");
 }
 
-void MpiNi::return_credit_locked(Peer& p, Done& done) {
-  ++p.owed;
-  if (p.owed >= std::max(1, grant_ / 2)) flush_locked(p, done);
-}
-
-void MpiNi::handle_pool_rx(int index, int source, int count, Done& done) {
+// A pool receive completed (under the mutex, within progress()): decode it, take the
+// credits it returns, answer the handshake, or hand an Rx to parse_pool_work(). The
+// receive is restarted by finish_pool_work_locked(), after the host has seen the buffer.
+void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done) {
+  PoolWork& w = pool_work_.emplace_back();
+  w.index = index;
+  if (err != MPI_SUCCESS) {
+    check(err, "pool receive");
+    return;
+  }
+  int source = st.MPI_SOURCE, count = 0;
+  MPI_Get_count(&st, MPI_BYTE, &count);
   const std::uint8_t* buf = pool_[static_cast<std::size_t>(index)].get();
   auto d = decode_msg(std::span(buf, static_cast<std::size_t>(std::max(count, 0))));
   if (!d) {
     stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
     LNET_LOG(Warn, kLogLnd, "%s: dropped a message from rank %d: %s", ni_.nid.to_string().c_str(), source,
              d.message().c_str());
-    Nid from;
-    {
-      std::lock_guard g(mu_);
-      repost_locked(index);
-      if (source >= 0 && source < size_) {
-        Peer* p = peer_locked(source);
-        from = p->nid;
-        p->down = true;
-      }
+    if (source >= 0 && source < size_) {
+      Peer* p = peer_locked(source);
+      p->down = true;
+      done.down.push_back(p->nid);
     }
-    if (!from.is_any()) host_.notify_peer(ni_, from, false);
     return;
   }
   MsgKind kind = d->hdr.kind;
-  Rx* rx = nullptr;
-  Peer* p;
-  bool came_back = false;
-  {
-    std::lock_guard g(mu_);
-    p = peer_locked(source);
-    came_back = p->down;
+  Peer* p = peer_locked(source);
+  w.peer = p;
+  w.kind = kind;
+  w.credit = takes_credit(kind);
+  if (p->down) {
     p->down = false;
-    if (d->hdr.credits) p->tx_credits += d->hdr.credits;
-    switch (kind) {
-      case MsgKind::Query:
-      case MsgKind::Response: {
-        if (opts_.mute) break;
-        const Hello& he = d->hello;
-        if (p->stamp && p->stamp != d->hdr.stamp)
-          LNET_LOG(Warn, kLogLnd, "%s: rank %d restarted (new incarnation)", ni_.nid.to_string().c_str(), source);
-        p->stamp = d->hdr.stamp;
-        p->short_max = he.short_max;
-        p->chunk = he.chunk;
-        if (kind == MsgKind::Query) {
-          post_control_locked(*p, MsgKind::Response);
-        } else if (p->state != Peer::State::Ready) {
-          p->state = Peer::State::Ready;
-          p->tx_credits = static_cast<int>(std::min<std::uint32_t>(he.credits, 255));
-          stats_.handshakes.fetch_add(1, std::memory_order_relaxed);
-        }
-        break;
-      }
-      case MsgKind::GetNak:
-        for (Bulk* s : p->sinks)
-          if (s->tag == d->hdr.tag) {
-            s->rc = d->hdr.status;
-            cancel_requests_of_locked(s);
-          }
-        break;
-      case MsgKind::Immediate:
-      case MsgKind::Bulk:
-      case MsgKind::GetReq:
-        rx = get_rx_locked();
-        rx->kind = kind;
-        rx->peer = p;
-        rx->tag = d->hdr.tag;
-        rx->sink_length = d->lnet.msg.get.sink_length;
-        rx->payload = d->payload.data();
-        rx->payload_len = static_cast<std::uint32_t>(d->payload.size());
-        rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
-        break;
-      case MsgKind::Noop:
-        break;
-    }
-    if (!rx) {
-      repost_locked(index);
-      if (takes_credit(kind)) return_credit_locked(*p, done);
-      flush_locked(*p, done);  // credits may have come back, or the handshake finished
-    }
+    done.up.push_back(p->nid);
   }
-  if (came_back) host_.notify_peer(ni_, p->nid, true);
-  if (!rx) return;
+  if (d->hdr.credits) p->tx_credits += d->hdr.credits;
+  switch (kind) {
+    case MsgKind::Query:
+    case MsgKind::Response: {
+      if (opts_.mute) break;
+      const Hello& he = d->hello;
+      if (p->stamp && p->stamp != d->hdr.stamp)
+        LNET_LOG(Warn, kLogLnd, "%s: rank %d restarted (new incarnation)", ni_.nid.to_string().c_str(), source);
+      p->stamp = d->hdr.stamp;
+      p->short_max = he.short_max;
+      p->chunk = he.chunk;
+      if (kind == MsgKind::Query) {
+        post_control_locked(*p, MsgKind::Response);
+      } else if (p->state != Peer::State::Ready) {
+        p->state = Peer::State::Ready;
+        p->tx_credits = static_cast<int>(std::min<std::uint32_t>(he.credits, 255));
+        stats_.handshakes.fetch_add(1, std::memory_order_relaxed);
+      }
+      break;
+    }
+    case MsgKind::GetNak:
+      for (Bulk* s : p->sinks)
+        if (s->tag == d->hdr.tag) {
+          s->rc = d->hdr.status;
+          cancel_requests_of_locked(s);
+        }
+      break;
+    case MsgKind::Immediate:
+    case MsgKind::Bulk:
+    case MsgKind::GetReq: {
+      Rx* rx = get_rx_locked();
+      rx->kind = kind;
+      rx->peer = p;
+      rx->tag = d->hdr.tag;
+      rx->sink_length = d->lnet.msg.get.sink_length;
+      rx->payload = d->payload.data();
+      rx->payload_len = static_cast<std::uint32_t>(d->payload.size());
+      rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
+      w.rx = rx;
+      w.lnet = d->lnet;
+      break;
+    }
+    case MsgKind::Noop:
+      break;
+  }
+}
 
-  int rc = host_.parse(ni_, d->lnet, p->nid, rx, kind == MsgKind::GetReq);
-  if (rc < 0) {
+// The host parses the batch's LNet headers, no lock held (it may send or receive).
+void MpiNi::parse_pool_work() {
+  for (PoolWork& w : pool_work_) {
+    if (!w.rx) continue;
+    Rx* rx = w.rx;
+    int rc = host_.parse(ni_, w.lnet, w.peer->nid, rx, w.kind == MsgKind::GetReq);
+    if (rc >= 0) continue;
     // The core refused the header. Whatever the sender posted must still be consumed:
     // drain a bulk payload, tell a GET's sink that nothing comes.
     stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
     LNET_LOG(Warn, kLogLnd, "%s: dropped a %s from %s: the LNet header was refused (%d)", ni_.nid.to_string().c_str(),
-             kind_name(kind), p->nid.to_string().c_str(), rc);
-    if (kind != MsgKind::Immediate) {
+             kind_name(w.kind), w.peer->nid.to_string().c_str(), rc);
+    if (w.kind != MsgKind::Immediate) {
       {
         std::lock_guard rg(rx->mutex);
         rx->parsed = true;
       }
-      recv(rx, nullptr, nullptr, 0, 0, 0, kind == MsgKind::Bulk ? d->lnet.payload_length : 0);
+      recv(rx, nullptr, nullptr, 0, 0, 0, w.kind == MsgKind::Bulk ? w.lnet.payload_length : 0);
+      w.rx = nullptr;
     } else {
-      std::lock_guard g(mu_);
-      put_rx_locked(rx);
+      w.free_rx = true;
     }
-    rx = nullptr;
   }
-  std::lock_guard g(mu_);
-  if (rx && rx->received_in_parse) {
-    put_rx_locked(rx);
-  } else if (rx) {
+}
+
+// After parse: free or keep each Rx, restart the receives in the order they completed
+// (so the oldest started is still the one to test), return the credits.
+void MpiNi::finish_pool_work_locked(Done& done) {
+  for (PoolWork& w : pool_work_) {
+    Rx* rx = w.rx;
+    if (!rx) continue;
+    if (w.free_rx || rx->received_in_parse) {
+      put_rx_locked(rx);
+      continue;
+    }
     rx->parser.store(std::thread::id(), std::memory_order_relaxed);  // from now on recv() may come from any thread
     bool free_it;
     {
@@ -786,9 +799,18 @@ void MpiNi::handle_pool_rx(int index, int source, int count, Done& done) {
     }
     if (free_it) put_rx_locked(rx);
   }
-  repost_locked(index);
-  return_credit_locked(*p, done);
-  flush_locked(*p, done);
+  for (const PoolWork& w : pool_work_) repost_locked(w.index);
+  for (const PoolWork& w : pool_work_)
+    if (w.credit) ++w.peer->owed;
+  // Credits may have come back or the handshake finished: what waits may go, and what
+  // we owe goes back when it is half the grant (flushing a peer twice does no harm).
+  Peer* last = nullptr;
+  for (const PoolWork& w : pool_work_) {
+    if (!w.peer || w.peer == last) continue;
+    flush_locked(*w.peer, done);
+    last = w.peer;
+  }
+  pool_work_.clear();
 }
 
 // ---------------------------------------------------------------- progress
@@ -839,7 +861,7 @@ bool MpiNi::progress() {
     for (int k = 0; k < out; ++k) {
       std::size_t i = depth + static_cast<std::size_t>(indices_[static_cast<std::size_t>(k)]);
       const MPI_Status& st = statuses_[static_cast<std::size_t>(k)];
-      completed_.push_back(Completion{owners_[i], static_cast<int>(i), st, rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS, 0});
+      completed_.push_back(Completion{owners_[i], st, rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS});
     }
     if (out > 0) {
       worked = true;
@@ -855,6 +877,16 @@ bool MpiNi::progress() {
       reqs_.resize(w);
       owners_.resize(w);
     }
+    // Their owners may post more requests, so only now that the array is compact.
+    for (const Completion& c : completed_) {
+      if (c.owner.kind == Owner::TxShort) {
+        if (c.err != MPI_SUCCESS) check(c.err, "MPI_Isend");
+        tx_part_done_locked(static_cast<Tx*>(c.owner.obj), c.err == MPI_SUCCESS ? 0 : -EIO, done);
+      } else {
+        if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
+        bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
+      }
+    }
     // The pool: its receives match arriving messages in the order they were started
     // (MPI's non-overtaking rule), and they are restarted in the order they complete, so
     // only the oldest one needs testing. The cost is one test per message, whatever the
@@ -864,37 +896,15 @@ bool MpiNi::progress() {
       MPI_Status st;
       int trc = MPI_Test(&reqs_[pool_head_], &flag, &st);
       if (!flag && trc == MPI_SUCCESS) break;
-      Completion c{owners_[pool_head_], static_cast<int>(pool_head_), st, trc, 0};
-      if (trc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, &c.count);
-      completed_.push_back(c);
+      pool_rx_locked(static_cast<int>(pool_head_), st, trc, done);
       pool_head_ = pool_head_ + 1 == depth ? 0 : pool_head_ + 1;
       worked = true;
     }
   }
-  for (const Completion& c : completed_) {
-    switch (c.owner.kind) {
-      case Owner::PoolRx:
-        if (c.err != MPI_SUCCESS) {
-          check(c.err, "pool receive");
-          std::lock_guard g(mu_);
-          repost_locked(c.index);
-        } else {
-          handle_pool_rx(c.index, c.status.MPI_SOURCE, c.count, done);
-        }
-        break;
-      case Owner::TxShort: {
-        std::lock_guard g(mu_);
-        if (c.err != MPI_SUCCESS) check(c.err, "MPI_Isend");
-        tx_part_done_locked(static_cast<Tx*>(c.owner.obj), c.err == MPI_SUCCESS ? 0 : -EIO, done);
-        break;
-      }
-      case Owner::BulkChunk: {
-        std::lock_guard g(mu_);
-        if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
-        bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
-        break;
-      }
-    }
+  if (!pool_work_.empty()) {
+    parse_pool_work();
+    std::lock_guard g(mu_);
+    finish_pool_work_locked(done);
   }
   pl.unlock();
   complete(done);
@@ -928,6 +938,7 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
 
 void MpiNi::complete(Done& done) {
   for (Nid n : done.down) host_.notify_peer(ni_, n, false);
+  for (Nid n : done.up) host_.notify_peer(ni_, n, true);
   if (done.txs.empty() && done.bulks.empty()) return;
   List<Tx> txs = done.txs;
   List<Bulk> bulks = done.bulks;

@@ -171,18 +171,31 @@ class MpiNi {
     enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk } kind;
     void* obj;
   };
+  // A send or bulk transfer request that completed.
   struct Completion {
     Owner owner;
-    int index;
     MPI_Status status;
-    int err;    // MPI_ERR_IN_STATUS: the request's own error
-    int count;  // pool receives: bytes that arrived
+    int err;  // MPI_ERR_IN_STATUS: the request's own error
+  };
+  // A pool receive that completed in this progress round. Everything but the host's
+  // parse() is done under the mutex: before it (decode, credits, the handshake, an Rx
+  // for the host) in the round's first locked section, after it (the Rx's fate, the
+  // restart of the receive, the credit owed) in one locked section for the whole batch.
+  struct PoolWork {
+    int index;              // into the pool; restarted in the order the batch completed
+    Peer* peer = nullptr;   // nullptr: the message did not decode and its source is unknown
+    MsgKind kind = MsgKind::Noop;
+    bool credit = false;    // it used one of the credits we gave its sender
+    Rx* rx = nullptr;       // for the host to parse (IMMEDIATE, BULK, GET_REQ)
+    bool free_rx = false;   // the host refused it: nothing else holds the Rx
+    Header lnet;            // with rx: the LNet header
   };
   // Completed things to act on once the mutex is released.
   struct Done {
     List<Tx> txs;      // finalize tx->msg with tx->rc, then free
     List<Bulk> bulks;  // receives and GET sources: finalize bulk->msg with bulk->rc, then free
     std::vector<Nid> down;  // peers to report down (rare)
+    std::vector<Nid> up;    // peers heard from again after being reported down (rare)
   };
 
   bool may_call_mpi() const;
@@ -209,9 +222,10 @@ class MpiNi {
   void check_timeouts_locked(Clock::time_point now, Done& done);
   void complete(Done& done);
 
-  void handle_pool_rx(int index, int source, int count, Done& done);
+  void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done);
+  void parse_pool_work();
+  void finish_pool_work_locked(Done& done);
   void repost_locked(int index);
-  void return_credit_locked(Peer& p, Done& done);
 
   Tx* get_tx_locked();
   void put_tx_locked(Tx* tx);
@@ -259,6 +273,7 @@ class MpiNi {
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
   std::vector<Completion> completed_;
+  std::vector<PoolWork> pool_work_;
 
   std::thread thread_;
   std::thread::id thread_id_;       // the progress thread's, set before it runs

@@ -13,7 +13,7 @@ constexpr EnvVar kVars[] = {
     {"LNET_MPI_NET", "0", "the MPI network is mpi<N>"},
     {"LNET_MPI_SHORT_MAX", "8192", "largest payload sent inline in a short message (bytes, up to 1048576)"},
     {"LNET_MPI_POOL", "64", "persistent receives for short messages"},
-    {"LNET_MPI_CREDITS", "8", "short messages each peer may have in flight to this rank (1..255)"},
+    {"LNET_MPI_CREDITS", "32", "short messages each peer may have in flight to this rank (1..255)"},
     {"LNET_MPI_PROGRESS", "auto", "auto (a thread with MPI_THREAD_MULTIPLE, else the application), thread or poll"},
     {"LNET_MPI_ON_ERROR", "return", "when MPI returns an error: return (fail the message) or abort (MPI_Abort)"},
     {"LNET_MPI_TIMEOUT", "50", "seconds a send may wait for a peer's handshake or a credit"},

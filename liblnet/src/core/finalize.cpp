@@ -11,7 +11,8 @@ struct FinalizeQueue {
   bool active = false;
   MsgQueue queue;
 };
-thread_local FinalizeQueue tl_finalizing;
+// Initial-exec (no call into the dynamic loader per message): see progress.cpp.
+[[gnu::tls_model("initial-exec")]] thread_local FinalizeQueue tl_finalizing;
 }  // namespace
 
 void Core::finalize(LndMessage* lmsg, int status) {

@@ -24,6 +24,7 @@ class Pool {
   }
   static void give(T* t) {
     Cache& c = cache();
+    if (!c.enrolled) enroll(c);
     t->next = c.head;
     c.head = t;
     if (++c.count > kCacheMax) drain(c);
@@ -42,24 +43,39 @@ class Pool {
     static Shared* s = new Shared;  // leaked on purpose, see above
     return *s;
   }
+  // Trivial, so that the hot path reads it without an initialisation check; what a thread
+  // still holds when it exits goes back through the Returner it enrolled on first use.
   struct Cache {
     T* head = nullptr;
     unsigned count = 0;
-    ~Cache() {
-      if (!head) return;
-      T* tail = head;
+    bool enrolled = false;
+  };
+  static Cache& cache() {
+    // Initial-exec (no call into the dynamic loader per take/give): see progress.cpp.
+    [[gnu::tls_model("initial-exec")]] thread_local Cache c;
+    return c;
+  }
+  struct Returner {
+    ~Returner() {
+      Cache& c = cache();
+      if (!c.head) return;
+      T* tail = c.head;
       while (tail->next) tail = tail->next;
       Shared& s = shared();
       std::lock_guard g(s.mutex);
       tail->next = s.head;
-      s.head = head;
+      s.head = c.head;
+      c.head = nullptr;
+      c.count = 0;
     }
   };
-  static Cache& cache() {
-    thread_local Cache c;
-    return c;
+  [[gnu::noinline]] static void enroll(Cache& c) {
+    thread_local Returner r;  // constructed here, destroyed at thread exit
+    (void)r;
+    c.enrolled = true;
   }
   static void refill(Cache& c) {
+    if (!c.enrolled) enroll(c);
     Shared& s = shared();
     std::lock_guard g(s.mutex);
     for (unsigned i = 0; i < kBatch; ++i) {

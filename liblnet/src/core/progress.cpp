@@ -28,7 +28,9 @@ Registry& registry() {
   return *r;
 }
 
-thread_local bool tl_driving = false;
+// Initial-exec: read on every progress call, and the general TLS model would make
+// each read a call into the dynamic loader. A byte of static TLS is safe to ask for.
+[[gnu::tls_model("initial-exec")]] thread_local bool tl_driving = false;
 
 }  // namespace
 

@@ -39,7 +39,7 @@ struct Options {
   unsigned net_number = 0;        // LNET_MPI_NET: the network is mpi<N>
   std::uint32_t short_max = 8192; // LNET_MPI_SHORT_MAX: largest payload sent inline
   unsigned pool_depth = 64;       // LNET_MPI_POOL: persistent short-message receives
-  int credits = 8;                // LNET_MPI_CREDITS: short messages a peer may have in flight to us
+  int credits = 32;               // LNET_MPI_CREDITS: short messages a peer may have in flight to us
   ProgressMode progress = ProgressMode::Auto;  // LNET_MPI_PROGRESS: auto | thread | poll
   OnError on_error = OnError::Return;          // LNET_MPI_ON_ERROR: return | abort
   int timeout = 50;               // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
