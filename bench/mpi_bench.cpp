@@ -391,6 +391,7 @@ int main(int argc, char** argv) {
   };
   const char* mode_name[2] = {"poll", "thread"};
   double idle_raw = 0, idle_ours = 0;
+  char drv[2][160] = {};
   for (int m = 0; m < 2; ++m) {
     if (!(g.modes & (1 << m))) continue;
     if (m == 1) {
@@ -413,6 +414,15 @@ int main(int argc, char** argv) {
       f.rate[0].ours.push_back(l.stream(8, g.rate));
       say(" bw %.0f/%.0f MB/s; rate %.0f/%.0f msg/s\n", f.bw[0].raw.back(), f.bw[0].ours.back(), f.rate[0].raw.back(),
           f.rate[0].ours.back());
+    }
+    {
+      // What the driver did, both ranks together: how often a send waited for a
+      // credit, how many went packed, how many credit returns needed a NOOP.
+      mpi::Stats st = s->stats();
+      unsigned long long mine[4] = {st.immediate, st.packed, st.noops, st.credit_waits}, sum[4] = {};
+      MPI_Reduce(mine, sum, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+      std::snprintf(drv[m], sizeof drv[m], "# driver, %s: %llu inline messages, %llu PACKED, %llu NOOPs, %llu credit waits\n",
+                    mode_name[m], sum[0], sum[1], sum[2], sum[3]);
     }
     if (m == 1) {
       say("idle rank with the progress thread: %d s\n", g.idle);
@@ -439,6 +449,7 @@ int main(int argc, char** argv) {
       print_rows(t.c_str(), "MB/s", big, 1, fig[m].bw, false);
       t = std::string("message rate, window ") + std::to_string(g.window) + ", " + how[m];
       print_rows(t.c_str(), "messages/s", small, 1, fig[m].rate, false);
+      std::fputs(drv[m], stdout);
     }
     if ((g.modes & 2) && g.idle > 0) {
       std::printf("# idle rank CPU over %d s (%% of a core, the busier rank)\n", g.idle);

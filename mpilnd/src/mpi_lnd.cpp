@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <random>
 
@@ -236,6 +237,16 @@ void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj) {
 
 // ---------------------------------------------------------------- sending
 
+namespace {
+// The monotonic clock at its tick resolution (a few ms), for deadlines of seconds: half
+// a plain read's cost, and half the sends under load wait for a credit.
+Clock::time_point coarse_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
+}  // namespace
+
 // Sends tx->buf as a short message. MPI often completes a small send at once (an eager
 // copy): then it is finished here rather than tracked until the next round of progress.
 // Returns kSent (tracked), kSentDone (finished already) or kSendFailed (an MPI error:
@@ -276,7 +287,7 @@ void MpiNi::enqueue_locked(Tx* tx, Done& done) {
   Peer& p = *tx->peer;
   if (p.state != Peer::State::Ready || p.tx_credits <= 0 || !p.queue.empty()) {
     // It will wait (for the handshake or a credit): from now on, for so long at most.
-    tx->deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
+    tx->deadline = coarse_now() + std::chrono::seconds(opts_.timeout);
     if (p.state == Peer::State::Ready) stats_.credit_waits.fetch_add(1, std::memory_order_relaxed);
   }
   p.queue.push_back(tx);
@@ -292,7 +303,15 @@ void MpiNi::flush_locked(Peer& p, Done& done) {
     return;
   }
   if (p.state != Peer::State::Ready) return;
-  while (!p.queue.empty() && p.tx_credits > 0) post_locked(p.queue.pop_front(), done);
+  while (!p.queue.empty() && p.tx_credits > 0) {
+    Tx* tx = p.queue.pop_front();
+    // Messages that waited for a credit go out together when they can: one MPI message
+    // and one credit for all of them, which is what lets a slow receiver catch up.
+    if (opts_.pack && !p.queue.empty() && packable(p, tx) && packable(p, p.queue.head))
+      post_packed_locked(p, tx, done);
+    else
+      post_locked(tx, done);
+  }
   // Credits we owe and could not piggyback: return them on their own.
   if (p.owed >= std::max(1, grant_ / 2)) {
     post_control_locked(p, MsgKind::Noop);
@@ -332,6 +351,66 @@ void MpiNi::post_control_locked(Peer& p, MsgKind kind) {
   if (isend_locked(tx) != kSent) put_tx_locked(tx);
 }
 
+// A GET of ours straight to its target: it goes as an optimised GET (GET_REQ).
+bool MpiNi::plain_get(const LndMessage& m) const {
+  return m.hdr.type == MsgType::Get && m.hdr.src_nid == ni_.nid && m.next_hop == m.target.nid;
+}
+
+// What post_locked() would send as an IMMEDIATE.
+bool MpiNi::packable(const Peer& p, const Tx* tx) const {
+  return tx->msg && tx->msg->len <= p.short_max && !plain_get(*tx->msg);
+}
+
+// Sends `first` and the packable messages queued after it that fit in the peer's receive
+// buffer as one PACKED message. Each keeps its own IMMEDIATE header inside; the carrier
+// Tx finalizes them all when its send completes.
+void MpiNi::post_packed_locked(Peer& p, Tx* first, Done& done) {
+  const std::size_t limit = kMsgHdrSize + kHeaderSize + p.short_max;  // the peer's receive buffer
+  Tx* c = get_tx_locked();
+  c->peer = &p;
+  c->kind = MsgKind::Packed;
+  c->buf.resize(kMsgHdrSize);
+  for (Tx* tx = first; tx;) {
+    LndMessage& m = *tx->msg;
+    std::size_t at = c->buf.size(), nob = kMsgHdrSize + kHeaderSize + m.len;
+    c->buf.resize(at + nob);
+    std::uint8_t* b = c->buf.data() + at;
+    MsgHdr h;
+    h.kind = MsgKind::Immediate;
+    h.nob = static_cast<std::uint32_t>(nob);
+    h.stamp = stamp_;
+    encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(b, kMsgHdrSize));
+    encode_header(m.hdr, std::span<std::uint8_t, kHeaderSize>(b + kMsgHdrSize, kHeaderSize));
+    if (m.len) copy_from_fragments(b + kMsgHdrSize + kHeaderSize, m.iov, m.niov, m.offset, m.len);
+    tx->kind = MsgKind::Immediate;
+    c->members.push_back(tx);
+    stats_.immediate.fetch_add(1, std::memory_order_relaxed);
+    Tx* next = p.queue.head;
+    if (!next || !packable(p, next) || c->buf.size() + kMsgHdrSize + kHeaderSize + next->msg->len > limit) break;
+    tx = p.queue.pop_front();
+  }
+  MsgHdr h;
+  h.kind = MsgKind::Packed;
+  h.credits = take_owed(p);
+  h.nob = static_cast<std::uint32_t>(c->buf.size());
+  h.stamp = stamp_;
+  encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(c->buf.data(), kMsgHdrSize));
+  stats_.packed.fetch_add(1, std::memory_order_relaxed);
+  --p.tx_credits;
+  c->pending = 1;
+  switch (isend_locked(c)) {
+    case kSendFailed:
+      ++p.tx_credits;
+      tx_part_done_locked(c, -EIO, done);
+      break;
+    case kSentDone:
+      tx_part_done_locked(c, 0, done);
+      break;
+    default:
+      break;
+  }
+}
+
 // Posts a queued Tx (the handshake is done and a credit is free).
 void MpiNi::post_locked(Tx* tx, Done& done) {
   Peer& p = *tx->peer;
@@ -342,8 +421,7 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
     tag = tx->tag;
   } else {
     LndMessage& m = *tx->msg;
-    bool plain_get = m.hdr.type == MsgType::Get && m.hdr.src_nid == ni_.nid && m.next_hop == m.target.nid;
-    if (plain_get) tx->reply = host_.create_reply(ni_, m);
+    if (plain_get(m)) tx->reply = host_.create_reply(ni_, m);
     if (tx->reply) {
       // Optimised GET: post the sink first, so the target may ready-send into it.
       tx->kind = MsgKind::GetReq;
@@ -444,7 +522,7 @@ void MpiNi::fail_tx_locked(Tx* tx, int rc, HealthStatus h, Done& done) {
   tx->health = h;
   tx->pending = 0;
   if (tx->msg) {
-    done.txs.push_back(tx);
+    tx_finished_locked(tx, done);
   } else {
     put_tx_locked(tx);
   }
@@ -530,14 +608,29 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
   return true;
 }
 
+void MpiNi::tx_finished_locked(Tx* tx, Done& done) {
+  if (done.nsent < Done::kInline) {
+    done.sent[done.nsent++] = Done::Sent{tx->msg, tx->rc, tx->health};
+    put_tx_locked(tx);
+  } else {
+    done.txs.push_back(tx);
+  }
+}
+
 void MpiNi::tx_part_done_locked(Tx* tx, int rc, Done& done) {
   if (rc && !tx->rc) {
     tx->rc = rc;
     tx->health = HealthStatus::LocalError;
   }
   if (--tx->pending > 0) return;
+  while (Tx* m = tx->members.pop_front()) {
+    // A PACKED carrier: its messages end as it did.
+    m->rc = tx->rc;
+    m->health = tx->health;
+    tx_finished_locked(m, done);
+  }
   if (tx->msg) {
-    done.txs.push_back(tx);
+    tx_finished_locked(tx, done);
   } else {
     put_tx_locked(tx);
   }
@@ -746,6 +839,35 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     }
     case MsgKind::Noop:
       break;
+    case MsgKind::Packed: {
+      // Each packed IMMEDIATE is parsed on its own; the buffer is restarted (by the
+      // carrier's entry, `w`) once all of them are done with it.
+      std::span<const std::uint8_t> rest = d->payload;
+      while (!rest.empty()) {
+        auto sub = next_packed(rest);
+        if (!sub) {
+          stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
+          LNET_LOG(Warn, kLogLnd, "%s: dropped the rest of a PACKED from rank %d: %s", ni_.nid.to_string().c_str(),
+                   source, sub.message().c_str());
+          p->down = true;
+          done.down.push_back(p->nid);
+          break;
+        }
+        Rx* rx = get_rx_locked();
+        rx->kind = MsgKind::Immediate;
+        rx->peer = p;
+        rx->payload = sub->payload.data();
+        rx->payload_len = static_cast<std::uint32_t>(sub->payload.size());
+        rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        PoolWork& sw = pool_work_.emplace_back();  // `w` is not used after this
+        sw.index = -1;
+        sw.peer = p;
+        sw.kind = MsgKind::Immediate;
+        sw.rx = rx;
+        sw.lnet = sub->lnet;
+      }
+      break;
+    }
   }
 }
 
@@ -799,7 +921,8 @@ void MpiNi::finish_pool_work_locked(Done& done) {
     }
     if (free_it) put_rx_locked(rx);
   }
-  for (const PoolWork& w : pool_work_) repost_locked(w.index);
+  for (const PoolWork& w : pool_work_)
+    if (w.index >= 0) repost_locked(w.index);
   for (const PoolWork& w : pool_work_)
     if (w.credit) ++w.peer->owed;
   // Credits may have come back or the handshake finished: what waits may go, and what
@@ -939,6 +1062,11 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
 void MpiNi::complete(Done& done) {
   for (Nid n : done.down) host_.notify_peer(ni_, n, false);
   for (Nid n : done.up) host_.notify_peer(ni_, n, true);
+  for (unsigned i = 0; i < done.nsent; ++i) {
+    done.sent[i].msg->health = done.sent[i].health;
+    host_.finalize(done.sent[i].msg, done.sent[i].rc);
+  }
+  done.nsent = 0;
   if (done.txs.empty() && done.bulks.empty()) return;
   List<Tx> txs = done.txs;
   List<Bulk> bulks = done.bulks;
@@ -990,6 +1118,7 @@ Stats MpiNi::stats() const {
   Stats s;
   s.handshakes = stats_.handshakes.load();
   s.immediate = stats_.immediate.load();
+  s.packed = stats_.packed.load();
   s.bulk = stats_.bulk.load();
   s.rdma_gets = stats_.rdma_gets.load();
   s.noops = stats_.noops.load();

@@ -80,6 +80,7 @@ struct Tx {
   int rc = 0;
   HealthStatus health = HealthStatus::Ok;
   Clock::time_point deadline{};  // while queued: when it fails for want of a handshake or credit
+  List<Tx> members;              // PACKED: the Txs whose messages it carries (finalized with it)
 };
 
 // A tagged bulk transfer: one MPI message per chunk on the same tag.
@@ -182,7 +183,8 @@ class MpiNi {
   // for the host) in the round's first locked section, after it (the Rx's fate, the
   // restart of the receive, the credit owed) in one locked section for the whole batch.
   struct PoolWork {
-    int index;              // into the pool; restarted in the order the batch completed
+    int index;              // into the pool (-1: a message packed in the one before);
+                            // restarted in the order the batch completed
     Peer* peer = nullptr;   // nullptr: the message did not decode and its source is unknown
     MsgKind kind = MsgKind::Noop;
     bool credit = false;    // it used one of the credits we gave its sender
@@ -192,6 +194,16 @@ class MpiNi {
   };
   // Completed things to act on once the mutex is released.
   struct Done {
+    // Sends to finalize. The first few are kept by value so that their Txs go back to
+    // the free list at once, under the lock already held; more wait as Txs.
+    struct Sent {
+      LndMessage* msg;
+      int rc;
+      HealthStatus health;
+    };
+    static constexpr unsigned kInline = 16;
+    Sent sent[kInline];
+    unsigned nsent = 0;
     List<Tx> txs;      // finalize tx->msg with tx->rc, then free
     List<Bulk> bulks;  // receives and GET sources: finalize bulk->msg with bulk->rc, then free
     std::vector<Nid> down;  // peers to report down (rare)
@@ -212,12 +224,16 @@ class MpiNi {
   void enqueue_locked(Tx* tx, Done& done);
   void flush_locked(Peer& p, Done& done);
   void post_locked(Tx* tx, Done& done);
+  bool plain_get(const LndMessage& m) const;
+  bool packable(const Peer& p, const Tx* tx) const;
+  void post_packed_locked(Peer& p, Tx* first, Done& done);
   void post_control_locked(Peer& p, MsgKind kind);
   void fail_tx_locked(Tx* tx, int rc, HealthStatus h, Done& done);
   bool post_bulk_locked(Bulk* b);
   void bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done);
   void bulk_finished_locked(Bulk* b, Done& done);
   void tx_part_done_locked(Tx* tx, int rc, Done& done);
+  void tx_finished_locked(Tx* tx, Done& done);  // tx->msg is to be finalized
   void cancel_requests_of_locked(void* obj);
   void check_timeouts_locked(Clock::time_point now, Done& done);
   void complete(Done& done);
@@ -286,7 +302,7 @@ class MpiNi {
   int progress_id_ = -1;
 
   struct Counters {
-    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, bulk{0}, rdma_gets{0}, noops{0}, credit_waits{0},
+    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, rdma_gets{0}, noops{0}, credit_waits{0},
         bad_messages{0}, timeouts{0}, mpi_errors{0};
   } stats_;
 };

@@ -23,6 +23,7 @@ const char* kind_name(MsgKind k) {
     case MsgKind::GetReq: return "GET_REQ";
     case MsgKind::GetNak: return "GET_NAK";
     case MsgKind::Noop: return "NOOP";
+    case MsgKind::Packed: return "PACKED";
   }
   return "?";
 }
@@ -68,7 +69,7 @@ Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
   Decoded d;
   MsgHdr& h = d.hdr;
   std::uint8_t kind = p[6];
-  if (kind < static_cast<std::uint8_t>(MsgKind::Query) || kind > static_cast<std::uint8_t>(MsgKind::Noop))
+  if (kind < static_cast<std::uint8_t>(MsgKind::Query) || kind > static_cast<std::uint8_t>(MsgKind::Packed))
     return bad("unknown kind " + std::to_string(kind));
   h.kind = static_cast<MsgKind>(kind);
   h.credits = p[7];
@@ -114,7 +115,24 @@ Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
       break;
     case MsgKind::Noop:
       break;
+    case MsgKind::Packed:
+      if (body.size() < kMsgHdrSize) return bad("PACKED with nothing packed");
+      d.payload = body;
+      break;
   }
+  return d;
+}
+
+Result<Decoded> next_packed(std::span<const std::uint8_t>& rest) {
+  if (rest.size() < kMsgHdrSize) return bad("PACKED ending in " + std::to_string(rest.size()) + " stray bytes");
+  std::uint32_t nob = wire::get_le32(rest.data() + 8);
+  if (nob < kMsgHdrSize || nob > rest.size())
+    return bad("packed message of " + std::to_string(nob) + " bytes where " + std::to_string(rest.size()) + " remain");
+  auto d = decode_msg(rest.first(nob));
+  if (!d) return d.failure();
+  if (d->hdr.kind != MsgKind::Immediate) return bad(std::string("a ") + kind_name(d->hdr.kind) + " packed in a PACKED");
+  if (d->hdr.credits) return bad("a packed IMMEDIATE returning credits");
+  rest = rest.subspan(nob);
   return d;
 }
 

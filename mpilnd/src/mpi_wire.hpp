@@ -8,6 +8,9 @@
 //   GET_REQ          body: LNet header of an optimised GET; the sink waits on `tag`
 //   GET_NAK          the GET on `tag` matched nothing; `status` says why
 //   NOOP             returns credits, nothing else
+//   PACKED           body: several whole IMMEDIATE messages back to back (each with its
+//                    own header, credits 0): what waited for a credit goes in one MPI
+//                    message, taking one credit
 #pragma once
 
 #include <cstddef>
@@ -33,11 +36,13 @@ enum class MsgKind : std::uint8_t {
   GetReq = 5,
   GetNak = 6,
   Noop = 7,
+  Packed = 8,
 };
 const char* kind_name(MsgKind k);
 // Kinds that take one of the receiver's credits (the handshake and NOOPs do not).
 inline bool takes_credit(MsgKind k) {
-  return k == MsgKind::Immediate || k == MsgKind::Bulk || k == MsgKind::GetReq || k == MsgKind::GetNak;
+  return k == MsgKind::Immediate || k == MsgKind::Bulk || k == MsgKind::GetReq || k == MsgKind::GetNak ||
+         k == MsgKind::Packed;
 }
 
 struct MsgHdr {
@@ -67,7 +72,7 @@ struct Decoded {
   MsgHdr hdr;
   Hello hello;                      // QUERY, RESPONSE
   Header lnet;                      // IMMEDIATE, BULK, GET_REQ
-  std::span<const std::uint8_t> payload;  // IMMEDIATE
+  std::span<const std::uint8_t> payload;  // IMMEDIATE; PACKED: the packed messages
 };
 
 // Checks and decodes a received message of `len` bytes (what MPI said arrived). Fails
@@ -75,6 +80,11 @@ struct Decoded {
 // kind, a body too short for its kind, an LNet header that does not decode, or an
 // IMMEDIATE whose payload_length disagrees with its size.
 Result<Decoded> decode_msg(std::span<const std::uint8_t> in);
+
+// The next message packed in a PACKED body, `rest` (a decoded PACKED's payload), which
+// moves past it. Fails with -EPROTO when what follows is not a whole IMMEDIATE with no
+// credits of its own; then the rest of the body is unusable.
+Result<Decoded> next_packed(std::span<const std::uint8_t>& rest);
 
 // Bulk transfers move at most `chunk` bytes per MPI message (int counts): the number of
 // messages for `len` bytes (at least one, so a 0-byte transfer still completes).

@@ -19,6 +19,7 @@ constexpr EnvVar kVars[] = {
     {"LNET_MPI_TIMEOUT", "50", "seconds a send may wait for a peer's handshake or a credit"},
     {"LNET_MPI_CHUNK", "2147483647", "largest MPI message of a bulk transfer (bytes)"},
     {"LNET_MPI_IDLE_US", "1000", "longest nap of an idle progress thread (microseconds)"},
+    {"LNET_MPI_PACK", "1", "1: short messages that waited for a credit go out packed in one MPI message; 0: one each"},
     {"LNET_MPI_FAULT", "", "testing only: 'mute' ignores every handshake"},
 };
 
@@ -73,6 +74,9 @@ Result<Options> Options::from_env() {
   auto idle = num("LNET_MPI_IDLE_US", o.idle_us, 1, 1000000);
   if (!idle) return idle.failure();
   o.idle_us = static_cast<int>(*idle);
+  auto pack = num("LNET_MPI_PACK", o.pack ? 1 : 0, 0, 1);
+  if (!pack) return pack.failure();
+  o.pack = *pack != 0;
   if (const char* v = std::getenv("LNET_MPI_PROGRESS"); v && *v) {
     std::string s = v;
     if (s == "auto") o.progress = ProgressMode::Auto;

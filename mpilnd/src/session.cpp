@@ -68,6 +68,9 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
     NetConfig nc;
     nc.net = net;
     nc.nid = Nid::make(net, static_cast<std::uint32_t>(s->rank_));
+    // As with LNet's own drivers, peer_credits is the driver's per-peer credit count: the
+    // core hands a peer no more messages at a time than the driver may have in flight.
+    nc.tunables.peer_credits = opts.credits;
     cfg.nets.push_back(nc);
     auto inst = Instance::create(cfg, pid);
     if (inst) {

@@ -51,6 +51,13 @@ class Events {
       if (e.type == type) return e;
     return std::nullopt;
   }
+  std::vector<Event> all(EventType type) {
+    std::lock_guard g(st_->m);
+    std::vector<Event> v;
+    for (const Event& e : st_->events)
+      if (e.type == type) v.push_back(e);
+    return v;
+  }
   void clear() {
     std::lock_guard g(st_->m);
     st_->events.clear();
@@ -306,17 +313,24 @@ TEST(MpiLnd, GetOfNothingFailsWithoutHanging) {
   EXPECT_TRUE(all_ok(*s));
 }
 
-TEST(MpiLnd, ThousandsOfMessagesExhaustAndRecoverCredits) {
+// Rank r PUTs kMsgs messages to rank r+1 with 2 credits: every rank runs out of credits,
+// and what waits goes out PACKED (or one by one with packing off). Every 50th message is
+// too big to go inline (a BULK), which ends a pack. Everything arrives, in order.
+void thousands_of_messages(bool pack) {
   Events tev, ev;
   mpi::Options o = env_options();
   o.credits = 2;  // the core hands each peer up to 8 messages at a time: the LND runs out
+  o.short_max = 256;
+  o.pack = pack;
   auto s = start(o);
   ASSERT_TRUE(s);
   Instance& lnet = s->lnet();
   int n = s->size(), r = s->rank();
   constexpr std::size_t kMsgs = 5000;
-  constexpr std::size_t kSize = 64;
-  std::vector<char> inbox(kMsgs * kSize);
+  auto size_of = [](std::size_t i) -> std::size_t { return i % 50 == 49 ? 1000 : 64; };
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < kMsgs; ++i) total += size_of(i);
+  std::vector<char> inbox(total);
   auto me = lnet.me_attach(kPortal, ProcessId::any(), kBits, 0, Unlink::Retain, InsPos::After);
   MdDesc td;
   td.start = inbox.data();
@@ -325,28 +339,54 @@ TEST(MpiLnd, ThousandsOfMessagesExhaustAndRecoverCredits) {
   td.handler = tev.handler();
   ASSERT_TRUE(lnet.md_attach(*me, td, Unlink::Retain));
   sync(*s);
-  std::vector<char> out(kSize, static_cast<char>('a' + r));
-  MdDesc d;
-  d.start = out.data();
-  d.length = out.size();
-  d.handler = ev.handler();
-  auto md = lnet.md_bind(d, Unlink::Retain);
+  // Message i is filled with 'a' + (i % 26): the inbox shows the arrival order.
+  std::vector<char> out(26 * 1000);
+  for (std::size_t k = 0; k < 26; ++k) std::fill_n(out.begin() + static_cast<long>(k * 1000), 1000, static_cast<char>('a' + k));
+  // The source of message i: letter i % 26, in its size (small or big).
+  std::vector<MdHandle> src[2];
+  for (std::size_t k = 0; k < 26; ++k)
+    for (int big = 0; big < 2; ++big) {
+      MdDesc d;
+      d.start = out.data() + k * 1000;
+      d.length = big ? 1000 : 64;
+      d.handler = ev.handler();
+      auto md = lnet.md_bind(d, Unlink::Retain);
+      ASSERT_TRUE(md);
+      src[big].push_back(*md);
+    }
   ProcessId peer = s->id((r + 1) % n);
   for (std::size_t i = 0; i < kMsgs; ++i)
-    ASSERT_EQ(lnet.put(Nid::any(), *md, AckReq::NoAck, peer, kPortal, kBits, 0, 0), 0);
+    ASSERT_EQ(lnet.put(Nid::any(), src[size_of(i) > 64][i % 26], AckReq::NoAck, peer, kPortal, kBits, 0, 0), 0);
   EXPECT_EQ(ev.wait(EventType::Send, kMsgs, 120000ms), kMsgs);
   EXPECT_EQ(tev.wait(EventType::Put, kMsgs, 120000ms), kMsgs);
-  char want = static_cast<char>('a' + (r + n - 1) % n);
-  EXPECT_EQ(std::count(inbox.begin(), inbox.end(), want), static_cast<long>(inbox.size()));
+  std::size_t at = 0, wrong = 0;
+  for (std::size_t i = 0; i < kMsgs; ++i) {
+    wrong += static_cast<std::size_t>(std::count_if(inbox.begin() + static_cast<long>(at),
+                                                    inbox.begin() + static_cast<long>(at + size_of(i)),
+                                                    [&](char c) { return c != static_cast<char>('a' + i % 26); }));
+    at += size_of(i);
+  }
+  EXPECT_EQ(wrong, 0u) << "bytes out of place or out of order";
   // Deterministic when the application drives progress: no rank returns credits while it
-  // is busy sending, so its predecessor must wait for them.
+  // is busy sending, so its predecessor must wait for them, and then sends what waited.
   if (!s->progress_thread()) {
     EXPECT_GT(s->stats().credit_waits, 0u) << "5000 messages must have run out of credits";
+    if (pack) {
+      EXPECT_GT(s->stats().packed, 0u) << "what waited for credits should have gone packed";
+    }
+  }
+  if (!pack) {
+    EXPECT_EQ(s->stats().packed, 0u);
   }
   EXPECT_EQ(s->stats().timeouts, 0u);
-  (void)lnet.md_unlink(*md);
+  for (auto& v : src)
+    for (MdHandle h : v) (void)lnet.md_unlink(h);
   EXPECT_TRUE(all_ok(*s));
 }
+
+TEST(MpiLnd, ThousandsOfMessagesExhaustAndRecoverCredits) { thousands_of_messages(true); }
+
+TEST(MpiLnd, ThousandsOfMessagesUnpacked) { thousands_of_messages(false); }
 
 TEST(MpiLnd, SilentPeerTimesOutInsteadOfHanging) {
     Events ev;
@@ -358,20 +398,22 @@ TEST(MpiLnd, SilentPeerTimesOutInsteadOfHanging) {
   ASSERT_TRUE(s);
   sync(*s);
   if (s->rank() == 0) {
+    // More sends than the driver finalizes from its stack at once: all of them fail.
+    constexpr int kSends = 40;
     char byte = 1;
     MdDesc d;
     d.start = &byte;
     d.length = 1;
-    d.threshold = 1;
+    d.threshold = kSends;
     d.handler = ev.handler();
     auto md = s->lnet().md_bind(d, Unlink::Unlink);
     auto t0 = std::chrono::steady_clock::now();
-    ASSERT_EQ(s->lnet().put(Nid::any(), *md, AckReq::NoAck, s->id(1), kPortal, kBits, 0, 0), 0);
-    auto sent = ev.first(EventType::Send, 60000ms);
-    ASSERT_TRUE(sent) << "the send never completed";
-    EXPECT_EQ(sent->status, -ETIMEDOUT);
+    for (int i = 0; i < kSends; ++i)
+      ASSERT_EQ(s->lnet().put(Nid::any(), *md, AckReq::NoAck, s->id(1), kPortal, kBits, 0, 0), 0);
+    ASSERT_EQ(ev.wait(EventType::Send, kSends, 60000ms), static_cast<std::size_t>(kSends)) << "sends never completed";
+    for (const Event& e : ev.all(EventType::Send)) EXPECT_EQ(e.status, -ETIMEDOUT);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
-    EXPECT_FALSE(s->lnet().ping(s->id(1), 10s));
+    EXPECT_FALSE(s->lnet().ping(s->id(1), 5s));
     EXPECT_GE(s->stats().timeouts, 1u);
   }
   EXPECT_TRUE(all_ok(*s));

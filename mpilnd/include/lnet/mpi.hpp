@@ -45,6 +45,7 @@ struct Options {
   int timeout = 50;               // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
   std::uint32_t chunk = INT_MAX;  // LNET_MPI_CHUNK: largest MPI message of a bulk transfer
   int idle_us = 1000;             // LNET_MPI_IDLE_US: longest nap of the idle progress thread
+  bool pack = true;               // LNET_MPI_PACK: sends that waited for a credit go out together
   bool mute = false;              // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
 
   static Result<Options> from_env();
@@ -57,7 +58,8 @@ std::string env_help();
 // What the LND counted (all since start).
 struct Stats {
   std::uint64_t handshakes = 0;     // peers whose handshake completed
-  std::uint64_t immediate = 0;      // messages sent inline
+  std::uint64_t immediate = 0;      // messages sent inline (packed ones included)
+  std::uint64_t packed = 0;         // PACKED messages sent (each carries several inline ones)
   std::uint64_t bulk = 0;           // payloads sent as tagged bulk transfers
   std::uint64_t rdma_gets = 0;      // optimised GETs (sink posted, source ready-sent)
   std::uint64_t noops = 0;          // credit returns sent on their own

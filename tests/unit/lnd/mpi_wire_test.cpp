@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include <lnet/byteorder.hpp>
+
 #include "mpi_wire.hpp"
 
 namespace lnet::mpi {
@@ -108,8 +110,8 @@ TEST(MpiWire, RejectsWhatIsWrong) {
   m[6] = 0;
   expect_bad(m, "unknown kind 0");
   m = ok;
-  m[6] = 8;
-  expect_bad(m, "unknown kind 8");
+  m[6] = 9;
+  expect_bad(m, "unknown kind 9");
   m = ok;
   m.push_back(0);
   expect_bad(m, "says 32 bytes, 33 arrived");
@@ -136,6 +138,81 @@ TEST(MpiWire, RejectsWhatIsWrong) {
   lh[24] = 9;  // an LNet type that does not exist
   h.kind = MsgKind::Immediate;
   expect_bad(message(h, lh), "bad LNet header");
+}
+
+// An IMMEDIATE PUT of `payload` bytes (value `fill`), as it goes inside a PACKED.
+std::vector<std::uint8_t> immediate(std::uint32_t payload, std::uint8_t fill, std::uint8_t credits = 0) {
+  auto body = lnet_header(MsgType::Put, payload);
+  body.insert(body.end(), payload, fill);
+  MsgHdr h;
+  h.kind = MsgKind::Immediate;
+  h.credits = credits;
+  return message(h, body);
+}
+
+std::vector<std::uint8_t> packed(const std::vector<std::vector<std::uint8_t>>& parts) {
+  std::vector<std::uint8_t> body;
+  for (const auto& p : parts) body.insert(body.end(), p.begin(), p.end());
+  MsgHdr h;
+  h.kind = MsgKind::Packed;
+  h.credits = 5;
+  return message(h, body);
+}
+
+TEST(MpiWire, PackedCarriesWholeImmediates) {
+  auto m = packed({immediate(3, 0xa1), immediate(0, 0), immediate(8, 0xc3)});
+  auto d = decode_msg(m);
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_EQ(d->hdr.kind, MsgKind::Packed);
+  EXPECT_EQ(d->hdr.credits, 5);
+  EXPECT_TRUE(takes_credit(MsgKind::Packed)) << "one credit for the whole PACKED";
+  std::span<const std::uint8_t> rest = d->payload;
+  std::vector<std::size_t> sizes;
+  while (!rest.empty()) {
+    auto sub = next_packed(rest);
+    ASSERT_TRUE(sub) << sub.message();
+    EXPECT_EQ(sub->lnet.type, MsgType::Put);
+    EXPECT_EQ(sub->payload.size(), sub->lnet.payload_length);
+    for (std::uint8_t b : sub->payload) EXPECT_EQ(b, sub->payload.size() == 3 ? 0xa1 : 0xc3);
+    sizes.push_back(sub->payload.size());
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{3, 0, 8}));
+}
+
+TEST(MpiWire, PackedRejectsWhatIsWrong) {
+  auto expect_bad_sub = [](const std::vector<std::uint8_t>& m, const char* why) {
+    auto d = decode_msg(m);
+    ASSERT_TRUE(d) << d.message();
+    std::span<const std::uint8_t> rest = d->payload;
+    for (;;) {
+      ASSERT_FALSE(rest.empty()) << "no bad part found; expected: " << why;
+      auto sub = next_packed(rest);
+      if (sub) continue;
+      EXPECT_EQ(sub.code(), -EPROTO);
+      EXPECT_NE(sub.message().find(why), std::string::npos) << sub.message();
+      return;
+    }
+  };
+  MsgHdr h;
+  h.kind = MsgKind::Packed;
+  auto empty = message(h);
+  auto d = decode_msg(empty);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.message().find("PACKED with nothing packed"), std::string::npos) << d.message();
+
+  auto noop = message(MsgHdr{});
+  expect_bad_sub(packed({immediate(1, 1), noop}), "a NOOP packed in a PACKED");
+  expect_bad_sub(packed({immediate(1, 1, 2)}), "a packed IMMEDIATE returning credits");
+  auto cut = immediate(4, 4);
+  cut.resize(cut.size() - 1);  // its nob now says more than is there
+  expect_bad_sub(packed({immediate(1, 1), cut}), "bytes where");
+  auto stray = packed({immediate(1, 1)});
+  stray.insert(stray.end(), {1, 2, 3});
+  wire::put_le32(stray.data() + 8, static_cast<std::uint32_t>(stray.size()));  // the PACKED's nob
+  expect_bad_sub(stray, "3 stray bytes");
+  auto tiny = immediate(1, 1);
+  wire::put_le32(tiny.data() + 8, 4);
+  expect_bad_sub(packed({tiny}), "packed message of 4 bytes");
 }
 
 TEST(MpiWire, ChunkCounts) {
