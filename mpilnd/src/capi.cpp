@@ -50,7 +50,9 @@ int lnet_mpi_fini(void) {
 
 struct lnet_process_id lnet_mpi_id(int rank) {
   std::lock_guard g(g_mutex);
-  if (!g_session || rank < 0 || rank >= g_session->size()) return lnet_process_id{LNET_NID_ANY, LNET_PID_ANY};
+  // LNET_NID_ANY and LNET_PID_ANY, without the C casts of their macros.
+  if (!g_session || rank < 0 || rank >= g_session->size())
+    return lnet_process_id{static_cast<lnet_nid_t>(-1), static_cast<lnet_pid_t>(-1)};
   auto id = g_session->id(rank);
   return lnet_process_id{id.nid.value(), id.pid};
 }

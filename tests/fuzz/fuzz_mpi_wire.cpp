@@ -1,6 +1,7 @@
 // Fuzz target: the MPI LND's message decoder (what arrives in a short-message receive
 // from any rank). A message that decodes encodes back to the same header bytes, and a
-// decoded IMMEDIATE's payload lies inside the input.
+// decoded IMMEDIATE's payload lies inside the input, and so does each message a PACKED
+// carries.
 #include <cstdlib>
 #include <cstring>
 
@@ -16,6 +17,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (std::memcmp(hdr, data, 28) != 0) std::abort();
   if (!d->payload.empty() && (d->payload.data() < data || d->payload.data() + d->payload.size() > data + size))
     std::abort();
+  if (d->hdr.kind == MsgKind::Packed) {
+    // Each packed message lies inside the body, after the one before; a bad one ends it.
+    std::span<const std::uint8_t> rest = d->payload;
+    const std::uint8_t* at = rest.data();
+    while (!rest.empty()) {
+      auto sub = next_packed(rest);
+      if (!sub) break;
+      if (sub->hdr.kind != MsgKind::Immediate || sub->hdr.credits) std::abort();
+      if (sub->payload.data() < at || sub->payload.data() + sub->payload.size() > rest.data()) std::abort();
+      if (sub->payload.size() != sub->lnet.payload_length) std::abort();
+      at = rest.data();
+    }
+  }
   if (d->hdr.kind == MsgKind::Query || d->hdr.kind == MsgKind::Response) {
     std::uint8_t hello[kHelloSize];
     encode_hello(d->hello, hello);

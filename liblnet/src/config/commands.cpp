@@ -7,11 +7,12 @@
 
 #include <cstring>
 
+#include <lnet/byteorder.hpp>
 #include <lnet/socklnd.hpp>
 
 #include "config/yaml_print.hpp"
 #include "core/core.hpp"
-#include <lnet/byteorder.hpp>
+#include "nid/text.hpp"
 
 namespace lnet::dlc {
 
@@ -184,6 +185,8 @@ Response net_add(core::Core& c, const Request& r) {
   if (!id) return error_block("add", "net", -EINVAL, id.message());
   nc.net = *id;
   nc.interfaces = list_arg(r, "if");
+  for (const std::string& i : nc.interfaces)
+    if (std::string why = text::bad_interface_name(i); !why.empty()) return error_block("add", "net", -EINVAL, "--if: " + why);
   if (const std::string* nid = r.arg("nid")) {
     auto n = Nid::parse(*nid);
     if (!n) return error_block("add", "net", -EINVAL, n.message());

@@ -105,7 +105,8 @@ Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, con
       for (;;) {
         std::size_t comma = ifs.find(',');
         std::string_view ifname = text::trim(ifs.substr(0, comma));
-        if (ifname.empty()) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": empty interface name"};
+        if (std::string why = text::bad_interface_name(ifname); !why.empty())
+          return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": " + why};
         nc.interfaces.emplace_back(ifname);
         if (comma == std::string_view::npos) break;
         ifs.remove_prefix(comma + 1);

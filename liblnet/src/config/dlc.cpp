@@ -10,6 +10,7 @@
 
 #include "config/yaml_print.hpp"
 #include "core/core.hpp"
+#include "nid/text.hpp"
 
 namespace lnet::dlc {
 
@@ -151,12 +152,12 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
           if (nid->net() != *net) return bad(v, "'nid' " + nid->to_string() + " is not on " + net->to_string());
           nc.nid = *nid;
         } else if (k == "interfaces") {
-          if (v.IsMap()) {
-            for (const auto& i2 : v) nc.interfaces.push_back(i2.second.Scalar());
-          } else if (v.IsSequence()) {
-            for (const auto& i2 : v) nc.interfaces.push_back(i2.Scalar());
-          } else {
-            return bad(v, "'interfaces' must be a mapping like {0: eth0}");
+          if (!v.IsMap() && !v.IsSequence()) return bad(v, "'interfaces' must be a mapping like {0: eth0}");
+          for (const auto& i2 : v) {
+            const YAML::Node& name = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
+            if (!name.IsScalar()) return bad(name, "an interface must be a name");
+            if (std::string why = text::bad_interface_name(name.Scalar()); !why.empty()) return bad(name, why);
+            nc.interfaces.push_back(name.Scalar());
           }
         } else if (k == "tunables") {
           if (auto r = parse_tunables(v, nc.tunables); !r) return r;

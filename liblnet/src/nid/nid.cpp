@@ -1,6 +1,7 @@
 // Parsing and printing of network ids, NIDs and process ids in the real LNet text forms.
 #include <lnet/nid.hpp>
 
+#include <cstdio>
 #include <cstring>
 
 #include "nid/text.hpp"
@@ -61,6 +62,29 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
   return s;
+}
+
+std::string bad_interface_name(std::string_view name) {
+  if (name.empty()) return "an empty interface name";
+  // The name as it can be printed in an error: bytes that are not printable as \xNN.
+  auto shown = [&] {
+    std::string out;
+    for (char c : name.substr(0, 40)) {
+      if (c >= ' ' && c <= '~') {
+        out += c;
+      } else {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+        out += hex;
+      }
+    }
+    return out + (name.size() > 40 ? "..." : "");
+  };
+  if (name.size() > 15) return "interface name '" + shown() + "' is longer than 15 characters";
+  for (char c : name)
+    if (c <= ' ' || c > '~' || c == '/')
+      return "interface name '" + shown() + "' has a character that is not allowed (space, '/', control or non-ASCII)";
+  return {};
 }
 
 bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out) {

@@ -19,6 +19,9 @@ bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out);
 // Exactly four decimal octets; result is a<<24|b<<16|c<<8|d.
 bool parse_ipv4(std::string_view s, std::uint32_t& out);
 std::string ipv4_string(std::uint32_t addr);
+// Why `name` cannot be a network interface name (empty when it can): 1 to 15 bytes
+// (Linux's IFNAMSIZ less its NUL) of printable ASCII, no space, no '/'.
+std::string bad_interface_name(std::string_view name);
 // The LND name at the start of `text` (longest match); `rest` gets what follows it.
 Result<NetLndType> parse_net_name(std::string_view text, std::string_view& rest);
 

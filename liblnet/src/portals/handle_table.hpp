@@ -28,6 +28,7 @@ class HandleTable {
     }
     Slot& s = slots_[idx];
     s.obj = obj;
+    s.type = type;
     s.gen = (s.gen + 1) & kGenMask;
     if (s.gen == 0) s.gen = 1;
     return (std::uint64_t{s.gen} << 40) | (std::uint64_t{idx} << 10) | (std::uint64_t{cpt & 0xFF} << 2) |
@@ -39,7 +40,9 @@ class HandleTable {
     std::uint64_t idx = (cookie >> 10) & kIndexMask;
     if (idx >= slots_.size()) return nullptr;
     const Slot& s = slots_[idx];
-    if (s.obj == nullptr || s.gen != (cookie >> 40)) return nullptr;
+    // The type is checked against the slot too: a cookie from the wire (an ACK's or a
+    // REPLY's MD handle) may carry the MD type bits with the slot of an ME.
+    if (s.obj == nullptr || s.type != type || s.gen != (cookie >> 40)) return nullptr;
     return s.obj;
   }
 
@@ -63,6 +66,7 @@ class HandleTable {
   static constexpr std::uint32_t kGenMask = (1U << 24) - 1;
   struct Slot {
     void* obj = nullptr;
+    HandleType type = HandleType::Md;
     std::uint32_t gen = 0;
     std::uint32_t next_free = kNone;
   };

@@ -29,6 +29,8 @@ TEST(Networks, ErrorsNameTheEntry) {
       {"tcp0(eth0", "unbalanced"},
       {"foo(eth0)", "unknown network type 'foo'"},
       {"tcp(eth0,)", "empty interface name"},
+      {"tcp(a-very-long-interface)", "'a-very-long-interface' is longer than 15 characters"},
+      {"tcp(eth0,et/h1)", "'et/h1' has a character that is not allowed"},
       {"tcp[x]", "CPT 'x'"},
       {"tcp(eth0)junk", "unexpected 'junk'"},
   };

@@ -106,8 +106,9 @@ TEST(DlcParse, PrintsTheLnetctlLayoutAndRoundTrips) {
 }
 
 TEST(DlcParse, ErrorsNameTheKeyAndLine) {
+  using namespace std::string_literals;
   struct Case {
-    const char* yaml;
+    std::string yaml;
     const char* names;
   } cases[] = {
       {"net:\n    - net type: tcp\n      bogus: 1\n", "unknown key 'bogus' in a 'net' entry (line 3)"},
@@ -122,6 +123,11 @@ TEST(DlcParse, ErrorsNameTheKeyAndLine) {
       {"udsp:\n    - src: tcp[1-x]\n", "'src'"},
       {"net:\n    - net type: tcp\n      local NI(s):\n        - tunables:\n              credits: many\n",
        "'credits': 'many' is not a number (line 5)"},
+      // Found by fuzz_dlc: a quoted name with NULs parsed, then printed as YAML that did not.
+      {"net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: 'th1\0x'\n"s,
+       "interface name 'th1\\x00x' has a character that is not allowed"},
+      {"net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: [eth0]\n",
+       "an interface must be a name (line 5)"},
   };
   for (const auto& c : cases) {
     auto r = dlc::parse_config(c.yaml);

@@ -118,6 +118,40 @@ TEST_F(Parse, RepliesAndAcksForUnknownMdsAreDropped) {
   EXPECT_EQ(lnet->md_unlink(*md), 0);
 }
 
+// An ACK or REPLY names its MD by the cookie we gave out; a forged one that carries the
+// MD type bits with the slot of an ME must find nothing (found by fuzz_receive: the ME
+// was taken for an MD).
+TEST_F(Parse, ResponsesToAnMeCookieAreDropped) {
+  char sink[4] = {};
+  MdDesc d;
+  d.start = sink;
+  d.length = sizeof sink;
+  test::EventLog log;
+  d.handler = log.handler();
+  auto md = lnet->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  Fabric::instance().clear_sent();
+  ASSERT_EQ(lnet->get(Nid::any(), *md, ProcessId{gni(2), kPidLustre}, 3, 0, 0), 0);  // for the interface cookie
+  auto sent = Fabric::instance().sent();
+  ASSERT_EQ(sent.size(), 1u);
+  std::uint64_t iface = sent[0].hdr.msg.get.return_wmd.interface_cookie;
+  auto me = lnet->me_attach(5, ProcessId::any(), 1, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  std::uint64_t forged = (me->cookie & ~std::uint64_t{3}) | 1;  // the ME's slot, the MD's type
+  Counters before = lnet->counters();
+  Header ack = header(MsgType::Ack);
+  ack.msg.ack = {WireHandle{iface, forged}, 0, 0};
+  EXPECT_EQ(inject(ack), 0);
+  Header reply = header(MsgType::Reply, 2);
+  reply.msg.reply.dst_wmd = WireHandle{iface, forged};
+  EXPECT_EQ(inject(reply, {7, 7}), 0);
+  EXPECT_EQ(lnet->counters().drop_count, before.drop_count + 2);
+  EXPECT_EQ(lnet->counters().msgs_alloc, 0u) << "nothing kept";
+  EXPECT_EQ(log.count(EventType::Reply) + log.count(EventType::Ack), 0u);
+  EXPECT_EQ(lnet->me_unlink(*me), 0);
+  EXPECT_EQ(lnet->md_unlink(*md), 0);
+}
+
 TEST_F(Parse, ReplyLongerThanTheSinkNeedsTruncate) {
   for (unsigned opts : {0u, kMdTruncate}) {
     char sink[4] = {};
