@@ -34,7 +34,7 @@ struct Params {
   int iters = 10000;   // ping-pong round trips for sizes up to 8 KiB (a tenth above)
   int window = 64;     // messages in flight for bandwidth and rate
   int stream = 256;    // 1 MiB messages per bandwidth measurement
-  int rate = 100000;   // 8-byte messages per rate measurement
+  int rate = 1000000;  // 8-byte messages per rate measurement (fewer are too noisy)
   int idle = 5;        // seconds of idleness measured
   int max_size = 1 << 20;  // largest ping-pong size
   int modes = 3;       // bit 0: application-driven progress, bit 1: progress thread
