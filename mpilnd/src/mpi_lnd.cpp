@@ -782,7 +782,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     if (source >= 0 && source < size_) {
       Peer* p = peer_locked(source);
       p->down = true;
-      done.down.push_back(p->nid);
+      done.health.emplace_back(p->nid, false);
     }
     return;
   }
@@ -793,7 +793,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
   w.credit = takes_credit(kind);
   if (p->down) {
     p->down = false;
-    done.up.push_back(p->nid);
+    done.health.emplace_back(p->nid, true);
   }
   if (d->hdr.credits) p->tx_credits += d->hdr.credits;
   switch (kind) {
@@ -850,7 +850,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
           LNET_LOG(Warn, kLogLnd, "%s: dropped the rest of a PACKED from rank %d: %s", ni_.nid.to_string().c_str(),
                    source, sub.message().c_str());
           p->down = true;
-          done.down.push_back(p->nid);
+          done.health.emplace_back(p->nid, false);
           break;
         }
         Rx* rx = get_rx_locked();
@@ -1046,7 +1046,7 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
       }
       if (!p->down) {
         p->down = true;
-        done.down.push_back(p->nid);
+        done.health.emplace_back(p->nid, false);
       }
       continue;
     }
@@ -1060,8 +1060,8 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
 }
 
 void MpiNi::complete(Done& done) {
-  for (Nid n : done.down) host_.notify_peer(ni_, n, false);
-  for (Nid n : done.up) host_.notify_peer(ni_, n, true);
+  for (const auto& [nid, up] : done.health) host_.notify_peer(ni_, nid, up);
+  done.health.clear();
   for (unsigned i = 0; i < done.nsent; ++i) {
     done.sent[i].msg->health = done.sent[i].health;
     host_.finalize(done.sent[i].msg, done.sent[i].rc);

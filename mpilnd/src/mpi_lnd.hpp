@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <lnet/lnd.hpp>
@@ -206,8 +207,8 @@ class MpiNi {
     unsigned nsent = 0;
     List<Tx> txs;      // finalize tx->msg with tx->rc, then free
     List<Bulk> bulks;  // receives and GET sources: finalize bulk->msg with bulk->rc, then free
-    std::vector<Nid> down;  // peers to report down (rare)
-    std::vector<Nid> up;    // peers heard from again after being reported down (rare)
+    // Peers to report down, or up again after that, in the order it happened (rare).
+    std::vector<std::pair<Nid, bool>> health;
   };
 
   bool may_call_mpi() const;
