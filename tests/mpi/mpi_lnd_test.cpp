@@ -425,7 +425,7 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
   sync(*s);
   if (s->rank() == 0) {
     // Straight onto the LND's communicator and tag: garbage, a truncated header, a bad
-    // version, an unknown kind, and an IMMEDIATE longer than it says.
+    // version, an unknown kind, an IMMEDIATE longer than it says, and a bad PACKED.
     std::vector<std::vector<unsigned char>> bad = {
         {1, 2, 3},
         std::vector<unsigned char>(40, 0xff),
@@ -433,6 +433,13 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
         {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 99, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
         {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 3, 0, 33, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     };
+    // A PACKED that decodes but carries a NOOP where only IMMEDIATEs may be.
+    std::vector<unsigned char> packed = {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 8, 0, 64, 0, 0, 0};
+    packed.resize(32);
+    std::vector<unsigned char> noop = {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 7, 0, 32, 0, 0, 0};
+    noop.resize(32);
+    packed.insert(packed.end(), noop.begin(), noop.end());
+    bad.push_back(packed);
     for (auto& b : bad)
       MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, 1, 0, s->communicator());
   }
@@ -444,7 +451,7 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
   }
   sync(*s);
   if (s->rank() == 1) {
-    EXPECT_EQ(s->stats().bad_messages, 5u);
+    EXPECT_EQ(s->stats().bad_messages, 6u);
   }
   EXPECT_TRUE(all_ok(*s));
 }
