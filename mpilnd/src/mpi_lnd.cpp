@@ -245,6 +245,19 @@ Clock::time_point coarse_now() {
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
+
+// Appends one message to `buf`: header `h` (its size filled in), then, when there is an
+// LNet message, its header and the first `body` bytes of its payload.
+void append_message(std::vector<std::uint8_t>& buf, MsgHdr h, const LndMessage* m, std::uint32_t body) {
+  std::size_t at = buf.size();
+  h.nob = static_cast<std::uint32_t>(kMsgHdrSize + (m ? kHeaderSize : 0) + body);
+  buf.resize(at + h.nob);
+  std::uint8_t* b = buf.data() + at;
+  encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(b, kMsgHdrSize));
+  if (!m) return;
+  encode_header(m->hdr, std::span<std::uint8_t, kHeaderSize>(b + kMsgHdrSize, kHeaderSize));
+  if (body) copy_from_fragments(b + kMsgHdrSize + kHeaderSize, m->iov, m->niov, m->offset, body);
+}
 }  // namespace
 
 // Sends tx->buf as a short message. MPI often completes a small send at once (an eager
@@ -370,18 +383,11 @@ void MpiNi::post_packed_locked(Peer& p, Tx* first, Done& done) {
   c->peer = &p;
   c->kind = MsgKind::Packed;
   c->buf.resize(kMsgHdrSize);
+  MsgHdr sub;
+  sub.kind = MsgKind::Immediate;
+  sub.stamp = stamp_;
   for (Tx* tx = first; tx;) {
-    LndMessage& m = *tx->msg;
-    std::size_t at = c->buf.size(), nob = kMsgHdrSize + kHeaderSize + m.len;
-    c->buf.resize(at + nob);
-    std::uint8_t* b = c->buf.data() + at;
-    MsgHdr h;
-    h.kind = MsgKind::Immediate;
-    h.nob = static_cast<std::uint32_t>(nob);
-    h.stamp = stamp_;
-    encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(b, kMsgHdrSize));
-    encode_header(m.hdr, std::span<std::uint8_t, kHeaderSize>(b + kMsgHdrSize, kHeaderSize));
-    if (m.len) copy_from_fragments(b + kMsgHdrSize + kHeaderSize, m.iov, m.niov, m.offset, m.len);
+    append_message(c->buf, sub, tx->msg, tx->msg->len);
     tx->kind = MsgKind::Immediate;
     c->members.push_back(tx);
     stats_.immediate.fetch_add(1, std::memory_order_relaxed);
@@ -414,7 +420,7 @@ void MpiNi::post_packed_locked(Peer& p, Tx* first, Done& done) {
 // Posts a queued Tx (the handshake is done and a credit is free).
 void MpiNi::post_locked(Tx* tx, Done& done) {
   Peer& p = *tx->peer;
-  std::size_t body = 0;
+  std::uint32_t body = 0;
   std::uint32_t tag = 0;
   if (!tx->msg) {
     // A GET_NAK (the only credit-taking message without an LNet message).
@@ -457,22 +463,14 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
       stats_.bulk.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  tx->buf.resize(kMsgHdrSize + (tx->msg ? kHeaderSize : 0) + body);
-  std::uint8_t* b = tx->buf.data();
-  if (tx->msg) {
-    encode_header(tx->msg->hdr, std::span<std::uint8_t, kHeaderSize>(b + kMsgHdrSize, kHeaderSize));
-    if (body)
-      copy_from_fragments(b + kMsgHdrSize + kHeaderSize, tx->msg->iov, tx->msg->niov, tx->msg->offset,
-                          static_cast<std::uint32_t>(body));
-  }
   MsgHdr h;
   h.kind = tx->kind;
   h.credits = take_owed(p);
-  h.nob = static_cast<std::uint32_t>(tx->buf.size());
   h.tag = tag;
   h.stamp = stamp_;
   h.status = tx->status;
-  encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(b, kMsgHdrSize));
+  tx->buf.clear();
+  append_message(tx->buf, h, tx->msg, body);
   --p.tx_credits;
   // One part for the short message, one more for a bulk payload (counted before the
   // short send may finish at once).
@@ -790,7 +788,6 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
   Peer* p = peer_locked(source);
   w.peer = p;
   w.kind = kind;
-  w.credit = takes_credit(kind);
   if (p->down) {
     p->down = false;
     done.health.emplace_back(p->nid, true);
@@ -824,19 +821,9 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
       break;
     case MsgKind::Immediate:
     case MsgKind::Bulk:
-    case MsgKind::GetReq: {
-      Rx* rx = get_rx_locked();
-      rx->kind = kind;
-      rx->peer = p;
-      rx->tag = d->hdr.tag;
-      rx->sink_length = d->lnet.msg.get.sink_length;
-      rx->payload = d->payload.data();
-      rx->payload_len = static_cast<std::uint32_t>(d->payload.size());
-      rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
-      w.rx = rx;
-      w.lnet = d->lnet;
+    case MsgKind::GetReq:
+      hand_to_host_locked(w, *d);
       break;
-    }
     case MsgKind::Noop:
       break;
     case MsgKind::Packed: {
@@ -853,22 +840,29 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
           done.health.emplace_back(p->nid, false);
           break;
         }
-        Rx* rx = get_rx_locked();
-        rx->kind = MsgKind::Immediate;
-        rx->peer = p;
-        rx->payload = sub->payload.data();
-        rx->payload_len = static_cast<std::uint32_t>(sub->payload.size());
-        rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
         PoolWork& sw = pool_work_.emplace_back();  // `w` is not used after this
         sw.index = -1;
         sw.peer = p;
         sw.kind = MsgKind::Immediate;
-        sw.rx = rx;
-        sw.lnet = sub->lnet;
+        hand_to_host_locked(sw, *sub);
       }
       break;
     }
   }
+}
+
+// An Rx for the LNet message `d` (decoded from w's pool buffer), for the host to parse.
+void MpiNi::hand_to_host_locked(PoolWork& w, const Decoded& d) {
+  Rx* rx = get_rx_locked();
+  rx->kind = w.kind;
+  rx->peer = w.peer;
+  rx->tag = d.hdr.tag;
+  rx->sink_length = d.lnet.msg.get.sink_length;
+  rx->payload = d.payload.data();
+  rx->payload_len = static_cast<std::uint32_t>(d.payload.size());
+  rx->parser.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  w.rx = rx;
+  w.lnet = d.lnet;
 }
 
 // The host parses the batch's LNet headers, no lock held (it may send or receive).
@@ -924,7 +918,7 @@ void MpiNi::finish_pool_work_locked(Done& done) {
   for (const PoolWork& w : pool_work_)
     if (w.index >= 0) repost_locked(w.index);
   for (const PoolWork& w : pool_work_)
-    if (w.credit) ++w.peer->owed;
+    if (w.index >= 0 && takes_credit(w.kind)) ++w.peer->owed;  // packed ones rode on their carrier's
   // Credits may have come back or the handshake finished: what waits may go, and what
   // we owe goes back when it is half the grant (flushing a peer twice does no harm).
   Peer* last = nullptr;

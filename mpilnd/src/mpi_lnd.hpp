@@ -188,7 +188,6 @@ class MpiNi {
                             // restarted in the order the batch completed
     Peer* peer = nullptr;   // nullptr: the message did not decode and its source is unknown
     MsgKind kind = MsgKind::Noop;
-    bool credit = false;    // it used one of the credits we gave its sender
     Rx* rx = nullptr;       // for the host to parse (IMMEDIATE, BULK, GET_REQ)
     bool free_rx = false;   // the host refused it: nothing else holds the Rx
     Header lnet;            // with rx: the LNet header
@@ -240,6 +239,7 @@ class MpiNi {
   void complete(Done& done);
 
   void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done);
+  void hand_to_host_locked(PoolWork& w, const Decoded& d);
   void parse_pool_work();
   void finish_pool_work_locked(Done& done);
   void repost_locked(int index);
