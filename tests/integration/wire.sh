@@ -15,9 +15,21 @@ lnetd_start "$A" a "$(tcp_cfg eth0)"
 lnetd_start "$B" b "$(tcp_cfg eth0)"
 
 CAP="$T_DIR/lnet.pcapng"
-bg "$A" capture dumpcap -q -i eth0 -f "tcp port 988" -w "$CAP"
+decode() { tshark -r "$CAP" -o tcp.desegment_tcp_streams:TRUE "$@" 2>/dev/null; }
+# A 32 MiB capture buffer: with the default 2 MiB, the 1 MiB transfers now and then
+# overflow it and a lost segment leaves a message undecodable.
+bg "$A" capture dumpcap -q -B 32 -i eth0 -f "tcp port 988 or udp port 9" -w "$CAP"
 cap_pid=${T_PIDS[-1]}
 wait_for_log capture "Capturing on"
+# dumpcap says so before the capture is armed: probe the discard port until a probe is
+# in the file, so the first LNet message cannot slip by.
+armed=
+for _ in $(seq 100); do
+  ip netns exec "$A" bash -c 'echo probe >/dev/udp/10.78.1.2/9' 2>/dev/null || true
+  if decode -Y "udp.dstport == 9" -T fields -e frame.number | grep -q .; then armed=1 && break; fi
+  sleep 0.1
+done
+[ -n "$armed" ] || fail "dumpcap captured none of 100 probes in 10 s"
 
 ctl a ping --timeout 5 10.78.1.2@tcp >/dev/null || fail "ping A->B"
 bg "$B" serve_b timeout 120 "$LNET_XFER" serve --nid 10.78.1.12@tcp
@@ -25,7 +37,6 @@ wait_for_log serve_b serving
 BITS=0x00001234abcd0000
 ip netns exec "$A" timeout 60 "$LNET_XFER" check --nid 10.78.1.21@tcp --peer 10.78.1.12@tcp --bits $BITS ||
   fail "PUT/GET A->B"
-decode() { tshark -r "$CAP" -o tcp.desegment_tcp_streams:TRUE "$@" 2>/dev/null; }
 # dumpcap writes what it captured every 100 ms or so: stop it once the last message (the
 # REPLY with 1 MiB) is in the file, or after 20 s (then the checks below say what is missing).
 for _ in $(seq 200); do
