@@ -772,11 +772,12 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
   int source = st.MPI_SOURCE, count = 0;
   MPI_Get_count(&st, MPI_BYTE, &count);
   const std::uint8_t* buf = pool_[static_cast<std::size_t>(index)].get();
-  auto d = decode_msg(std::span(buf, static_cast<std::size_t>(std::max(count, 0))));
-  if (!d) {
+  Decoded dec;
+  std::string why;
+  if (!decode_msg(std::span(buf, static_cast<std::size_t>(std::max(count, 0))), dec, &why)) {
     stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
     LNET_LOG(Warn, kLogLnd, "%s: dropped a message from rank %d: %s", ni_.nid.to_string().c_str(), source,
-             d.message().c_str());
+             why.c_str());
     if (source >= 0 && source < size_) {
       Peer* p = peer_locked(source);
       p->down = true;
@@ -784,7 +785,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     }
     return;
   }
-  MsgKind kind = d->hdr.kind;
+  MsgKind kind = dec.hdr.kind;
   Peer* p = peer_locked(source);
   w.peer = p;
   w.kind = kind;
@@ -792,15 +793,15 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     p->down = false;
     done.health.emplace_back(p->nid, true);
   }
-  if (d->hdr.credits) p->tx_credits += d->hdr.credits;
+  if (dec.hdr.credits) p->tx_credits += dec.hdr.credits;
   switch (kind) {
     case MsgKind::Query:
     case MsgKind::Response: {
       if (opts_.mute) break;
-      const Hello& he = d->hello;
-      if (p->stamp && p->stamp != d->hdr.stamp)
+      const Hello& he = dec.hello;
+      if (p->stamp && p->stamp != dec.hdr.stamp)
         LNET_LOG(Warn, kLogLnd, "%s: rank %d restarted (new incarnation)", ni_.nid.to_string().c_str(), source);
-      p->stamp = d->hdr.stamp;
+      p->stamp = dec.hdr.stamp;
       p->short_max = he.short_max;
       p->chunk = he.chunk;
       if (kind == MsgKind::Query) {
@@ -814,28 +815,28 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     }
     case MsgKind::GetNak:
       for (Bulk* s : p->sinks)
-        if (s->tag == d->hdr.tag) {
-          s->rc = d->hdr.status;
+        if (s->tag == dec.hdr.tag) {
+          s->rc = dec.hdr.status;
           cancel_requests_of_locked(s);
         }
       break;
     case MsgKind::Immediate:
     case MsgKind::Bulk:
     case MsgKind::GetReq:
-      hand_to_host_locked(w, *d);
+      hand_to_host_locked(w, dec);
       break;
     case MsgKind::Noop:
       break;
     case MsgKind::Packed: {
       // Each packed IMMEDIATE is parsed on its own; the buffer is restarted (by the
       // carrier's entry, `w`) once all of them are done with it.
-      std::span<const std::uint8_t> rest = d->payload;
+      std::span<const std::uint8_t> rest = dec.payload;
       while (!rest.empty()) {
-        auto sub = next_packed(rest);
-        if (!sub) {
+        Decoded sub;
+        if (!next_packed(rest, sub, &why)) {
           stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
           LNET_LOG(Warn, kLogLnd, "%s: dropped the rest of a PACKED from rank %d: %s", ni_.nid.to_string().c_str(),
-                   source, sub.message().c_str());
+                   source, why.c_str());
           p->down = true;
           done.health.emplace_back(p->nid, false);
           break;
@@ -844,7 +845,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
         sw.index = -1;
         sw.peer = p;
         sw.kind = MsgKind::Immediate;
-        hand_to_host_locked(sw, *sub);
+        hand_to_host_locked(sw, sub);
       }
       break;
     }
@@ -1007,16 +1008,22 @@ bool MpiNi::progress() {
     // The pool: its receives match arriving messages in the order they were started
     // (MPI's non-overtaking rule), and they are restarted in the order they complete, so
     // only the oldest one needs testing. The cost is one test per message, whatever the
-    // depth, and messages are handled in the order they arrived.
-    for (std::size_t k = 0; k < depth; ++k) {
+    // depth, and messages are handled in the order they arrived. After a round that found
+    // none, the first goes to the host at once: testing the next receive first would run
+    // MPI's progress engine once more and, in request-response traffic, find nothing.
+    // While messages keep coming they are taken in batches.
+    const std::size_t limit = pool_busy_ ? depth : 1;
+    std::size_t found = 0;
+    for (; found < limit; ++found) {
       int flag = 0;
       MPI_Status st;
       int trc = MPI_Test(&reqs_[pool_head_], &flag, &st);
       if (!flag && trc == MPI_SUCCESS) break;
       pool_rx_locked(static_cast<int>(pool_head_), st, trc, done);
       pool_head_ = pool_head_ + 1 == depth ? 0 : pool_head_ + 1;
-      worked = true;
     }
+    pool_busy_ = found > 0;
+    worked |= pool_busy_;
   }
   if (!pool_work_.empty()) {
     parse_pool_work();

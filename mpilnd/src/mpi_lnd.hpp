@@ -291,6 +291,7 @@ class MpiNi {
   std::vector<MPI_Status> statuses_;
   std::vector<Completion> completed_;
   std::vector<PoolWork> pool_work_;
+  bool pool_busy_ = false;  // the last round found messages in the pool (progress lock)
 
   std::thread thread_;
   std::thread::id thread_id_;       // the progress thread's, set before it runs

@@ -75,15 +75,20 @@ struct Decoded {
   std::span<const std::uint8_t> payload;  // IMMEDIATE; PACKED: the packed messages
 };
 
-// Checks and decodes a received message of `len` bytes (what MPI said arrived). Fails
-// with -EPROTO naming the fault: bad magic or version, nob not what arrived, an unknown
-// kind, a body too short for its kind, an LNet header that does not decode, or an
-// IMMEDIATE whose payload_length disagrees with its size.
+// Checks and decodes a received message of `len` bytes (what MPI said arrived) into
+// `out`. A bad message returns false and, when `why` is given, the fault: bad magic or
+// version, nob not what arrived, an unknown kind, a body too short for its kind, an LNet
+// header that does not decode, or an IMMEDIATE whose payload_length disagrees with its
+// size. Fields the kind does not use keep their values: pass a fresh Decoded. Nothing
+// is built on the way for a good message (the receive path's form).
+bool decode_msg(std::span<const std::uint8_t> in, Decoded& out, std::string* why = nullptr);
+// The same as a Result: fails with -EPROTO naming the fault.
 Result<Decoded> decode_msg(std::span<const std::uint8_t> in);
 
 // The next message packed in a PACKED body, `rest` (a decoded PACKED's payload), which
-// moves past it. Fails with -EPROTO when what follows is not a whole IMMEDIATE with no
-// credits of its own; then the rest of the body is unusable.
+// moves past it. Fails when what follows is not a whole IMMEDIATE with no credits of its
+// own; then the rest of the body is unusable.
+bool next_packed(std::span<const std::uint8_t>& rest, Decoded& out, std::string* why = nullptr);
 Result<Decoded> next_packed(std::span<const std::uint8_t>& rest);
 
 // Bulk transfers move at most `chunk` bytes per MPI message (int counts): the number of

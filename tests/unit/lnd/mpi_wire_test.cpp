@@ -179,6 +179,41 @@ TEST(MpiWire, PackedCarriesWholeImmediates) {
   EXPECT_EQ(sizes, (std::vector<std::size_t>{3, 0, 8}));
 }
 
+// The receive path's form: decoded in place, the reason put into words only on request,
+// and the same verdict as the Result form.
+TEST(MpiWire, DecodesInPlaceAndSaysWhyOnlyWhenAsked) {
+  auto m = immediate(5, 0x7e, 2);
+  Decoded d;
+  std::string why;
+  ASSERT_TRUE(decode_msg(m, d, &why)) << why;
+  EXPECT_TRUE(why.empty());
+  EXPECT_EQ(d.hdr.kind, MsgKind::Immediate);
+  EXPECT_EQ(d.hdr.credits, 2);
+  EXPECT_EQ(d.lnet.type, MsgType::Put);
+  ASSERT_EQ(d.payload.size(), 5u);
+  EXPECT_EQ(d.payload.data(), m.data() + m.size() - 5) << "the payload is not copied";
+
+  m[0] ^= 0xff;
+  Decoded bad;
+  EXPECT_FALSE(decode_msg(m, bad, nullptr));
+  EXPECT_FALSE(decode_msg(m, bad, &why));
+  auto r = decode_msg(m);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(why, r.message());
+  EXPECT_NE(why.find("magic"), std::string::npos) << why;
+
+  auto p = packed({immediate(1, 1), immediate(2, 2)});
+  ASSERT_TRUE(decode_msg(p, d, nullptr));
+  std::span<const std::uint8_t> rest = d.payload;
+  Decoded sub;
+  ASSERT_TRUE(next_packed(rest, sub, nullptr));
+  EXPECT_EQ(sub.payload.size(), 1u);
+  Decoded sub2;
+  ASSERT_TRUE(next_packed(rest, sub2, &why));
+  EXPECT_EQ(sub2.payload.size(), 2u);
+  EXPECT_TRUE(rest.empty());
+}
+
 TEST(MpiWire, PackedRejectsWhatIsWrong) {
   auto expect_bad_sub = [](const std::vector<std::uint8_t>& m, const char* why) {
     auto d = decode_msg(m);
