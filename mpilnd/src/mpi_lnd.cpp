@@ -31,9 +31,11 @@ std::string mpi_error(int rc) {
 
 MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts)
     : ni_(ni), host_(*ni.host), opts_(opts), comm_(comm) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
-  MPI_Query_thread(&thread_level_);
+  // A failure here (it would be the communicator's) makes start() fail.
+  setup_ok_ = check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank") &&
+              check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size") &&
+              check(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
+  if (!setup_ok_) size_ = 0;
   owner_ = std::this_thread::get_id();
   std::random_device rd;
   stamp_ = (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
@@ -61,6 +63,7 @@ bool MpiNi::check(int rc, const char* what) {
 }
 
 int MpiNi::start() {
+  if (!setup_ok_) return -EIO;
   std::unique_lock lk(mu_);
   pool_.resize(opts_.pool_depth);
   reqs_.resize(opts_.pool_depth, MPI_REQUEST_NULL);
@@ -546,6 +549,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
     int nseg = 0;
     std::uint64_t pos = 0;       // position in the logical buffer
     std::uint64_t skip = b->offset;
+    bool addressed = true;
     for (unsigned f = 0; f < b->niov && pos < std::min<std::uint64_t>(hi, b->len); ++f) {
       std::uint64_t flen = b->iov[f].iov_len;
       if (skip >= flen) {
@@ -558,15 +562,19 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
       flen = std::min<std::uint64_t>(flen, b->len - pos);
       std::uint64_t s = std::max(pos, lo), e = std::min(pos + flen, hi);
       if (s < e) {
-        MPI_Get_address(base + (s - pos), &displs[nseg]);
+        addressed = addressed && check(MPI_Get_address(base + (s - pos), &displs[nseg]), "MPI_Get_address");
         lens[nseg++] = static_cast<int>(e - s);
       }
       pos += flen;
     }
     if (!b->send && hi > b->len) {
       std::uint64_t s = std::max<std::uint64_t>(lo, b->len);
-      MPI_Get_address(b->discard.get() + (s - b->len), &displs[nseg]);
+      addressed = addressed && check(MPI_Get_address(b->discard.get() + (s - b->len), &displs[nseg]), "MPI_Get_address");
       lens[nseg++] = static_cast<int>(hi - s);
+    }
+    if (!addressed) {
+      b->nchunks = c;  // what was posted still completes
+      return false;
     }
     void* buf = nullptr;
     int count = 0;
@@ -577,8 +585,10 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
       count = lens[0];
     } else if (nseg > 1) {
       if (!check(MPI_Type_create_hindexed(nseg, lens, displs, MPI_BYTE, &type), "MPI_Type_create_hindexed") ||
-          !check(MPI_Type_commit(&type), "MPI_Type_commit"))
+          !check(MPI_Type_commit(&type), "MPI_Type_commit")) {
+        b->nchunks = c;
         return false;
+      }
       derived = true;
       buf = MPI_BOTTOM;
       count = 1;
@@ -596,7 +606,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
     } else {
       rc = MPI_Issend(buf, count, type, b->peer->rank, tag, comm_, &r);
     }
-    if (derived) MPI_Type_free(&type);  // MPI keeps it until the operation is done
+    if (derived) check(MPI_Type_free(&type), "MPI_Type_free");  // MPI keeps it until the operation is done
     if (!check(rc, b->send ? (b->ready ? "MPI_Irsend" : "MPI_Issend") : "MPI_Irecv")) {
       b->nchunks = c;  // what was posted still completes
       return false;
@@ -636,7 +646,7 @@ void MpiNi::tx_part_done_locked(Tx* tx, int rc, Done& done) {
 
 void MpiNi::bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done) {
   int cancelled = 0;
-  MPI_Test_cancelled(&st, &cancelled);
+  if (!check(MPI_Test_cancelled(&st, &cancelled), "MPI_Test_cancelled")) cancelled = 0;
   if (cancelled) {
     b->cancelled = true;
   } else if (err != MPI_SUCCESS) {
@@ -770,7 +780,7 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     return;
   }
   int source = st.MPI_SOURCE, count = 0;
-  MPI_Get_count(&st, MPI_BYTE, &count);
+  if (!check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count")) return;  // restarted, like a failed receive
   const std::uint8_t* buf = pool_[static_cast<std::size_t>(index)].get();
   Decoded dec;
   std::string why;
@@ -1204,7 +1214,7 @@ void MpiNi::stop() {
                ni_.nid.to_string().c_str(), reqs_.size() - opts_.pool_depth);
       for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
         Owner o = owners_[r];
-        MPI_Request_free(&reqs_[r]);
+        check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
         if (o.kind == Owner::TxShort) {
           // MPI may still read the message: its buffer is left to it for good.
           auto* tx = static_cast<Tx*>(o.obj);
@@ -1260,7 +1270,10 @@ class MpiLnd final : public Lnd {
       opts = it->second.opts;
     }
     int rank = 0;
-    MPI_Comm_rank(comm, &rank);
+    if (int rc = MPI_Comm_rank(comm, &rank); rc != MPI_SUCCESS) {
+      LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank failed: %s", ni.config.net.to_string().c_str(), mpi_error(rc).c_str());
+      return -EIO;
+    }
     Nid want = Nid::make(ni.config.net, static_cast<std::uint32_t>(rank));
     if (!ni.nid.is_any() && ni.nid != want) return -EINVAL;
     ni.nid = want;

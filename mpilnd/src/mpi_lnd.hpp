@@ -294,6 +294,7 @@ class MpiNi {
   bool pool_busy_ = false;  // the last round found messages in the pool (progress lock)
 
   std::thread thread_;
+  bool setup_ok_ = true;            // the constructor's MPI queries succeeded
   std::thread::id thread_id_;       // the progress thread's, set before it runs
   std::atomic<bool> stopping_{false};
   // The progress thread naps when idle; work started by other threads wakes it.

@@ -17,7 +17,7 @@ namespace {
 std::string mpi_failure(const char* what, int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
-  MPI_Error_string(rc, text, &len);
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return std::string(what) + " failed: MPI error " + std::to_string(rc);
   return std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len));
 }
 
@@ -33,8 +33,8 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm) {
 
 Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Options opts) {
   int inited = 0, finalized = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&finalized);
+  if (int rc = MPI_Initialized(&inited); rc != MPI_SUCCESS) return Failure{-EIO, mpi_failure("MPI_Initialized", rc)};
+  if (int rc = MPI_Finalized(&finalized); rc != MPI_SUCCESS) return Failure{-EIO, mpi_failure("MPI_Finalized", rc)};
   if (!inited || finalized) return Failure{-EINVAL, "MPI is not initialised: call MPI_Init before starting LNet"};
   if (comm == MPI_COMM_NULL) return Failure{-EINVAL, "no communicator (MPI_COMM_NULL)"};
   NetId net = NetId::make(kMpiLnd, opts.net_number);
@@ -45,13 +45,26 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
   s->net_ = opts.net_number;
   // Our own communicator: never traffic on the application's.
   if (int rc = MPI_Comm_dup(comm, &s->comm_); rc != MPI_SUCCESS) return Failure{-EIO, mpi_failure("MPI_Comm_dup", rc)};
-  MPI_Comm_set_errhandler(s->comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(s->comm_, &s->rank_);
-  MPI_Comm_size(s->comm_, &s->size_);
+  int rc = MPI_Comm_set_errhandler(s->comm_, MPI_ERRORS_RETURN);
+  const char* what = "MPI_Comm_set_errhandler";
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_Comm_rank(s->comm_, &s->rank_);
+    what = "MPI_Comm_rank";
+  }
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_Comm_size(s->comm_, &s->size_);
+    what = "MPI_Comm_size";
+  }
+  if (rc != MPI_SUCCESS) {
+    (void)MPI_Comm_free(&s->comm_);  // already failing: its own error adds nothing
+    s->comm_ = MPI_COMM_NULL;
+    return Failure{-EIO, mpi_failure(what, rc)};
+  }
   // One pid for the whole job: rank 0's, as a userspace client's (LNET_PID_USERFLAG).
   unsigned pid = static_cast<unsigned>(getpid()) | kPidUserFlag;
-  if (int rc = MPI_Bcast(&pid, 1, MPI_UNSIGNED, 0, s->comm_); rc != MPI_SUCCESS) {
-    MPI_Comm_free(&s->comm_);
+  if (rc = MPI_Bcast(&pid, 1, MPI_UNSIGNED, 0, s->comm_); rc != MPI_SUCCESS) {
+    (void)MPI_Comm_free(&s->comm_);
+    s->comm_ = MPI_COMM_NULL;
     return Failure{-EIO, mpi_failure("MPI_Bcast", rc)};
   }
   s->pid_ = pid;
@@ -83,7 +96,7 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
   // Everyone up, or everyone down: a rank that failed must not leave the others waiting
   // in a later collective.
   int ok = code == 0 ? 1 : 0, all = 0;
-  if (int rc = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, s->comm_); rc != MPI_SUCCESS) {
+  if (rc = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, s->comm_); rc != MPI_SUCCESS) {
     all = 0;
     if (!code) {
       code = -EIO;
@@ -93,7 +106,8 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
   if (!all) {
     s->lnet_.reset();
     if (!taken) clear_comm_for_net(opts.net_number);
-    MPI_Comm_free(&s->comm_);
+    if (int frc = MPI_Comm_free(&s->comm_); frc != MPI_SUCCESS)
+      LNET_LOG(Warn, kLogLnd, "%s", mpi_failure("MPI_Comm_free", frc).c_str());
     s->comm_ = MPI_COMM_NULL;
     if (!code) {
       code = -EIO;
@@ -118,7 +132,7 @@ Session::~Session() {
   }
   lnet_.reset();
   clear_comm_for_net(net_);
-  MPI_Comm_free(&comm_);
+  if (int rc = MPI_Comm_free(&comm_); rc != MPI_SUCCESS) LNET_LOG(Warn, kLogLnd, "%s", mpi_failure("MPI_Comm_free", rc).c_str());
 }
 
 Nid Session::nid(int rank) const {
