@@ -302,6 +302,7 @@ class MpiNi {
   std::condition_variable nap_cv_;
   std::atomic<bool> napping_{false};
   std::atomic<bool> kicked_{false};
+  std::atomic<bool> in_flight_{false};  // MPI requests besides the pool are outstanding
   int progress_id_ = -1;
 
   struct Counters {
