@@ -19,7 +19,8 @@ namespace {
 constexpr int kShortTag = 0;
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
 constexpr int kSpinBeforeYield = 50;  // idle progress rounds (5-10 us) before the thread yields
-constexpr int kInFlightNapUs = 20;    // the progress thread's longest nap while MPI moves our data
+constexpr int kInFlightNapUs = 20;    // the progress thread's longest nap while MPI moves our data,
+constexpr auto kInFlightNapWindow = std::chrono::milliseconds(5);  // for so long into an idle stretch
 
 std::string mpi_error(int rc) {
   char text[MPI_MAX_ERROR_STRING];
@@ -111,6 +112,7 @@ void MpiNi::thread_main() {
   // nap while a transfer is in flight). Without it the naps are only longer.
   (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   int idle = 0;
+  Clock::time_point idle_since;  // the first nap of this idle stretch
   while (!stopping_.load(std::memory_order_acquire)) {
     if (progress()) {
       idle = 0;
@@ -127,8 +129,12 @@ void MpiNi::thread_main() {
       continue;
     }
     // While MPI still moves something of ours, nap briefly: a transfer's completion
-    // wakes nobody, and a long nap would be added to its time.
-    int cap = in_flight_.load(std::memory_order_relaxed) ? std::min(opts_.idle_us, kInFlightNapUs) : opts_.idle_us;
+    // wakes nobody, and a long nap would be added to its time. Only for a while: such
+    // naps cost half a core (measured on the test VM), and a transfer that waits on a
+    // silent peer would keep them going.
+    if (idle == 200) idle_since = Clock::now();
+    bool brief = in_flight_.load(std::memory_order_relaxed) && Clock::now() - idle_since < kInFlightNapWindow;
+    int cap = brief ? std::min(opts_.idle_us, kInFlightNapUs) : opts_.idle_us;
     int us = std::min(cap, 5 << std::min(idle - 200, 10));
     std::unique_lock lk(nap_mu_);
     napping_.store(true);
