@@ -19,8 +19,10 @@ namespace {
 constexpr int kShortTag = 0;
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
 constexpr int kSpinBeforeYield = 50;  // idle progress rounds (5-10 us) before the thread yields
-constexpr int kInFlightNapUs = 20;    // the progress thread's longest nap while MPI moves our data,
-constexpr auto kInFlightNapWindow = std::chrono::milliseconds(5);  // for so long into an idle stretch
+// While MPI moves our data, the progress thread naps at most kInFlightNapUs, for the
+// first kInFlightNapWindow of an idle stretch.
+constexpr int kInFlightNapUs = 20;
+constexpr auto kInFlightNapWindow = std::chrono::milliseconds(5);
 
 std::string mpi_error(int rc) {
   char text[MPI_MAX_ERROR_STRING];
@@ -557,6 +559,10 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
   }
   std::uint32_t chunk = chunk_for(*b->peer);
   for (std::uint32_t c = 0; c < b->nchunks; ++c) {
+    auto give_up = [&] {
+      b->nchunks = c;  // what was posted still completes
+      return false;
+    };
     std::uint64_t lo = std::min<std::uint64_t>(static_cast<std::uint64_t>(c) * chunk, b->total);
     std::uint64_t hi = std::min<std::uint64_t>(lo + chunk, b->total);
     if (b->send) hi = std::min<std::uint64_t>(hi, b->len);  // a sender sends what it has
@@ -590,10 +596,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
       addressed = addressed && check(MPI_Get_address(b->discard.get() + (s - b->len), &displs[nseg]), "MPI_Get_address");
       lens[nseg++] = static_cast<int>(hi - s);
     }
-    if (!addressed) {
-      b->nchunks = c;  // what was posted still completes
-      return false;
-    }
+    if (!addressed) return give_up();
     void* buf = nullptr;
     int count = 0;
     MPI_Datatype type = MPI_BYTE;
@@ -603,10 +606,8 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
       count = lens[0];
     } else if (nseg > 1) {
       if (!check(MPI_Type_create_hindexed(nseg, lens, displs, MPI_BYTE, &type), "MPI_Type_create_hindexed") ||
-          !check(MPI_Type_commit(&type), "MPI_Type_commit")) {
-        b->nchunks = c;
-        return false;
-      }
+          !check(MPI_Type_commit(&type), "MPI_Type_commit"))
+        return give_up();
       derived = true;
       buf = MPI_BOTTOM;
       count = 1;
@@ -625,10 +626,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
       rc = MPI_Issend(buf, count, type, b->peer->rank, tag, comm_, &r);
     }
     if (derived) check(MPI_Type_free(&type), "MPI_Type_free");  // MPI keeps it until the operation is done
-    if (!check(rc, b->send ? (b->ready ? "MPI_Irsend" : "MPI_Issend") : "MPI_Irecv")) {
-      b->nchunks = c;  // what was posted still completes
-      return false;
-    }
+    if (!check(rc, b->send ? (b->ready ? "MPI_Irsend" : "MPI_Issend") : "MPI_Irecv")) return give_up();
     add_request(r, Owner::BulkChunk, b);
   }
   return true;
@@ -664,7 +662,7 @@ void MpiNi::tx_part_done_locked(Tx* tx, int rc, Done& done) {
 
 void MpiNi::bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done) {
   int cancelled = 0;
-  if (!check(MPI_Test_cancelled(&st, &cancelled), "MPI_Test_cancelled")) cancelled = 0;
+  if (!check(MPI_Test_cancelled(&st, &cancelled), "MPI_Test_cancelled")) cancelled = 0;  // undefined after an error
   if (cancelled) {
     b->cancelled = true;
   } else if (err != MPI_SUCCESS) {
