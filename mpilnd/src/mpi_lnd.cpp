@@ -47,8 +47,8 @@ MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts)
   stamp_ = (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   void* ub = nullptr;
   int flag = 0;
-  if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub)
-    tag_ub_ = static_cast<std::uint32_t>(*static_cast<int*>(ub));
+  if (check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag), "MPI_Comm_get_attr(MPI_TAG_UB)") && flag && ub)
+    tag_ub_ = static_cast<std::uint32_t>(*static_cast<int*>(ub));  // else the least MPI promises
   grant_ = std::clamp(opts_.credits, 1, 255);
   buf_size_ = kMsgHdrSize + std::max<std::size_t>(kHelloSize, kHeaderSize + opts_.short_max);
   peers_.resize(static_cast<std::size_t>(size_));
@@ -293,7 +293,14 @@ int MpiNi::isend_locked(Tx* tx) {
              "MPI_Isend"))
     return kSendFailed;
   int flag = 0;
-  if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) return kSentDone;
+  int trc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  if (trc == MPI_SUCCESS && flag) return kSentDone;
+  if (trc != MPI_SUCCESS) {
+    // The send failed (a completed request would now be MPI_REQUEST_NULL) or the test
+    // itself did: either way the request, if any, is MPI's until the next round reports it.
+    check(trc, "MPI_Test");
+    if (r == MPI_REQUEST_NULL) return kSendFailed;
+  }
   add_request(r, Owner::TxShort, tx);
   return kSent;
 }
@@ -561,6 +568,9 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
   for (std::uint32_t c = 0; c < b->nchunks; ++c) {
     auto give_up = [&] {
       b->nchunks = c;  // what was posted still completes
+      // The peer may have posted (or may yet post) its side of every chunk on this tag:
+      // it is never used again with this peer.
+      b->own_tag = false;
       return false;
     };
     std::uint64_t lo = std::min<std::uint64_t>(static_cast<std::uint64_t>(c) * chunk, b->total);
@@ -628,6 +638,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
     if (derived) check(MPI_Type_free(&type), "MPI_Type_free");  // MPI keeps it until the operation is done
     if (!check(rc, b->send ? (b->ready ? "MPI_Irsend" : "MPI_Issend") : "MPI_Irecv")) return give_up();
     add_request(r, Owner::BulkChunk, b);
+    stats_.chunks.fetch_add(1, std::memory_order_relaxed);
   }
   return true;
 }
@@ -669,7 +680,10 @@ void MpiNi::bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done&
     if (!b->rc) b->rc = -EIO;
   } else if (!b->send) {
     int n = 0;
-    if (MPI_Get_count(&st, MPI_BYTE, &n) == MPI_SUCCESS && n > 0) b->bytes += static_cast<std::uint64_t>(n);
+    if (!check(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count"))
+      b->rc = b->rc ? b->rc : -EIO;  // how much arrived is unknown
+    else if (n > 0)
+      b->bytes += static_cast<std::uint64_t>(n);
   }
   if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
 }
@@ -781,8 +795,34 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
 }
 
 void MpiNi::repost_locked(int index) {
-  if (stopped_) return;
+  if (stopped_ || reqs_[static_cast<std::size_t>(index)] == MPI_REQUEST_NULL) return;
   check(MPI_Start(&reqs_[static_cast<std::size_t>(index)]), "MPI_Start");
+}
+
+// A pool receive that a message too long for it matched: MPI may not be done with it
+// (Open MPI still moves the truncated message in and will not restart the request), so
+// it is left to MPI with its buffer, and a new receive takes its place.
+void MpiNi::replace_pool_rx_locked(int index) {
+  auto i = static_cast<std::size_t>(index);
+  if (reqs_[i] != MPI_REQUEST_NULL) check(MPI_Request_free(&reqs_[i]), "MPI_Request_free");
+  retired_.push_back(std::move(pool_[i]));
+  pool_[i] = std::make_unique<std::uint8_t[]>(buf_size_);
+  if (!check(MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_,
+                           &reqs_[i]),
+             "MPI_Recv_init"))
+    reqs_[i] = MPI_REQUEST_NULL;  // the pool is one short from now on
+}
+
+// A message from `source` that is not ours to take: counted, logged, and its sender
+// reported down to the core until a good message comes from it.
+void MpiNi::drop_bad_locked(int source, const std::string& why, Done& done) {
+  stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
+  LNET_LOG(Warn, kLogLnd, "%s: dropped a message from rank %d: %s", ni_.nid.to_string().c_str(), source, why.c_str());
+  if (source >= 0 && source < size_) {
+    Peer* p = peer_locked(source);
+    p->down = true;
+    done.health.emplace_back(p->nid, false);
+  }
 }
 
 // A pool receive completed (under the mutex, within progress()): decode it, take the
@@ -791,24 +831,24 @@ void MpiNi::repost_locked(int index) {
 void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done) {
   PoolWork& w = pool_work_.emplace_back();
   w.index = index;
+  int source = st.MPI_SOURCE, count = 0;
   if (err != MPI_SUCCESS) {
-    check(err, "pool receive");
+    int cls = MPI_ERR_OTHER;
+    if (MPI_Error_class(err, &cls) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE) {
+      // Longer than any message of ours can be: the sender's doing, not MPI's failure.
+      drop_bad_locked(source, "longer than the " + std::to_string(buf_size_) + "-byte receive buffer", done);
+      replace_pool_rx_locked(index);
+    } else {
+      check(err, "pool receive");
+    }
     return;
   }
-  int source = st.MPI_SOURCE, count = 0;
   if (!check(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count")) return;  // restarted, like a failed receive
   const std::uint8_t* buf = pool_[static_cast<std::size_t>(index)].get();
   Decoded dec;
   std::string why;
   if (!decode_msg(std::span(buf, static_cast<std::size_t>(std::max(count, 0))), dec, &why)) {
-    stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
-    LNET_LOG(Warn, kLogLnd, "%s: dropped a message from rank %d: %s", ni_.nid.to_string().c_str(), source,
-             why.c_str());
-    if (source >= 0 && source < size_) {
-      Peer* p = peer_locked(source);
-      p->down = true;
-      done.health.emplace_back(p->nid, false);
-    }
+    drop_bad_locked(source, why, done);
     return;
   }
   MsgKind kind = dec.hdr.kind;
@@ -1041,7 +1081,7 @@ bool MpiNi::progress() {
     // While messages keep coming they are taken in batches.
     const std::size_t limit = pool_busy_ ? depth : 1;
     std::size_t found = 0;
-    for (; found < limit; ++found) {
+    for (; found < limit && reqs_[pool_head_] != MPI_REQUEST_NULL; ++found) {
       int flag = 0;
       MPI_Status st;
       int trc = MPI_Test(&reqs_[pool_head_], &flag, &st);
@@ -1148,6 +1188,7 @@ Stats MpiNi::stats() const {
   s.immediate = stats_.immediate.load();
   s.packed = stats_.packed.load();
   s.bulk = stats_.bulk.load();
+  s.chunks = stats_.chunks.load();
   s.rdma_gets = stats_.rdma_gets.load();
   s.noops = stats_.noops.load();
   s.credit_waits = stats_.credit_waits.load();
@@ -1186,7 +1227,8 @@ void MpiNi::stop() {
     for (unsigned i = 0; i < opts_.pool_depth && i < reqs_.size(); ++i) {
       if (reqs_[i] == MPI_REQUEST_NULL) continue;
       int flag = 0;
-      MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE);  // inactive or done: nothing to cancel
+      // Inactive or done: nothing to cancel. (A failed test leaves it to the cancel.)
+      if (!check(MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE), "MPI_Test")) flag = 0;
       if (!flag) {
         check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
         check(MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE), "MPI_Wait");
@@ -1209,7 +1251,11 @@ void MpiNi::stop() {
     std::vector<MPI_Status> st(n);
     int out = 0;
     int rc = MPI_Testsome(static_cast<int>(n), reqs_.data() + opts_.pool_depth, &out, idx.data(), st.data());
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) break;
+    bool broken = rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS;
+    if (broken) {
+      check(rc, "MPI_Testsome");
+      out = 0;
+    }
     if (out == MPI_UNDEFINED) out = 0;
     for (int k = 0; k < out; ++k) {
       Owner o = owners_[opts_.pool_depth + static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])];
@@ -1226,7 +1272,7 @@ void MpiNi::stop() {
     }
     reqs_.resize(w);
     owners_.resize(w);
-    if (Clock::now() >= deadline) {
+    if (broken || Clock::now() >= deadline) {
       LNET_LOG(Warn, kLogLnd, "%s: %zu MPI requests still running at shutdown; left to MPI",
                ni_.nid.to_string().c_str(), reqs_.size() - opts_.pool_depth);
       for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {

@@ -21,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -239,6 +240,8 @@ class MpiNi {
   void complete(Done& done);
 
   void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done);
+  void drop_bad_locked(int source, const std::string& why, Done& done);
+  void replace_pool_rx_locked(int index);
   void hand_to_host_locked(PoolWork& w, const Decoded& d);
   void parse_pool_work();
   void finish_pool_work_locked(Done& done);
@@ -271,6 +274,7 @@ class MpiNi {
   std::vector<MPI_Request> reqs_;   // [0, pool) persistent pool receives, then the rest
   std::vector<Owner> owners_;
   std::vector<std::unique_ptr<std::uint8_t[]>> pool_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> retired_;  // buffers of receives left to MPI
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank, made on first contact
   std::vector<Peer*> contacted_;
   List<Tx> deferred_;               // sends from threads that may not call MPI
@@ -306,7 +310,7 @@ class MpiNi {
   int progress_id_ = -1;
 
   struct Counters {
-    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, rdma_gets{0}, noops{0}, credit_waits{0},
+    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0}, credit_waits{0},
         bad_messages{0}, timeouts{0}, mpi_errors{0};
   } stats_;
 };

@@ -99,6 +99,8 @@ bool decode_msg(std::span<const std::uint8_t> in, Decoded& d, std::string* why) 
       if (body.size() < kHelloSize) return bad(why, std::string(kind_name(h.kind)) + " without its hello");
       const std::uint8_t* b = body.data();
       d.hello = Hello{wire::get_le32(b), wire::get_le32(b + 4), wire::get_le32(b + 8), wire::get_le32(b + 12), wire::get_le32(b + 16), wire::get_le32(b + 20), wire::get_le32(b + 24)};
+      if (d.hello.proto_version != kVersion)
+        return bad(why, "hello of protocol version " + std::to_string(d.hello.proto_version));
       if (d.hello.chunk == 0) return bad(why, "hello with a chunk size of 0");
       break;
     }

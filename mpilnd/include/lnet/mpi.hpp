@@ -61,6 +61,7 @@ struct Stats {
   std::uint64_t immediate = 0;      // messages sent inline (packed ones included)
   std::uint64_t packed = 0;         // PACKED messages sent (each carries several inline ones)
   std::uint64_t bulk = 0;           // payloads sent as tagged bulk transfers
+  std::uint64_t chunks = 0;         // MPI operations posted for bulk transfers, both ways
   std::uint64_t rdma_gets = 0;      // optimised GETs (sink posted, source ready-sent)
   std::uint64_t noops = 0;          // credit returns sent on their own
   std::uint64_t credit_waits = 0;   // sends that waited for a credit

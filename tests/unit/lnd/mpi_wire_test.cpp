@@ -117,6 +117,11 @@ TEST(MpiWire, RejectsWhatIsWrong) {
   expect_bad(m, "says 32 bytes, 33 arrived");
   h.kind = MsgKind::Response;
   expect_bad(message(h), "without its hello");
+  std::vector<std::uint8_t> hello(kHelloSize);
+  encode_hello(Hello{2, 8192, 64, 8, 1, 0, 1000}, std::span<std::uint8_t, kHelloSize>(hello.data(), kHelloSize));
+  expect_bad(message(h, hello), "hello of protocol version 2");
+  encode_hello(Hello{1, 8192, 64, 8, 1, 0, 0}, std::span<std::uint8_t, kHelloSize>(hello.data(), kHelloSize));
+  expect_bad(message(h, hello), "chunk size of 0");
   h.kind = MsgKind::Immediate;
   expect_bad(message(h), "without its LNet header");
   auto body = lnet_header(MsgType::Put, 10);
