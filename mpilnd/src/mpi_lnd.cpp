@@ -289,9 +289,10 @@ void append_message(std::vector<std::uint8_t>& buf, MsgHdr h, const LndMessage* 
 // the caller fails the send).
 int MpiNi::isend_locked(Tx* tx) {
   MPI_Request r;
-  if (!check(MPI_Isend(tx->buf.data(), static_cast<int>(tx->buf.size()), MPI_BYTE, tx->peer->rank, kShortTag, comm_, &r),
-             "MPI_Isend"))
-    return kSendFailed;
+  int rc = opts_.fail_isend && tx->msg ? MPI_ERR_OTHER  // LNET_MPI_FAULT=isend
+                                       : MPI_Isend(tx->buf.data(), static_cast<int>(tx->buf.size()), MPI_BYTE,
+                                                   tx->peer->rank, kShortTag, comm_, &r);
+  if (!check(rc, "MPI_Isend")) return kSendFailed;
   int flag = 0;
   int trc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
   if (trc == MPI_SUCCESS && flag) return kSentDone;
@@ -391,7 +392,9 @@ void MpiNi::post_control_locked(Peer& p, MsgKind kind) {
     encode_hello(he, std::span<std::uint8_t, kHelloSize>(tx->buf.data() + kMsgHdrSize, kHelloSize));
   }
   tx->pending = 1;
-  if (isend_locked(tx) != kSent) put_tx_locked(tx);
+  int sent = isend_locked(tx);
+  if (sent == kSendFailed) p.owed += h.credits;  // they go back with the next message
+  if (sent != kSent) put_tx_locked(tx);
 }
 
 // A GET of ours straight to its target: it goes as an optimised GET (GET_REQ).
@@ -437,6 +440,7 @@ void MpiNi::post_packed_locked(Peer& p, Tx* first, Done& done) {
   switch (isend_locked(c)) {
     case kSendFailed:
       ++p.tx_credits;
+      p.owed += h.credits;
       tx_part_done_locked(c, -EIO, done);
       break;
     case kSentDone:
@@ -508,6 +512,7 @@ void MpiNi::post_locked(Tx* tx, Done& done) {
   int sent = isend_locked(tx);
   if (sent == kSendFailed) {
     ++p.tx_credits;
+    p.owed += h.credits;
     if (tx->kind == MsgKind::Bulk) free_tag(p, tag);
     if (tx->kind == MsgKind::GetReq) {
       // The sink will never be written: cancel it; it completes with an error.

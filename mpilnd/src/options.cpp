@@ -20,7 +20,7 @@ constexpr EnvVar kVars[] = {
     {"LNET_MPI_CHUNK", "2147483647", "largest MPI message of a bulk transfer (bytes)"},
     {"LNET_MPI_IDLE_US", "1000", "longest nap of an idle progress thread (microseconds)"},
     {"LNET_MPI_PACK", "1", "1: short messages that waited for a credit go out packed in one MPI message; 0: one each"},
-    {"LNET_MPI_FAULT", "", "testing only: 'mute' ignores every handshake"},
+    {"LNET_MPI_FAULT", "", "testing only: 'mute' ignores every handshake; 'isend' fails every MPI_Isend of an LNet message"},
 };
 
 Result<long> env_long(const char* name, long def, long lo, long hi) {
@@ -93,7 +93,8 @@ Result<Options> Options::from_env() {
   if (const char* v = std::getenv("LNET_MPI_FAULT"); v && *v) {
     std::string s = v;
     if (s == "mute") o.mute = true;
-    else return Failure{-EINVAL, "LNET_MPI_FAULT='" + s + "' is not mute"};
+    else if (s == "isend") o.fail_isend = true;
+    else return Failure{-EINVAL, "LNET_MPI_FAULT='" + s + "' is not mute or isend"};
   }
   return o;
 }

@@ -508,6 +508,32 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
   EXPECT_TRUE(all_ok(*s));
 }
 
+TEST(MpiLnd, AnMpiErrorFailsTheMessage) {
+  // MPI_Isend of every LNet message fails (LNET_MPI_FAULT=isend). With
+  // LNET_MPI_ON_ERROR=return (the default) the PUT fails and the error is counted; with
+  // abort the job ends in MPI_Abort (the mpi.on_error_abort test runs this one so).
+  mpi::Options o = env_options();
+  o.fail_isend = true;
+  auto s = start(o);
+  ASSERT_TRUE(s);
+  Instance& lnet = s->lnet();
+  Events ev;
+  char byte = 1;
+  MdDesc od;
+  od.start = &byte;
+  od.length = 1;
+  od.handler = ev.handler();
+  auto omd = lnet.md_bind(od, Unlink::Unlink);
+  ASSERT_TRUE(omd);
+  sync(*s);
+  ASSERT_EQ(lnet.put(Nid::any(), *omd, AckReq::NoAck, s->id((s->rank() + 1) % s->size()), kPortal, kBits, 0, 0), 0);
+  auto sent = ev.first(EventType::Send);
+  ASSERT_TRUE(sent) << "no SEND event";
+  EXPECT_NE(sent->status, 0) << "the PUT whose MPI_Isend failed succeeded";
+  EXPECT_GE(s->stats().mpi_errors, 1u);
+  EXPECT_TRUE(all_ok(*s));
+}
+
 TEST(MpiLnd, PutFromAnotherThread) {
   // Below MPI_THREAD_MULTIPLE only the thread that started the session calls MPI: a send
   // from another thread waits in the driver until that thread drives progress.

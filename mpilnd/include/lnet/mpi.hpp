@@ -47,6 +47,7 @@ struct Options {
   int idle_us = 1000;             // LNET_MPI_IDLE_US: longest nap of the idle progress thread
   bool pack = true;               // LNET_MPI_PACK: sends that waited for a credit go out together
   bool mute = false;              // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
+  bool fail_isend = false;        // LNET_MPI_FAULT=isend: MPI_Isend of LNet messages fails (testing only)
 
   static Result<Options> from_env();
 };
