@@ -75,12 +75,8 @@ int MpiNi::start() {
   reqs_.resize(opts_.pool_depth, MPI_REQUEST_NULL);
   owners_.resize(opts_.pool_depth);
   for (unsigned i = 0; i < opts_.pool_depth; ++i) {
-    pool_[i] = std::make_unique<std::uint8_t[]>(buf_size_);
     owners_[i] = Owner{Owner::PoolRx, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i))};
-    if (!check(MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_,
-                             &reqs_[i]),
-               "MPI_Recv_init"))
-      return -EIO;
+    if (!init_pool_rx_locked(i)) return -EIO;
   }
   if (opts_.pool_depth && !check(MPI_Startall(static_cast<int>(opts_.pool_depth), reqs_.data()), "MPI_Startall"))
     return -EIO;
@@ -811,11 +807,15 @@ void MpiNi::replace_pool_rx_locked(int index) {
   auto i = static_cast<std::size_t>(index);
   if (reqs_[i] != MPI_REQUEST_NULL) check(MPI_Request_free(&reqs_[i]), "MPI_Request_free");
   retired_.push_back(std::move(pool_[i]));
+  if (!init_pool_rx_locked(i)) reqs_[i] = MPI_REQUEST_NULL;  // the pool is one short from now on
+}
+
+// A new buffer and an inactive persistent receive into it for pool entry i.
+bool MpiNi::init_pool_rx_locked(std::size_t i) {
   pool_[i] = std::make_unique<std::uint8_t[]>(buf_size_);
-  if (!check(MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_,
-                           &reqs_[i]),
-             "MPI_Recv_init"))
-    reqs_[i] = MPI_REQUEST_NULL;  // the pool is one short from now on
+  return check(MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_,
+                             &reqs_[i]),
+               "MPI_Recv_init");
 }
 
 // A message from `source` that is not ours to take: counted, logged, and its sender

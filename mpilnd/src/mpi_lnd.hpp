@@ -242,6 +242,7 @@ class MpiNi {
   void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done);
   void drop_bad_locked(int source, const std::string& why, Done& done);
   void replace_pool_rx_locked(int index);
+  bool init_pool_rx_locked(std::size_t i);
   void hand_to_host_locked(PoolWork& w, const Decoded& d);
   void parse_pool_work();
   void finish_pool_work_locked(Done& done);

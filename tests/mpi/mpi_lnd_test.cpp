@@ -632,6 +632,13 @@ int main(int argc, char** argv) {
   bool funneled = level && std::string(level) == "funneled";
   int provided = 0;
   MPI_Init_thread(&argc, &argv, funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE, &provided);
+  int wanted = funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
+  if (provided != wanted) {
+    // Another level would run other code paths than the ones this run is named after.
+    std::fprintf(stderr, "MPI provided thread level %d, not the %d this run tests\n", provided, wanted);
+    MPI_Finalize();
+    return 1;
+  }
   ::testing::InitGoogleTest(&argc, argv);
   if (lnet::world_rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
