@@ -64,7 +64,10 @@ bool MpiNi::check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return true;
   stats_.mpi_errors.fetch_add(1, std::memory_order_relaxed);
   LNET_LOG(Error, kLogLnd, "%s: %s failed: %s", ni_.nid.to_string().c_str(), what, mpi_error(rc).c_str());
-  if (opts_.on_error == OnError::Abort) MPI_Abort(comm_, rc);
+  if (opts_.on_error == OnError::Abort) {
+    LNET_LOG(Error, kLogLnd, "%s: LNET_MPI_ON_ERROR=abort: calling MPI_Abort", ni_.nid.to_string().c_str());
+    MPI_Abort(comm_, rc);
+  }
   return false;
 }
 

@@ -6,8 +6,8 @@
 # it still shuts down cleanly.
 . "$(dirname "$0")/lib.sh"
 setup
-A=$(ns a)
-B=$(ns b)
+new_ns A a
+new_ns B b
 link "$A" eth0 10.80.1.1/24 "$B" eth0 10.80.1.2/24
 ip -n "$B" addr add 10.80.1.3/24 dev eth0
 lnetd_start "$A" a "$(tcp_cfg eth0)" --accept all --log-level=debug

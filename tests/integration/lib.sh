@@ -7,6 +7,7 @@ T_DIR=""
 T_PIDS=()
 T_DAEMONS=()
 T_NS=()
+T_LINKS=()  # veth names while they are still in the root namespace
 T_NAME="$(basename "$0" .sh)"
 
 log() { echo "[$T_NAME] $*"; }
@@ -36,6 +37,8 @@ cleanup() {
     fi
   done
   for ns in "${T_NS[@]}"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL; ip netns del "$ns" 2>/dev/null; done
+  # A veth pair still in the root namespace (a test that failed half-way through link).
+  for l in "${T_LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
   if [ $rc != 0 ] && [ -n "$T_DIR" ]; then
     for f in "$T_DIR"/*.log; do [ -f "$f" ] && { echo "----- $f"; tail -n 40 "$f"; }; done
   fi
@@ -53,18 +56,21 @@ setup() {
   trap cleanup EXIT INT TERM
 }
 
-# ns NAME: a namespace (its name is made unique to this run) with lo up.
-ns() {
-  local n="lt$$$1"
-  ip netns add "$n"
+# new_ns VAR NAME: a namespace (its name made unique to this run) with lo up; its name
+# goes into the variable VAR. Runs in this shell, not in a $(...) subshell, so that the
+# clean-up knows every namespace (it deletes those in T_NS).
+new_ns() {
+  local n="lt$$$2"
   T_NS+=("$n")
+  ip netns add "$n"
   ip -n "$n" link set lo up
-  echo "$n"
+  printf -v "$1" '%s' "$n"
 }
 
 # link NS1 IF1 ADDR1/LEN NS2 IF2 ADDR2/LEN
 link() {
   local tmp1="v$$a$RANDOM" tmp2="v$$b$RANDOM"
+  T_LINKS+=("$tmp1" "$tmp2")
   ip link add "$tmp1" type veth peer name "$tmp2"
   ip link set "$tmp1" netns "$1"
   ip link set "$tmp2" netns "$4"

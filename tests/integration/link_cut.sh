@@ -3,8 +3,8 @@
 # hanging, and work again once the link is back.
 . "$(dirname "$0")/lib.sh"
 setup
-A=$(ns a)
-B=$(ns b)
+new_ns A a
+new_ns B b
 link "$A" eth0 10.79.1.1/24 "$B" eth0 10.79.1.2/24
 lnetd_start "$A" a "$(tcp_cfg eth0)"
 lnetd_start "$B" b "$(tcp_cfg eth0)"

@@ -3,9 +3,9 @@
 # routed lnetctl ping, and PUT/GET with data checks from a client on A to a server on B.
 . "$(dirname "$0")/lib.sh"
 setup
-A=$(ns a)
-R=$(ns r)
-B=$(ns b)
+new_ns A a
+new_ns R r
+new_ns B b
 link "$A" eth0 10.78.1.1/24 "$R" eth0 10.78.1.2/24
 link "$R" eth1 10.78.2.2/24 "$B" eth0 10.78.2.1/24
 ip -n "$A" addr add 10.78.1.11/24 dev eth0

@@ -4,8 +4,8 @@
 # liblnet processes on second addresses of the same hosts (also on port 988).
 . "$(dirname "$0")/lib.sh"
 setup
-A=$(ns a)
-B=$(ns b)
+new_ns A a
+new_ns B b
 link "$A" eth0 10.77.1.1/24 "$B" eth0 10.77.1.2/24
 for ip in 11 21; do ip -n "$A" addr add 10.77.1.$ip/24 dev eth0; done
 for ip in 12 22; do ip -n "$B" addr add 10.77.1.$ip/24 dev eth0; done

@@ -6,8 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 setup
 command -v dumpcap >/dev/null && command -v tshark >/dev/null || fail "needs tshark and dumpcap (scripts/setup.sh)"
-A=$(ns a)
-B=$(ns b)
+new_ns A a
+new_ns B b
 link "$A" eth0 10.78.1.1/24 "$B" eth0 10.78.1.2/24
 ip -n "$A" addr add 10.78.1.21/24 dev eth0
 ip -n "$B" addr add 10.78.1.12/24 dev eth0

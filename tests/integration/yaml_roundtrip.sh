@@ -5,8 +5,8 @@
 . "$(dirname "$0")/lib.sh"
 setup
 HERE="$(cd "$(dirname "$0")" && pwd)"
-A=$(ns a)
-B=$(ns b)
+new_ns A a
+new_ns B b
 link "$A" eth1 10.9.0.5/24 "$B" eth1 10.9.0.6/24
 lnetd_start "$A" a ""
 lnetd_start "$B" b ""

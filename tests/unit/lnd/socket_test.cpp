@@ -110,11 +110,14 @@ void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size) {
   EXPECT_EQ(reply->status, 0);
   EXPECT_EQ(reply->mlength, size);
   EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
-  // The target's GET event comes once its REPLY is sent, which may be after the REPLY
-  // arrived here: wait for it before the logs go away.
+  // Every MD's last event before the logs go away: the GET's SEND may come after its
+  // REPLY (the I/O thread finalizes the send once written), and the target's GET event
+  // once its REPLY is sent.
+  EXPECT_TRUE(ilog.wait_unlinked(*smd));
+  EXPECT_TRUE(ilog.wait_unlinked(*gmd));
   ASSERT_TRUE(tlog.find(EventType::Get));
   EXPECT_EQ(to.md_unlink(*tmd), 0);
-  ASSERT_TRUE(tlog.find(EventType::Unlink));
+  EXPECT_TRUE(tlog.wait_unlinked(*tmd));
 }
 
 TEST_F(Socket, PutAndGetOfEverySize) {
@@ -141,6 +144,7 @@ TEST_F(Socket, UnreachablePeerFailsInsteadOfHanging) {
   auto ev = log.find(EventType::Send);
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->status, 0);
+  EXPECT_TRUE(log.wait_unlinked(*md));
   EXPECT_GE(a->counters().remote_dropped_count, 1u);
 }
 
