@@ -68,7 +68,8 @@ void BM_LoopbackPutBindEach(benchmark::State& state) {
   s.handler = [&sends](const Event&) { ++sends; };
   for (auto _ : state) {
     auto md = lb.lnet->md_bind(s, Unlink::Unlink);
-    if (!md || lb.lnet->put(Nid::any(), *md, AckReq::NoAck, lb.self, 6, 1, 0, 0) != 0) state.SkipWithError("put failed");
+    if (!md || lb.lnet->put(Nid::any(), *md, AckReq::NoAck, lb.self, 6, 1, 0, 0) != 0)
+      state.SkipWithError("put failed");
   }
   if (sends != state.iterations()) state.SkipWithError("lost events");
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
@@ -93,10 +94,12 @@ BENCHMARK(BM_Memcpy)->Arg(8)->Arg(4096)->Arg(1 << 20);
 }  // namespace
 
 int main(int argc, char** argv) {
-  return lnet::bench::run_with_ratios(argc, argv, {
-      {"PUT+events 8 B / memcpy 8 B", "BM_LoopbackPut/8", "BM_Memcpy/8"},
-      {"PUT+events 4 KiB / memcpy 4 KiB", "BM_LoopbackPut/4096", "BM_Memcpy/4096"},
-      {"PUT+events 1 MiB / memcpy 1 MiB", "BM_LoopbackPut/1048576", "BM_Memcpy/1048576"},
-      {"bind+PUT+events 8 B / PUT+events 8 B", "BM_LoopbackPutBindEach/8", "BM_LoopbackPut/8"},
-  });
+  return lnet::bench::run_with_ratios(
+      argc, argv,
+      {
+          {"PUT+events 8 B / memcpy 8 B", "BM_LoopbackPut/8", "BM_Memcpy/8"},
+          {"PUT+events 4 KiB / memcpy 4 KiB", "BM_LoopbackPut/4096", "BM_Memcpy/4096"},
+          {"PUT+events 1 MiB / memcpy 1 MiB", "BM_LoopbackPut/1048576", "BM_Memcpy/1048576"},
+          {"bind+PUT+events 8 B / PUT+events 8 B", "BM_LoopbackPutBindEach/8", "BM_LoopbackPut/8"},
+      });
 }

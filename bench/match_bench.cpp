@@ -91,12 +91,14 @@ BENCHMARK(BM_MatchListSame)->Arg(10)->Arg(1000)->Arg(100000);
 }  // namespace
 
 int main(int argc, char** argv) {
-  return lnet::bench::run_with_ratios(argc, argv, {
-      {"hash 100000 / hash 10 (random peer)", "BM_MatchHashRandom/100000", "BM_MatchHashRandom/10"},
-      {"hash 100000 / hash 10 (same peer)", "BM_MatchHashSame/100000", "BM_MatchHashSame/10"},
-      {"hash 1000 / hash 10 (random peer)", "BM_MatchHashRandom/1000", "BM_MatchHashRandom/10"},
-      {"list 100000 / hash 100000 (random peer)", "BM_MatchListRandom/100000", "BM_MatchHashRandom/100000"},
-      {"list 100000 / hash 100000 (same peer)", "BM_MatchListSame/100000", "BM_MatchHashSame/100000"},
-      {"list 1000 / hash 1000 (random peer)", "BM_MatchListRandom/1000", "BM_MatchHashRandom/1000"},
-  });
+  return lnet::bench::run_with_ratios(
+      argc, argv,
+      {
+          {"hash 100000 / hash 10 (random peer)", "BM_MatchHashRandom/100000", "BM_MatchHashRandom/10"},
+          {"hash 100000 / hash 10 (same peer)", "BM_MatchHashSame/100000", "BM_MatchHashSame/10"},
+          {"hash 1000 / hash 10 (random peer)", "BM_MatchHashRandom/1000", "BM_MatchHashRandom/10"},
+          {"list 100000 / hash 100000 (random peer)", "BM_MatchListRandom/100000", "BM_MatchHashRandom/100000"},
+          {"list 100000 / hash 100000 (same peer)", "BM_MatchListSame/100000", "BM_MatchHashSame/100000"},
+          {"list 1000 / hash 1000 (random peer)", "BM_MatchListRandom/1000", "BM_MatchHashRandom/1000"},
+      });
 }

@@ -31,13 +31,13 @@ using namespace lnet;
 
 struct Params {
   int reps = 5;
-  int iters = 10000;   // ping-pong round trips for sizes up to 8 KiB (a tenth above)
-  int window = 64;     // messages in flight for bandwidth and rate
-  int stream = 256;    // 1 MiB messages per bandwidth measurement
-  int rate = 1000000;  // 8-byte messages per rate measurement (fewer are too noisy)
-  int idle = 5;        // seconds of idleness measured
+  int iters = 10000;       // ping-pong round trips for sizes up to 8 KiB (a tenth above)
+  int window = 64;         // messages in flight for bandwidth and rate
+  int stream = 256;        // 1 MiB messages per bandwidth measurement
+  int rate = 1000000;      // 8-byte messages per rate measurement (fewer are too noisy)
+  int idle = 5;            // seconds of idleness measured
   int max_size = 1 << 20;  // largest ping-pong size
-  int modes = 3;       // bit 0: application-driven progress, bit 1: progress thread
+  int modes = 3;           // bit 0: application-driven progress, bit 1: progress thread
 };
 
 Params g;
@@ -132,8 +132,12 @@ struct Lnet {
   std::vector<char> out, in;
 
   explicit Lnet(mpi::Session& session)
-      : s(session), lnet(session.lnet()), polled(!session.progress_thread()), peer(session.id(1 - g_rank)),
-        out(kBig, 'o'), in(kBig) {}
+      : s(session),
+        lnet(session.lnet()),
+        polled(!session.progress_thread()),
+        peer(session.id(1 - g_rank)),
+        out(kBig, 'o'),
+        in(kBig) {}
 
   MeHandle attach(std::uint64_t bits, MdDesc d) {
     MeHandle me = must(lnet.me_attach(kPortal, ProcessId::any(), bits, 0, Unlink::Retain, InsPos::After), "ME attach");
@@ -301,14 +305,14 @@ void usage() {
 bool parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    int* slot = a == "--reps"     ? &g.reps
-                : a == "--iters"  ? &g.iters
-                : a == "--window" ? &g.window
-                : a == "--stream" ? &g.stream
-                : a == "--rate"   ? &g.rate
-                : a == "--idle"   ? &g.idle
+    int* slot = a == "--reps"       ? &g.reps
+                : a == "--iters"    ? &g.iters
+                : a == "--window"   ? &g.window
+                : a == "--stream"   ? &g.stream
+                : a == "--rate"     ? &g.rate
+                : a == "--idle"     ? &g.idle
                 : a == "--max-size" ? &g.max_size
-                                  : nullptr;
+                                    : nullptr;
     if (a == "--help" || a == "-h") {
       if (g_rank == 0) usage();
       return false;
@@ -317,7 +321,8 @@ bool parse(int argc, char** argv) {
       std::string v = i + 1 < argc ? argv[++i] : "";
       g.modes = v == "poll" ? 1 : v == "thread" ? 2 : v == "both" ? 3 : 0;
       if (!g.modes) {
-        if (g_rank == 0) std::fprintf(stderr, "bench_mpi: --progress takes poll, thread or both, not '%s'\n", v.c_str());
+        if (g_rank == 0)
+          std::fprintf(stderr, "bench_mpi: --progress takes poll, thread or both, not '%s'\n", v.c_str());
         std::exit(2);
       }
       continue;
@@ -421,8 +426,9 @@ int main(int argc, char** argv) {
       mpi::Stats st = s->stats();
       unsigned long long mine[4] = {st.immediate, st.packed, st.noops, st.credit_waits}, sum[4] = {};
       MPI_Reduce(mine, sum, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-      std::snprintf(drv[m], sizeof drv[m], "# driver, %s: %llu inline messages, %llu PACKED, %llu NOOPs, %llu credit waits\n",
-                    mode_name[m], sum[0], sum[1], sum[2], sum[3]);
+      std::snprintf(drv[m], sizeof drv[m],
+                    "# driver, %s: %llu inline messages, %llu PACKED, %llu NOOPs, %llu credit waits\n", mode_name[m],
+                    sum[0], sum[1], sum[2], sum[3]);
     }
     if (m == 1) {
       say("idle rank with the progress thread: %d s\n", g.idle);
@@ -438,7 +444,10 @@ int main(int argc, char** argv) {
     lib = version;
     std::string first_line(lib, std::strcspn(lib, ",\n"));
     std::printf("# MPI LND vs raw MPI, 2 ranks, %s, thread level %s, medians of %d runs\n", first_line.c_str(),
-                provided == MPI_THREAD_MULTIPLE ? "MULTIPLE" : provided == MPI_THREAD_FUNNELED ? "FUNNELED" : "other", g.reps);
+                provided == MPI_THREAD_MULTIPLE   ? "MULTIPLE"
+                : provided == MPI_THREAD_FUNNELED ? "FUNNELED"
+                                                  : "other",
+                g.reps);
     const int big[] = {static_cast<int>(kBig)}, small[] = {8};
     const char* how[2] = {"application-driven progress", "progress thread"};
     for (int m = 0; m < 2; ++m) {

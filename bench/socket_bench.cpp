@@ -289,14 +289,19 @@ int main(int argc, char** argv) {
         std::exit(2);
       }
     };
-    if (a == "--iters") num(&g_iters);
-    else if (a == "--stream") num(&g_stream);
-    else if (a == "--reps") num(&g_reps);
-    else if (a == "--port") num(&g_port);
+    if (a == "--iters")
+      num(&g_iters);
+    else if (a == "--stream")
+      num(&g_stream);
+    else if (a == "--reps")
+      num(&g_reps);
+    else if (a == "--port")
+      num(&g_port);
     else {
-      std::printf("usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P]\n"
-                  "  8-byte ping-pong (N round trips) and 1 MiB streaming (N messages) between two\n"
-                  "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n");
+      std::printf(
+          "usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P]\n"
+          "  8-byte ping-pong (N round trips) and 1 MiB streaming (N messages) between two\n"
+          "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n");
       return a == "--help" ? 0 : 2;
     }
   }

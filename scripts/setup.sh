@@ -9,7 +9,7 @@ PACKAGES=(
   libbenchmark-dev                                               # benchmarks
   libyaml-cpp-dev libboost-program-options-dev                   # lnetd, lnetctl
   iproute2 tshark                                                # multi-host and wire tests
-  clang libclang-rt-14-dev                                       # libFuzzer (fuzz preset)
+  clang libclang-rt-14-dev clang-format                          # libFuzzer, thread-safety analysis, format check
   openmpi-bin libopenmpi-dev                                     # MPI LND (default MPI)
   mpich libmpich-dev                                             # MPI LND built against MPICH too
 )

@@ -9,7 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 presets=("$@")
-((${#presets[@]})) || presets=(default asan tsan mpich)
+if ((${#presets[@]} == 0)); then
+  presets=(default asan tsan mpich)
+  echo "=== format check"
+  scripts/format.sh --check
+fi
 for p in "${presets[@]}"; do
   echo "=== build: $p"
   scripts/build.sh "$p"

@@ -23,9 +23,9 @@ void usage(const char* argv0) {
 }
 
 void print_event(const char* side, const lnet::Event& e) {
-  std::printf("  %-9s %-6s initiator %s target %s portal %u bits 0x%llx rlength %u mlength %u offset %u%s%s\n",
-              side, lnet::event_type_name(e.type), e.initiator.to_string().c_str(), e.target.to_string().c_str(),
-              e.pt_index, static_cast<unsigned long long>(e.match_bits), e.rlength, e.mlength, e.offset,
+  std::printf("  %-9s %-6s initiator %s target %s portal %u bits 0x%llx rlength %u mlength %u offset %u%s%s\n", side,
+              lnet::event_type_name(e.type), e.initiator.to_string().c_str(), e.target.to_string().c_str(), e.pt_index,
+              static_cast<unsigned long long>(e.match_bits), e.rlength, e.mlength, e.offset,
               e.unlinked ? " unlinked" : "", e.status ? (" status " + std::to_string(e.status)).c_str() : "");
 }
 
@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "lnet-demo: bad value '%s' for %s\n", argv[i], a.c_str());
         return 2;
       }
-      if (a == "--size") size = static_cast<std::size_t>(v); else count = v;
+      if (a == "--size")
+        size = static_cast<std::size_t>(v);
+      else
+        count = v;
     } else {
       std::fprintf(stderr, "lnet-demo: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;
@@ -137,12 +140,13 @@ int main(int argc, char** argv) {
               secs * 1e6 / static_cast<double>(count));
 
   lnet::Counters c = lnet.counters();
-  std::printf("statistics: send_count %llu recv_count %llu drop_count %llu send_length %llu recv_length %llu "
-              "msgs_alloc %llu msgs_max %llu\n",
-              static_cast<unsigned long long>(c.send_count), static_cast<unsigned long long>(c.recv_count),
-              static_cast<unsigned long long>(c.drop_count), static_cast<unsigned long long>(c.send_length),
-              static_cast<unsigned long long>(c.recv_length), static_cast<unsigned long long>(c.msgs_alloc),
-              static_cast<unsigned long long>(c.msgs_max));
+  std::printf(
+      "statistics: send_count %llu recv_count %llu drop_count %llu send_length %llu recv_length %llu "
+      "msgs_alloc %llu msgs_max %llu\n",
+      static_cast<unsigned long long>(c.send_count), static_cast<unsigned long long>(c.recv_count),
+      static_cast<unsigned long long>(c.drop_count), static_cast<unsigned long long>(c.send_length),
+      static_cast<unsigned long long>(c.recv_length), static_cast<unsigned long long>(c.msgs_alloc),
+      static_cast<unsigned long long>(c.msgs_max));
   std::printf("loopback demo: OK\n");
   return 0;
 }

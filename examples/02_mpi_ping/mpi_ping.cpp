@@ -140,9 +140,9 @@ int main(int argc, char** argv) {
     if (w.replies <= r || w.errors || std::memcmp(out.data(), back.data(), size) != 0) {
       bad = 1;
       std::fprintf(stderr, "mpi_ping: rank %d, round %ld: %s\n", rank, r,
-                   w.errors                  ? "an operation failed"
-                   : w.replies <= r          ? "no REPLY within 30 s"
-                                             : "the data read back differs from the data written");
+                   w.errors         ? "an operation failed"
+                   : w.replies <= r ? "no REPLY within 30 s"
+                                    : "the data read back differs from the data written");
     }
   }
   double round_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /

@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kDefaultSocket = "/run/lnet/lnetd.sock";
 
 struct Spec {
-  std::string name;                   // "net add"
+  std::string name;  // "net add"
   std::function<void(po::options_description&)> options;
   std::vector<std::string> positional;  // names of positional arguments, last one repeats
 };
@@ -47,12 +47,12 @@ const std::vector<Spec>& specs() {
        [](po::options_description& o) {
          o.add_options()("net", po::value<std::string>(), "network, e.g. tcp1")(
              "if", po::value<std::vector<std::string>>(), "interface(s), e.g. eth0")(
-             "nid", po::value<std::string>(), "the NID instead of an interface")(
-             "ip2net", po::value<std::string>(), "ip2nets string (not supported)")(
+             "nid", po::value<std::string>(), "the NID instead of an interface")("ip2net", po::value<std::string>(),
+                                                                                 "ip2nets string (not supported)")(
              "peer-timeout", po::value<std::string>(), "seconds")("peer-credits", po::value<std::string>(), "")(
              "peer-buffer-credits", po::value<std::string>(), "")("credits", po::value<std::string>(), "")(
-             "cpt", po::value<std::string>(), "CPT list, e.g. \"[0,1]\"")("conns-per-peer", po::value<std::string>(), "")(
-             "tos", po::value<std::string>(), "IP type of service")(
+             "cpt", po::value<std::string>(), "CPT list, e.g. \"[0,1]\"")(
+             "conns-per-peer", po::value<std::string>(), "")("tos", po::value<std::string>(), "IP type of service")(
              "skip-mr-route-setup", "ignored")("auth-key", po::value<std::string>(), "ignored")(
              "traffic-class", po::value<std::string>(), "ignored");
        },
@@ -91,14 +91,17 @@ const std::vector<Spec>& specs() {
       {"peer list", [](po::options_description&) {}, {}},
       {"route add",
        [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "remote network")("gateway", po::value<std::string>(), "gateway NID")(
-             "hop", po::value<std::string>(), "hop count 1..255")("hop-count", po::value<std::string>(), "same as --hop")(
-             "priority", po::value<std::string>(), "lower is preferred")("health_sensitivity", po::value<std::string>(), "ignored");
+         o.add_options()("net", po::value<std::string>(), "remote network")(
+             "gateway", po::value<std::string>(), "gateway NID")("hop", po::value<std::string>(), "hop count 1..255")(
+             "hop-count", po::value<std::string>(), "same as --hop")(
+             "priority", po::value<std::string>(), "lower is preferred")("health_sensitivity", po::value<std::string>(),
+                                                                         "ignored");
        },
        {}},
       {"route del",
        [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "remote network")("gateway", po::value<std::string>(), "gateway NID");
+         o.add_options()("net", po::value<std::string>(), "remote network")("gateway", po::value<std::string>(),
+                                                                            "gateway NID");
        },
        {}},
       {"route show",
@@ -115,8 +118,8 @@ const std::vector<Spec>& specs() {
       {"stats reset", [](po::options_description&) {}, {}},
       {"ping",
        [](po::options_description& o) {
-         o.add_options()("timeout", po::value<std::string>(), "seconds (default 1)")(
-             "source", po::value<std::string>(), "local NID to ping from");
+         o.add_options()("timeout", po::value<std::string>(), "seconds (default 1)")("source", po::value<std::string>(),
+                                                                                     "local NID to ping from");
        },
        {"nid"}},
       {"discover", [](po::options_description& o) { o.add_options()("force", "discover again"); }, {"nid"}},
@@ -130,7 +133,8 @@ const std::vector<Spec>& specs() {
       {"udsp add",
        [](po::options_description& o) {
          o.add_options()("src", po::value<std::string>(), "local NID or net pattern")(
-             "dst", po::value<std::string>(), "peer NID or net pattern")("rte", po::value<std::string>(), "router pattern")(
+             "dst", po::value<std::string>(), "peer NID or net pattern")("rte", po::value<std::string>(),
+                                                                         "router pattern")(
              "priority", po::value<std::string>(), "0 is the highest")("idx", po::value<std::string>(), "position");
        },
        {}},
@@ -139,7 +143,9 @@ const std::vector<Spec>& specs() {
          o.add_options()("idx", po::value<std::string>(), "rule index")("all", "every rule");
        },
        {}},
-      {"udsp show", [](po::options_description& o) { o.add_options()("idx", po::value<std::string>(), "rule index"); }, {}},
+      {"udsp show",
+       [](po::options_description& o) { o.add_options()("idx", po::value<std::string>(), "rule index"); },
+       {}},
   };
   return s;
 }
@@ -312,15 +318,16 @@ int main(int argc, char** argv) {
     req.args.erase("file");
   }
   if ((spec->name == "ping" || spec->name == "discover") && !req.arg("nid")) {
-    std::fprintf(stderr, "lnetctl %s: give at least one NID (lnetctl %s --help)\n", spec->name.c_str(), spec->name.c_str());
+    std::fprintf(stderr, "lnetctl %s: give at least one NID (lnetctl %s --help)\n", spec->name.c_str(),
+                 spec->name.c_str());
     return 2;
   }
 
   dlc::Response resp;
   if (int rc = talk(socket_path, req, resp)) {
-    std::fprintf(stderr, "lnetctl: cannot reach lnetd at %s: %s%s\n", socket_path.c_str(), std::strerror(-rc),
-                 rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)"
-                                                      : "");
+    std::fprintf(
+        stderr, "lnetctl: cannot reach lnetd at %s: %s%s\n", socket_path.c_str(), std::strerror(-rc),
+        rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)" : "");
     return 1;
   }
   if (!out_file.empty() && resp.rc == 0) {

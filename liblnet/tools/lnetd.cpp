@@ -35,8 +35,8 @@ using namespace lnet;
 namespace {
 
 constexpr const char* kDefaultSocket = "/run/lnet/lnetd.sock";
-constexpr int kMaxClients = 64;          // control connections served at once
-constexpr int kClientTimeoutSec = 10;    // to send a request or take the answer
+constexpr int kMaxClients = 64;        // control connections served at once
+constexpr int kClientTimeoutSec = 10;  // to send a request or take the answer
 constexpr const char* kDefaultPidFile = "/run/lnet/lnetd.pid";
 constexpr const char* kSystemConfig = "/etc/lnet.conf";
 
@@ -156,9 +156,11 @@ struct Daemon {
   void serve(int fd) {
     std::string who;
     if (!allowed(fd, &who)) {
-      LNET_LOG(Warn, kLogDaemon, "refused a control connection from %s: not root nor in the control group", who.c_str());
-      dlc::Response r{-EACCES, "manage:\n    - command:\n          errno: -13\n          descr: \"permission denied: "
-                                "the control socket is for root (or the --ctl-group)\"\n"};
+      LNET_LOG(Warn, kLogDaemon, "refused a control connection from %s: not root nor in the control group",
+               who.c_str());
+      dlc::Response r{-EACCES,
+                      "manage:\n    - command:\n          errno: -13\n          descr: \"permission denied: "
+                      "the control socket is for root (or the --ctl-group)\"\n"};
       (void)dlc::write_frame(fd, dlc::encode_response(r));
       return;
     }
@@ -197,18 +199,17 @@ int main(int argc, char** argv) {
       "configured from YAML in the schema of `lnetctl export`, serving lnetctl on a\n"
       "control socket. Configuration: --config FILE, else /etc/lnet.conf when present,\n"
       "else 0@lo plus tcp on the first interface that is up.\n\noptions");
-  opts.add_options()
-      ("help,h", "print this help and exit")
-      ("config,c", po::value(&config_path), "YAML configuration (lnetctl export schema)")
-      ("foreground,f", "stay in the foreground and log to stderr (else: daemonise, log to syslog)")
-      ("ctl-socket,s", po::value(&ctl_socket)->default_value(kDefaultSocket), "control socket path")
-      ("ctl-group", po::value(&ctl_group), "group whose members may use the control socket besides root")
-      ("pid-file,p", po::value(&pid_file)->default_value(kDefaultPidFile), "pid file (\"\" for none)")
-      ("log-level", po::value(&log_level)->default_value("info"), "error | warn | info | debug")
-      ("log-subsys", po::value(&log_subsys)->default_value("all"), "core,lnd,router,config,daemon or all")
-      ("port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")
-      ("accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")
-      ("env", "list the environment variables liblnet reads and exit");
+  opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&config_path),
+                                                           "YAML configuration (lnetctl export schema)")(
+      "foreground,f", "stay in the foreground and log to stderr (else: daemonise, log to syslog)")(
+      "ctl-socket,s", po::value(&ctl_socket)->default_value(kDefaultSocket), "control socket path")(
+      "ctl-group", po::value(&ctl_group), "group whose members may use the control socket besides root")(
+      "pid-file,p", po::value(&pid_file)->default_value(kDefaultPidFile), "pid file (\"\" for none)")(
+      "log-level", po::value(&log_level)->default_value("info"), "error | warn | info | debug")(
+      "log-subsys", po::value(&log_subsys)->default_value("all"), "core,lnd,router,config,daemon or all")(
+      "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
+      "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
+      "env", "list the environment variables liblnet reads and exit");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -252,9 +253,12 @@ int main(int argc, char** argv) {
     params->port = port;
   }
   if (vm.count("accept")) {
-    if (accept == "secure") params->accept = AcceptMode::Secure;
-    else if (accept == "all") params->accept = AcceptMode::All;
-    else if (accept == "none") params->accept = AcceptMode::None;
+    if (accept == "secure")
+      params->accept = AcceptMode::Secure;
+    else if (accept == "all")
+      params->accept = AcceptMode::All;
+    else if (accept == "none")
+      params->accept = AcceptMode::None;
     else {
       std::fprintf(stderr, "lnetd: bad --accept '%s' (secure, all, none)\n", accept.c_str());
       return 2;
@@ -299,7 +303,10 @@ int main(int argc, char** argv) {
     }
     openlog("lnetd", LOG_PID, LOG_DAEMON);
     set_log_sink([](LogLevel l, std::string_view line) {
-      int pri = l == LogLevel::Error ? LOG_ERR : l == LogLevel::Warn ? LOG_WARNING : l == LogLevel::Info ? LOG_INFO : LOG_DEBUG;
+      int pri = l == LogLevel::Error  ? LOG_ERR
+                : l == LogLevel::Warn ? LOG_WARNING
+                : l == LogLevel::Info ? LOG_INFO
+                                      : LOG_DEBUG;
       syslog(pri, "%.*s", static_cast<int>(line.size()), line.data());
     });
   }

@@ -8,9 +8,9 @@
 #include <map>
 #include <random>
 
+#include <sys/prctl.h>
 #include <lnet/log.hpp>
 #include <lnet/progress.hpp>
-#include <sys/prctl.h>
 
 namespace lnet::mpi {
 
@@ -44,7 +44,8 @@ MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts)
   if (!setup_ok_) size_ = 0;
   owner_ = std::this_thread::get_id();
   std::random_device rd;
-  stamp_ = (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  stamp_ =
+      (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   void* ub = nullptr;
   int flag = 0;
   if (check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag), "MPI_Comm_get_attr(MPI_TAG_UB)") && flag && ub)
@@ -249,7 +250,9 @@ void MpiNi::free_tag(Peer& p, std::uint32_t tag) {
   }
 }
 
-std::uint32_t MpiNi::chunk_for(const Peer& p) const { return std::max<std::uint32_t>(1, std::min(opts_.chunk, p.chunk)); }
+std::uint32_t MpiNi::chunk_for(const Peer& p) const {
+  return std::max<std::uint32_t>(1, std::min(opts_.chunk, p.chunk));
+}
 
 void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj) {
   reqs_.push_back(r);
@@ -442,11 +445,8 @@ void MpiNi::post_packed_locked(Peer& p, Tx* first, Done& done) {
       p.owed += h.credits;
       tx_part_done_locked(c, -EIO, done);
       break;
-    case kSentDone:
-      tx_part_done_locked(c, 0, done);
-      break;
-    default:
-      break;
+    case kSentDone: tx_part_done_locked(c, 0, done); break;
+    default: break;
   }
 }
 
@@ -585,7 +585,7 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
     MPI_Aint displs[kMaxIov + 1];
     int lens[kMaxIov + 1];
     int nseg = 0;
-    std::uint64_t pos = 0;       // position in the logical buffer
+    std::uint64_t pos = 0;  // position in the logical buffer
     std::uint64_t skip = b->offset;
     bool addressed = true;
     for (unsigned f = 0; f < b->niov && pos < std::min<std::uint64_t>(hi, b->len); ++f) {
@@ -607,7 +607,8 @@ bool MpiNi::post_bulk_locked(Bulk* b) {
     }
     if (!b->send && hi > b->len) {
       std::uint64_t s = std::max<std::uint64_t>(lo, b->len);
-      addressed = addressed && check(MPI_Get_address(b->discard.get() + (s - b->len), &displs[nseg]), "MPI_Get_address");
+      addressed =
+          addressed && check(MPI_Get_address(b->discard.get() + (s - b->len), &displs[nseg]), "MPI_Get_address");
       lens[nseg++] = static_cast<int>(hi - s);
     }
     if (!addressed) return give_up();
@@ -719,8 +720,8 @@ void MpiNi::cancel_requests_of_locked(void* obj) {
 
 // ---------------------------------------------------------------- receiving
 
-int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
-                std::uint32_t mlen, std::uint32_t rlen) {
+int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+                std::uint32_t rlen) {
   auto* rx = static_cast<Rx*>(priv);
   Done done;
   if (rx->kind == MsgKind::Immediate) {
@@ -755,7 +756,12 @@ int MpiNi::recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, st
       tx->kind = MsgKind::GetNak;
       tx->tag = rx->tag;
       tx->status = -ENODATA;
-      if (may_call_mpi() && !stopped_) enqueue_locked(tx, done); else if (!stopped_) deferred_.push_back(tx); else put_tx_locked(tx);
+      if (may_call_mpi() && !stopped_)
+        enqueue_locked(tx, done);
+      else if (!stopped_)
+        deferred_.push_back(tx);
+      else
+        put_tx_locked(tx);
     } else {
       Bulk* b = get_bulk_locked();
       b->peer = &p;
@@ -816,9 +822,9 @@ void MpiNi::replace_pool_rx_locked(int index) {
 // A new buffer and an inactive persistent receive into it for pool entry i.
 bool MpiNi::init_pool_rx_locked(std::size_t i) {
   pool_[i] = std::make_unique<std::uint8_t[]>(buf_size_);
-  return check(MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_,
-                             &reqs_[i]),
-               "MPI_Recv_init");
+  return check(
+      MPI_Recv_init(pool_[i].get(), static_cast<int>(buf_size_), MPI_BYTE, MPI_ANY_SOURCE, kShortTag, comm_, &reqs_[i]),
+      "MPI_Recv_init");
 }
 
 // A message from `source` that is not ours to take: counted, logged, and its sender
@@ -896,11 +902,8 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
       break;
     case MsgKind::Immediate:
     case MsgKind::Bulk:
-    case MsgKind::GetReq:
-      hand_to_host_locked(w, dec);
-      break;
-    case MsgKind::Noop:
-      break;
+    case MsgKind::GetReq: hand_to_host_locked(w, dec); break;
+    case MsgKind::Noop: break;
     case MsgKind::Packed: {
       // Each packed IMMEDIATE is parsed on its own; the buffer is restarted (by the
       // carrier's entry, `w`) once all of them are done with it.
@@ -1269,7 +1272,8 @@ void MpiNi::stop() {
       Owner o = owners_[opts_.pool_depth + static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])];
       int err = rc == MPI_ERR_IN_STATUS ? st[static_cast<std::size_t>(k)].MPI_ERROR : MPI_SUCCESS;
       if (o.kind == Owner::TxShort) tx_part_done_locked(static_cast<Tx*>(o.obj), err ? -EIO : -ESHUTDOWN, done);
-      if (o.kind == Owner::BulkChunk) bulk_chunk_done_locked(static_cast<Bulk*>(o.obj), st[static_cast<std::size_t>(k)], err, done);
+      if (o.kind == Owner::BulkChunk)
+        bulk_chunk_done_locked(static_cast<Bulk*>(o.obj), st[static_cast<std::size_t>(k)], err, done);
     }
     std::size_t w = opts_.pool_depth;
     for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
@@ -1332,8 +1336,10 @@ class MpiLnd final : public Lnd {
       std::lock_guard g(g_nets_mutex);
       auto it = nets().find(net);
       if (it == nets().end() || it->second.comm == MPI_COMM_NULL) {
-        LNET_LOG(Error, kLogLnd, "cannot start %s: no communicator for it (start it with lnet::mpi::Session or "
-                 "lnet_mpi_init)", ni.config.net.to_string().c_str());
+        LNET_LOG(Error, kLogLnd,
+                 "cannot start %s: no communicator for it (start it with lnet::mpi::Session or "
+                 "lnet_mpi_init)",
+                 ni.config.net.to_string().c_str());
         return -ENODEV;
       }
       if (it->second.ni) return -EEXIST;
@@ -1342,7 +1348,8 @@ class MpiLnd final : public Lnd {
     }
     int rank = 0;
     if (int rc = MPI_Comm_rank(comm, &rank); rc != MPI_SUCCESS) {
-      LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank failed: %s", ni.config.net.to_string().c_str(), mpi_error(rc).c_str());
+      LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank failed: %s", ni.config.net.to_string().c_str(),
+               mpi_error(rc).c_str());
       return -EIO;
     }
     Nid want = Nid::make(ni.config.net, static_cast<std::uint32_t>(rank));

@@ -48,7 +48,10 @@ struct List {
   bool empty() const { return head == nullptr; }
   void push_back(T* x) {
     x->next = nullptr;
-    if (tail) tail->next = x; else head = x;
+    if (tail)
+      tail->next = x;
+    else
+      head = x;
     tail = x;
   }
   void push_front(T* x) {
@@ -71,14 +74,14 @@ struct List {
 struct Tx {
   Tx* next = nullptr;
   Peer* peer = nullptr;
-  MsgKind kind = MsgKind::Noop;  // decided when posted (the peer's limits are known then)
-  LndMessage* msg = nullptr;     // finalized when everything of this Tx is done
-  LndMessage* reply = nullptr;   // optimised GET: the REPLY the sink completes
-  Bulk* bulk = nullptr;          // BULK: the payload; GET_REQ: the sink
-  std::vector<std::uint8_t> buf; // header + body (capacity kept across uses)
-  std::uint32_t tag = 0;         // GET_NAK
-  std::int32_t status = 0;       // GET_NAK
-  int pending = 0;               // MPI operations still running
+  MsgKind kind = MsgKind::Noop;   // decided when posted (the peer's limits are known then)
+  LndMessage* msg = nullptr;      // finalized when everything of this Tx is done
+  LndMessage* reply = nullptr;    // optimised GET: the REPLY the sink completes
+  Bulk* bulk = nullptr;           // BULK: the payload; GET_REQ: the sink
+  std::vector<std::uint8_t> buf;  // header + body (capacity kept across uses)
+  std::uint32_t tag = 0;          // GET_NAK
+  std::int32_t status = 0;        // GET_NAK
+  int pending = 0;                // MPI operations still running
   int rc = 0;
   HealthStatus health = HealthStatus::Ok;
   Clock::time_point deadline{};  // while queued: when it fails for want of a handshake or credit
@@ -89,9 +92,9 @@ struct Tx {
 struct Bulk {
   Bulk* next = nullptr;
   bool send = false;
-  bool ready = false;            // MPI_Irsend (the GET source: the sink is posted)
-  bool sink = false;             // an optimised GET's sink: msg is the REPLY
-  bool own_tag = false;          // we picked the tag (free it at the end)
+  bool ready = false;    // MPI_Irsend (the GET source: the sink is posted)
+  bool sink = false;     // an optimised GET's sink: msg is the REPLY
+  bool own_tag = false;  // we picked the tag (free it at the end)
   Peer* peer = nullptr;
   // What moves: `total` bytes on the wire; the first `len` in (iov, niov) from `offset`.
   const iovec* iov = nullptr;
@@ -101,12 +104,12 @@ struct Bulk {
   std::uint64_t total = 0;
   std::uint32_t tag = 0;
   std::uint32_t nchunks = 0;
-  std::uint32_t done = 0;        // chunks completed
-  std::uint64_t bytes = 0;       // received so far
+  std::uint32_t done = 0;   // chunks completed
+  std::uint64_t bytes = 0;  // received so far
   int rc = 0;
   bool cancelled = false;
-  Tx* tx = nullptr;              // BULK send and GET sink: the short message's Tx
-  LndMessage* msg = nullptr;     // a receive (or the target's REPLY) to finalize at the end
+  Tx* tx = nullptr;                         // BULK send and GET sink: the short message's Tx
+  LndMessage* msg = nullptr;                // a receive (or the target's REPLY) to finalize at the end
   std::unique_ptr<std::uint8_t[]> discard;  // receive: room for bytes nobody wants
   std::uint32_t discard_len = 0;
 };
@@ -117,13 +120,13 @@ struct Rx {
   MsgKind kind = MsgKind::Immediate;
   Peer* peer = nullptr;
   std::uint32_t tag = 0;
-  std::uint32_t sink_length = 0;         // GET_REQ
-  std::mutex mutex;                      // recv() against the payload moving to the heap
-  const std::uint8_t* payload = nullptr; // IMMEDIATE: in a pool buffer or `heap`
+  std::uint32_t sink_length = 0;          // GET_REQ
+  std::mutex mutex;                       // recv() against the payload moving to the heap
+  const std::uint8_t* payload = nullptr;  // IMMEDIATE: in a pool buffer or `heap`
   std::uint32_t payload_len = 0;
-  std::vector<std::uint8_t> heap;        // the payload when the host delays the receive
-  bool received = false;                 // recv() ran
-  bool parsed = false;                   // parse() returned (whoever comes second frees it)
+  std::vector<std::uint8_t> heap;  // the payload when the host delays the receive
+  bool received = false;           // recv() ran
+  bool parsed = false;             // parse() returned (whoever comes second frees it)
   // The common case: the host receives an IMMEDIATE within parse(), on the thread that
   // handles the pool buffer. Then neither the mutex nor the flags above are needed.
   std::atomic<std::thread::id> parser{};
@@ -140,21 +143,21 @@ struct Peer {
   std::uint32_t short_max = 0;  // from its hello
   std::uint32_t chunk = INT_MAX;
   int tx_credits = 0;
-  int owed = 0;                 // credits to return to it
-  bool down = false;            // we told the host it is down
-  List<Tx> queue;               // waiting for the handshake or a credit
-  std::uint32_t next_even = 2;  // tags of payloads we send
-  std::uint32_t next_odd = 1;   // tags of GET sinks we post
+  int owed = 0;                     // credits to return to it
+  bool down = false;                // we told the host it is down
+  List<Tx> queue;                   // waiting for the handshake or a credit
+  std::uint32_t next_even = 2;      // tags of payloads we send
+  std::uint32_t next_odd = 1;       // tags of GET sinks we post
   std::vector<std::uint32_t> tags;  // tags in use with this peer
-  std::vector<Bulk*> sinks;     // posted GET sinks (for GET_NAK)
+  std::vector<Bulk*> sinks;         // posted GET sinks (for GET_NAK)
 };
 
 class MpiNi {
  public:
   MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts);
   ~MpiNi();
-  int start();   // posts the pool, starts progress
-  void stop();   // fails what is queued, cancels what is posted, frees the communicator
+  int start();  // posts the pool, starts progress
+  void stop();  // fails what is queued, cancels what is posted, frees the communicator
 
   int send(LndMessage& msg);
   int recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
@@ -185,13 +188,13 @@ class MpiNi {
   // for the host) in the round's first locked section, after it (the Rx's fate, the
   // restart of the receive, the credit owed) in one locked section for the whole batch.
   struct PoolWork {
-    int index;              // into the pool (-1: a message packed in the one before);
-                            // restarted in the order the batch completed
-    Peer* peer = nullptr;   // nullptr: the message did not decode and its source is unknown
+    int index;             // into the pool (-1: a message packed in the one before);
+                           // restarted in the order the batch completed
+    Peer* peer = nullptr;  // nullptr: the message did not decode and its source is unknown
     MsgKind kind = MsgKind::Noop;
-    Rx* rx = nullptr;       // for the host to parse (IMMEDIATE, BULK, GET_REQ)
-    bool free_rx = false;   // the host refused it: nothing else holds the Rx
-    Header lnet;            // with rx: the LNet header
+    Rx* rx = nullptr;      // for the host to parse (IMMEDIATE, BULK, GET_REQ)
+    bool free_rx = false;  // the host refused it: nothing else holds the Rx
+    Header lnet;           // with rx: the LNet header
   };
   // Completed things to act on once the mutex is released.
   struct Done {
@@ -268,18 +271,18 @@ class MpiNi {
   std::thread::id owner_;
   std::uint64_t stamp_ = 0;
   std::uint32_t tag_ub_ = 32767;
-  int grant_ = 8;                 // credits we give each peer
+  int grant_ = 8;  // credits we give each peer
   std::size_t buf_size_ = 0;
 
   mutable std::mutex mu_;
-  std::vector<MPI_Request> reqs_;   // [0, pool) persistent pool receives, then the rest
+  std::vector<MPI_Request> reqs_;  // [0, pool) persistent pool receives, then the rest
   std::vector<Owner> owners_;
   std::vector<std::unique_ptr<std::uint8_t[]>> pool_;
   std::vector<std::unique_ptr<std::uint8_t[]>> retired_;  // buffers of receives left to MPI
-  std::vector<std::unique_ptr<Peer>> peers_;  // by rank, made on first contact
+  std::vector<std::unique_ptr<Peer>> peers_;              // by rank, made on first contact
   std::vector<Peer*> contacted_;
-  List<Tx> deferred_;               // sends from threads that may not call MPI
-  List<Bulk> deferred_bulk_;        // receives likewise
+  List<Tx> deferred_;         // sends from threads that may not call MPI
+  List<Bulk> deferred_bulk_;  // receives likewise
   List<Tx> free_tx_;
   List<Bulk> free_bulk_;
   List<Rx> free_rx_;
@@ -287,11 +290,11 @@ class MpiNi {
   std::deque<Bulk> bulk_store_;
   std::deque<Rx> rx_store_;
   Clock::time_point next_timeout_check_{};
-  std::uint32_t rounds_ = 0;        // progress rounds, to read the clock now and then
-  std::size_t pool_head_ = 0;       // the pool receive started longest ago
+  std::uint32_t rounds_ = 0;   // progress rounds, to read the clock now and then
+  std::size_t pool_head_ = 0;  // the pool receive started longest ago
   bool stopped_ = false;
 
-  std::mutex progress_mu_;          // one progressing thread at a time
+  std::mutex progress_mu_;  // one progressing thread at a time
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
   std::vector<Completion> completed_;
@@ -299,8 +302,8 @@ class MpiNi {
   bool pool_busy_ = false;  // the last round found messages in the pool (progress lock)
 
   std::thread thread_;
-  bool setup_ok_ = true;            // the constructor's MPI queries succeeded
-  std::thread::id thread_id_;       // the progress thread's, set before it runs
+  bool setup_ok_ = true;       // the constructor's MPI queries succeeded
+  std::thread::id thread_id_;  // the progress thread's, set before it runs
   std::atomic<bool> stopping_{false};
   // The progress thread naps when idle; work started by other threads wakes it.
   std::mutex nap_mu_;
@@ -311,8 +314,8 @@ class MpiNi {
   int progress_id_ = -1;
 
   struct Counters {
-    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0}, credit_waits{0},
-        bad_messages{0}, timeouts{0}, mpi_errors{0};
+    std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0},
+        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0};
   } stats_;
 };
 

@@ -91,14 +91,15 @@ bool decode_msg(std::span<const std::uint8_t> in, Decoded& d, std::string* why) 
   h.status = static_cast<std::int32_t>(wire::get_le32(p + 24));
   if (h.nob != in.size())
     return bad(why, std::string(kind_name(h.kind)) + " says " + std::to_string(h.nob) + " bytes, " +
-               std::to_string(in.size()) + " arrived");
+                        std::to_string(in.size()) + " arrived");
   std::span<const std::uint8_t> body = in.subspan(kMsgHdrSize);
   switch (h.kind) {
     case MsgKind::Query:
     case MsgKind::Response: {
       if (body.size() < kHelloSize) return bad(why, std::string(kind_name(h.kind)) + " without its hello");
       const std::uint8_t* b = body.data();
-      d.hello = Hello{wire::get_le32(b), wire::get_le32(b + 4), wire::get_le32(b + 8), wire::get_le32(b + 12), wire::get_le32(b + 16), wire::get_le32(b + 20), wire::get_le32(b + 24)};
+      d.hello = Hello{wire::get_le32(b),      wire::get_le32(b + 4),  wire::get_le32(b + 8), wire::get_le32(b + 12),
+                      wire::get_le32(b + 16), wire::get_le32(b + 20), wire::get_le32(b + 24)};
       if (d.hello.proto_version != kVersion)
         return bad(why, "hello of protocol version " + std::to_string(d.hello.proto_version));
       if (d.hello.chunk == 0) return bad(why, "hello with a chunk size of 0");
@@ -114,7 +115,7 @@ bool decode_msg(std::span<const std::uint8_t> in, Decoded& d, std::string* why) 
       if (h.kind == MsgKind::Immediate) {
         if (rest.size() != d.lnet.payload_length)
           return bad(why, "IMMEDIATE with " + std::to_string(rest.size()) + " payload bytes for a payload_length of " +
-                     std::to_string(d.lnet.payload_length));
+                              std::to_string(d.lnet.payload_length));
         d.payload = rest;
       } else if (!rest.empty()) {
         return bad(why, std::string(kind_name(h.kind)) + " with bytes after its LNet header");
@@ -127,8 +128,7 @@ bool decode_msg(std::span<const std::uint8_t> in, Decoded& d, std::string* why) 
       if (h.tag == 0) return bad(why, "GET_NAK with tag 0");
       if (h.status >= 0) return bad(why, "GET_NAK with status " + std::to_string(h.status));
       break;
-    case MsgKind::Noop:
-      break;
+    case MsgKind::Noop: break;
     case MsgKind::Packed:
       if (body.size() < kMsgHdrSize) return bad(why, "PACKED with nothing packed");
       d.payload = body;
@@ -145,9 +145,11 @@ bool next_packed(std::span<const std::uint8_t>& rest, Decoded& d, std::string* w
   if (rest.size() < kMsgHdrSize) return bad(why, "PACKED ending in " + std::to_string(rest.size()) + " stray bytes");
   std::uint32_t nob = wire::get_le32(rest.data() + 8);
   if (nob < kMsgHdrSize || nob > rest.size())
-    return bad(why, "packed message of " + std::to_string(nob) + " bytes where " + std::to_string(rest.size()) + " remain");
+    return bad(why,
+               "packed message of " + std::to_string(nob) + " bytes where " + std::to_string(rest.size()) + " remain");
   if (!decode_msg(rest.first(nob), d, why)) return false;
-  if (d.hdr.kind != MsgKind::Immediate) return bad(why, std::string("a ") + kind_name(d.hdr.kind) + " packed in a PACKED");
+  if (d.hdr.kind != MsgKind::Immediate)
+    return bad(why, std::string("a ") + kind_name(d.hdr.kind) + " packed in a PACKED");
   if (d.hdr.credits) return bad(why, "a packed IMMEDIATE returning credits");
   rest = rest.subspan(nob);
   return true;

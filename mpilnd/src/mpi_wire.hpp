@@ -47,21 +47,21 @@ inline bool takes_credit(MsgKind k) {
 
 struct MsgHdr {
   MsgKind kind = MsgKind::Noop;
-  std::uint8_t credits = 0;       // credits returned to the receiver of this message
-  std::uint32_t nob = 0;          // bytes of the whole message, header included
-  std::uint32_t tag = 0;          // BULK, GET_REQ, GET_NAK: the bulk tag
-  std::uint64_t stamp = 0;        // the sender's incarnation
-  std::int32_t status = 0;        // GET_NAK: a negative errno
+  std::uint8_t credits = 0;  // credits returned to the receiver of this message
+  std::uint32_t nob = 0;     // bytes of the whole message, header included
+  std::uint32_t tag = 0;     // BULK, GET_REQ, GET_NAK: the bulk tag
+  std::uint64_t stamp = 0;   // the sender's incarnation
+  std::int32_t status = 0;   // GET_NAK: a negative errno
 };
 
 struct Hello {
   std::uint32_t proto_version = kVersion;
-  std::uint32_t short_max = 0;    // largest IMMEDIATE payload the sender receives
-  std::uint32_t pool_depth = 0;   // its short-message receives
-  std::uint32_t credits = 0;      // what it grants the receiver of this hello
-  std::uint32_t pid = 0;          // its LNet pid
-  std::uint32_t rank = 0;         // its rank in the LND's communicator
-  std::uint32_t chunk = 0;        // largest MPI message of a bulk transfer
+  std::uint32_t short_max = 0;   // largest IMMEDIATE payload the sender receives
+  std::uint32_t pool_depth = 0;  // its short-message receives
+  std::uint32_t credits = 0;     // what it grants the receiver of this hello
+  std::uint32_t pid = 0;         // its LNet pid
+  std::uint32_t rank = 0;        // its rank in the LND's communicator
+  std::uint32_t chunk = 0;       // largest MPI message of a bulk transfer
 };
 
 void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out);
@@ -70,8 +70,8 @@ void encode_hello(const Hello& h, std::span<std::uint8_t, kHelloSize> out);
 // A decoded message as it sits in a receive buffer. `body` points into that buffer.
 struct Decoded {
   MsgHdr hdr;
-  Hello hello;                      // QUERY, RESPONSE
-  Header lnet;                      // IMMEDIATE, BULK, GET_REQ
+  Hello hello;                            // QUERY, RESPONSE
+  Header lnet;                            // IMMEDIATE, BULK, GET_REQ
   std::span<const std::uint8_t> payload;  // IMMEDIATE; PACKED: the packed messages
 };
 

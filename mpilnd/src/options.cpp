@@ -20,7 +20,8 @@ constexpr EnvVar kVars[] = {
     {"LNET_MPI_CHUNK", "2147483647", "largest MPI message of a bulk transfer (bytes)"},
     {"LNET_MPI_IDLE_US", "1000", "longest nap of an idle progress thread (microseconds)"},
     {"LNET_MPI_PACK", "1", "1: short messages that waited for a credit go out packed in one MPI message; 0: one each"},
-    {"LNET_MPI_FAULT", "", "testing only: 'mute' ignores every handshake; 'isend' fails every MPI_Isend of an LNet message"},
+    {"LNET_MPI_FAULT", "",
+     "testing only: 'mute' ignores every handshake; 'isend' fails every MPI_Isend of an LNet message"},
 };
 
 Result<long> env_long(const char* name, long def, long lo, long hi) {
@@ -79,22 +80,32 @@ Result<Options> Options::from_env() {
   o.pack = *pack != 0;
   if (const char* v = std::getenv("LNET_MPI_PROGRESS"); v && *v) {
     std::string s = v;
-    if (s == "auto") o.progress = ProgressMode::Auto;
-    else if (s == "thread") o.progress = ProgressMode::Thread;
-    else if (s == "poll") o.progress = ProgressMode::Poll;
-    else return Failure{-EINVAL, "LNET_MPI_PROGRESS='" + s + "' is not auto, thread or poll"};
+    if (s == "auto")
+      o.progress = ProgressMode::Auto;
+    else if (s == "thread")
+      o.progress = ProgressMode::Thread;
+    else if (s == "poll")
+      o.progress = ProgressMode::Poll;
+    else
+      return Failure{-EINVAL, "LNET_MPI_PROGRESS='" + s + "' is not auto, thread or poll"};
   }
   if (const char* v = std::getenv("LNET_MPI_ON_ERROR"); v && *v) {
     std::string s = v;
-    if (s == "return") o.on_error = OnError::Return;
-    else if (s == "abort") o.on_error = OnError::Abort;
-    else return Failure{-EINVAL, "LNET_MPI_ON_ERROR='" + s + "' is not return or abort"};
+    if (s == "return")
+      o.on_error = OnError::Return;
+    else if (s == "abort")
+      o.on_error = OnError::Abort;
+    else
+      return Failure{-EINVAL, "LNET_MPI_ON_ERROR='" + s + "' is not return or abort"};
   }
   if (const char* v = std::getenv("LNET_MPI_FAULT"); v && *v) {
     std::string s = v;
-    if (s == "mute") o.mute = true;
-    else if (s == "isend") o.fail_isend = true;
-    else return Failure{-EINVAL, "LNET_MPI_FAULT='" + s + "' is not mute or isend"};
+    if (s == "mute")
+      o.mute = true;
+    else if (s == "isend")
+      o.fail_isend = true;
+    else
+      return Failure{-EINVAL, "LNET_MPI_FAULT='" + s + "' is not mute or isend"};
   }
   return o;
 }

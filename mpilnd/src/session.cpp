@@ -17,7 +17,8 @@ namespace {
 std::string mpi_failure(const char* what, int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return std::string(what) + " failed: MPI error " + std::to_string(rc);
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    return std::string(what) + " failed: MPI error " + std::to_string(rc);
   return std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len));
 }
 
@@ -132,12 +133,11 @@ Session::~Session() {
   }
   lnet_.reset();
   clear_comm_for_net(net_);
-  if (int rc = MPI_Comm_free(&comm_); rc != MPI_SUCCESS) LNET_LOG(Warn, kLogLnd, "%s", mpi_failure("MPI_Comm_free", rc).c_str());
+  if (int rc = MPI_Comm_free(&comm_); rc != MPI_SUCCESS)
+    LNET_LOG(Warn, kLogLnd, "%s", mpi_failure("MPI_Comm_free", rc).c_str());
 }
 
-Nid Session::nid(int rank) const {
-  return Nid::make(NetId::make(kMpiLnd, net_), static_cast<std::uint32_t>(rank));
-}
+Nid Session::nid(int rank) const { return Nid::make(NetId::make(kMpiLnd, net_), static_cast<std::uint32_t>(rank)); }
 
 bool Session::progress_thread() const {
   MpiNi* ni = find_ni(net_);

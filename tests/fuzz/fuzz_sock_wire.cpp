@@ -26,10 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (size >= at + 4 * nips) decode_hello_ips(*p, std::span(data + at, 4 * nips), *h);
         if (h->version != kProtoV4) {
           auto bytes = encode_hello(*h);
-          auto p2 = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(bytes.data(), kHelloPrefixSize));
+          auto p2 =
+              decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(bytes.data(), kHelloPrefixSize));
           std::uint32_t n2 = 0;
           if (!p2) std::abort();
-          auto again = decode_hello_body(*p2, std::span(bytes.data() + kHelloPrefixSize, bytes.size() - kHelloPrefixSize), &n2);
+          auto again =
+              decode_hello_body(*p2, std::span(bytes.data() + kHelloPrefixSize, bytes.size() - kHelloPrefixSize), &n2);
           if (!again || again->src_nid != h->src_nid || again->ctype != h->ctype) std::abort();
         }
       }

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
           if (!in.empty()) in.resize(next() % in.size());
           break;
         case 2:
-          in.insert(in.begin() + static_cast<long>(in.empty() ? 0 : next() % in.size()), static_cast<std::uint8_t>(next()));
+          in.insert(in.begin() + static_cast<long>(in.empty() ? 0 : next() % in.size()),
+                    static_cast<std::uint8_t>(next()));
           break;
         default:
           if (!in.empty()) in[next() % in.size()] ^= static_cast<std::uint8_t>(1u << (next() % 8));

@@ -350,7 +350,8 @@ void thousands_of_messages(bool pack) {
   sync(*s);
   // Message i is filled with 'a' + (i % 26): the inbox shows the arrival order.
   std::vector<char> out(26 * 1000);
-  for (std::size_t k = 0; k < 26; ++k) std::fill_n(out.begin() + static_cast<long>(k * 1000), 1000, static_cast<char>('a' + k));
+  for (std::size_t k = 0; k < 26; ++k)
+    std::fill_n(out.begin() + static_cast<long>(k * 1000), 1000, static_cast<char>('a' + k));
   // The source of message i: letter i % 26, in its size (small or big).
   std::vector<MdHandle> src[2];
   for (std::size_t k = 0; k < 26; ++k)
@@ -398,7 +399,7 @@ TEST(MpiLnd, ThousandsOfMessagesExhaustAndRecoverCredits) { thousands_of_message
 TEST(MpiLnd, ThousandsOfMessagesUnpacked) { thousands_of_messages(false); }
 
 TEST(MpiLnd, SilentPeerTimesOutInsteadOfHanging) {
-    Events ev;
+  Events ev;
   // Rank 1 ignores handshakes: rank 0's messages to it fail after the timeout.
   mpi::Options o = env_options();
   o.timeout = 2;
@@ -469,7 +470,8 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
         std::vector<unsigned char>(40, 0xff),
         {0x4e, 0x4c, 0x50, 0x4d, 9, 0, 7, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
         {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 99, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 3, 0, 33, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 3, 0, 33, 0, 0, 0, 0, 0, 0, 0, 0,
+         0,    0,    0,    0,    0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0},
     };
     // A PACKED that decodes but carries a NOOP where only IMMEDIATEs may be.
     std::vector<unsigned char> packed = {0x4e, 0x4c, 0x50, 0x4d, 1, 0, 8, 0, 64, 0, 0, 0};
@@ -482,8 +484,7 @@ TEST(MpiLnd, MalformedMessagesAreDroppedAndCounted) {
     // enough for MPI's eager protocol: Open MPI 4.1's shared-memory rendezvous writes a
     // truncated message past the end of the buffer (see docs/design/mpilnd.md).
     bad.push_back(std::vector<unsigned char>(2000, 0x4e));
-    for (auto& b : bad)
-      MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, 1, 0, s->communicator());
+    for (auto& b : bad) MPI_Send(b.data(), static_cast<int>(b.size()), MPI_BYTE, 1, 0, s->communicator());
   }
   sync(*s);
   if (s->rank() == 1) {

@@ -45,10 +45,10 @@ class Instance {
   int dist(Nid nid, Nid* src, std::uint32_t* order) const;
 
   // Match entries (LNetMEAttach / LNetMEInsert / LNetMEUnlink).
-  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits,
-                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
-  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits,
-                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
+  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
   int me_unlink(MeHandle me);
 
   // Memory descriptors (LNetMDAttach / LNetMDBind / LNetMDUnlink).
@@ -59,8 +59,8 @@ class Instance {
   // LNetPut / LNetGet. `self` Nid::any() lets multi-rail choose the local NI.
   int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
           std::uint32_t offset, std::uint64_t hdr_data);
-  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
-          std::uint32_t offset, bool recovery = false);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset,
+          bool recovery = false);
 
   // Unmatched PUTs to a lazy portal wait for a later MD instead of being dropped.
   int set_lazy_portal(unsigned portal);
@@ -69,8 +69,7 @@ class Instance {
   // GETs the peer's ping info (portal 0, kPingMatchBits); pid kPidAny means kPidLustre.
   // Fails with -ETIMEDOUT when no answer arrives within `timeout`. Blocks: never call it
   // from an event handler.
-  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout,
-                          unsigned max_nids = 16);
+  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids = 16);
   // This node's own ping info (what a ping of it answers).
   PingInfo ping_info() const;
 
@@ -112,8 +111,7 @@ class Me {
   }
   ~Me() { reset(); }
   static Result<Me> attach(Instance& lnet, unsigned portal, ProcessId match_id, std::uint64_t match_bits,
-                           std::uint64_t ignore_bits, Unlink unlink = Unlink::Unlink,
-                           InsPos pos = InsPos::After);
+                           std::uint64_t ignore_bits, Unlink unlink = Unlink::Unlink, InsPos pos = InsPos::After);
 
   MeHandle handle() const { return h_; }
   // Whether the ME goes when its MD is unlinked.

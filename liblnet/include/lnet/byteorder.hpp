@@ -26,13 +26,17 @@ inline std::uint32_t swap(std::uint32_t v) { return __builtin_bswap32(v); }
 inline std::uint64_t swap(std::uint64_t v) { return __builtin_bswap64(v); }
 template <class T>
 inline T to_le(T v) {
-  if constexpr (std::endian::native == std::endian::little) return v;
-  else return swap(v);
+  if constexpr (std::endian::native == std::endian::little)
+    return v;
+  else
+    return swap(v);
 }
 template <class T>
 inline T to_be(T v) {
-  if constexpr (std::endian::native == std::endian::big) return v;
-  else return swap(v);
+  if constexpr (std::endian::native == std::endian::big)
+    return v;
+  else
+    return swap(v);
 }
 
 }  // namespace detail

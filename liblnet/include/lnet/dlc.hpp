@@ -44,9 +44,9 @@ Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mo
 // ---- commands of the control socket ----
 
 struct Request {
-  std::string command;                                    // "net show", "route add", ...
+  std::string command;                                   // "net show", "route add", ...
   std::map<std::string, std::vector<std::string>> args;  // option name -> values
-  std::string body;                                       // import: the YAML document
+  std::string body;                                      // import: the YAML document
   const std::string* arg(const std::string& name) const;
   bool flag(const std::string& name) const { return args.count(name) > 0; }
 };

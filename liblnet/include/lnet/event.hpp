@@ -62,8 +62,7 @@ class EventQueue {
   int poll(Event& out, std::chrono::milliseconds timeout);
   int get(Event& out) { return poll(out, std::chrono::milliseconds(0)); }
   // Like poll over several queues; *which gets the index of the queue that had the event.
-  static int poll_many(std::span<EventQueue* const> queues, std::chrono::milliseconds timeout, Event& out,
-                       int* which);
+  static int poll_many(std::span<EventQueue* const> queues, std::chrono::milliseconds timeout, Event& out, int* which);
 
   std::size_t capacity() const { return ring_.size(); }
   // MDs that name this queue and are not unlinked yet (LNetEQFree refuses while > 0).

@@ -39,8 +39,8 @@ const char* health_status_name(HealthStatus s);  // "OK", "LOCAL_TIMEOUT", ...
 // LndHost::create_reply).
 struct LndMessage {
   Header hdr;
-  ProcessId target;          // final destination
-  Nid next_hop = Nid::any(); // the peer NI to transmit to (a gateway when routed)
+  ProcessId target;           // final destination
+  Nid next_hop = Nid::any();  // the peer NI to transmit to (a gateway when routed)
   const iovec* iov = nullptr;
   unsigned niov = 0;
   std::uint32_t offset = 0;
@@ -54,11 +54,11 @@ class Lnd;
 
 // A local network interface as a driver sees it.
 struct NetInterface {
-  Nid nid = Nid::any();   // set by the driver's startup() unless configured
-  Pid pid = 0;            // the instance's LNet pid (what HELLOs announce)
-  NetConfig config;       // net, interfaces, tunables, cpts
-  int cpt = 0;            // home CPU partition
-  int numa_node = -1;     // -1: unknown
+  Nid nid = Nid::any();  // set by the driver's startup() unless configured
+  Pid pid = 0;           // the instance's LNet pid (what HELLOs announce)
+  NetConfig config;      // net, interfaces, tunables, cpts
+  int cpt = 0;           // home CPU partition
+  int numa_node = -1;    // -1: unknown
   LndHost* host = nullptr;
   Lnd* lnd = nullptr;
   void* lnd_data = nullptr;  // the driver's per-NI state
@@ -103,8 +103,8 @@ class Lnd {
   // Delivers the payload of a parsed message: `mlen` bytes into iov at `offset`, the
   // remaining rlen - mlen bytes discarded; msg == nullptr discards everything. 0: accepted
   // (finalize(msg) follows when msg != nullptr); negative errno: the caller finalizes.
-  virtual int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov,
-                   unsigned niov, std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) = 0;
+  virtual int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
+                   std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) = 0;
   // The peer-NI timeout the driver enforces, in seconds (0: the core's default).
   virtual int timeout() const { return 0; }
 };

@@ -36,8 +36,8 @@ void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribu
 
 }  // namespace lnet
 
-#define LNET_LOG(level, subsys, ...)                                                   \
-  do {                                                                                 \
-    if (::lnet::log_enabled(::lnet::LogLevel::level, (subsys)))                        \
-      ::lnet::log_write(::lnet::LogLevel::level, (subsys), __VA_ARGS__);               \
+#define LNET_LOG(level, subsys, ...)                                     \
+  do {                                                                   \
+    if (::lnet::log_enabled(::lnet::LogLevel::level, (subsys)))          \
+      ::lnet::log_write(::lnet::LogLevel::level, (subsys), __VA_ARGS__); \
   } while (0)

@@ -24,7 +24,7 @@ inline constexpr std::uint32_t kKfiLnd = 16;   // kfi
 inline constexpr std::uint32_t kEfaLnd = 18;   // efa
 inline constexpr std::uint32_t kBxi3Lnd = 19;  // bxi3f
 // Private, never sent to a real Lustre node (real numbers are assigned below 64).
-inline constexpr std::uint32_t kMpiLnd = 64;   // mpi
+inline constexpr std::uint32_t kMpiLnd = 64;  // mpi
 
 inline constexpr Pid kPidAny = 0xFFFFFFFFu;
 inline constexpr Pid kPidLustre = 12345;
@@ -72,9 +72,7 @@ class Nid {
 
   constexpr Nid() = default;
   constexpr explicit Nid(std::uint64_t value) : value_(value) {}
-  static constexpr Nid make(NetId net, std::uint32_t addr) {
-    return Nid((std::uint64_t{net.value()} << 32) | addr);
-  }
+  static constexpr Nid make(NetId net, std::uint32_t addr) { return Nid((std::uint64_t{net.value()} << 32) | addr); }
   static constexpr Nid any() { return Nid(kAnyValue); }
   static constexpr Nid lo() { return make(NetId::make(kLoLnd, 0), 0); }
 

@@ -51,9 +51,7 @@ class NetPattern {
   bool is_single() const;
   std::string to_string() const;
 
-  friend bool operator==(const NetPattern& a, const NetPattern& b) {
-    return a.type_ == b.type_ && a.num_ == b.num_;
-  }
+  friend bool operator==(const NetPattern& a, const NetPattern& b) { return a.type_ == b.type_ && a.num_ == b.num_; }
 
  private:
   std::uint32_t type_ = 0;
@@ -71,9 +69,7 @@ class NidPattern {
   bool matches(Nid nid) const;
   std::string to_string() const;
 
-  friend bool operator==(const NidPattern& a, const NidPattern& b) {
-    return a.net_ == b.net_ && a.addr_ == b.addr_;
-  }
+  friend bool operator==(const NidPattern& a, const NidPattern& b) { return a.net_ == b.net_ && a.addr_ == b.addr_; }
 
  private:
   NetPattern net_;

@@ -34,8 +34,8 @@ std::string errno_string(int code);
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                // NOLINT: implicit on purpose
-  Result(Failure failure) : v_(std::move(failure)) {}      // NOLINT
+  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit on purpose
+  Result(Failure failure) : v_(std::move(failure)) {}  // NOLINT
   static Result fail(int code, std::string message) { return Failure{code, std::move(message)}; }
 
   bool ok() const noexcept { return v_.index() == 0; }

@@ -11,24 +11,24 @@ namespace lnet {
 enum class AcceptMode { Secure, All, None };  // accept=secure|all|none
 
 struct SocketParams {
-  int port = 988;              // accept_port (connections are made to this port too)
+  int port = 988;  // accept_port (connections are made to this port too)
   AcceptMode accept = AcceptMode::Secure;
-  int accept_timeout = 5;      // seconds for a connecting peer to say who it is
+  int accept_timeout = 5;  // seconds for a connecting peer to say who it is
   int accept_backlog = 127;
-  int timeout = 50;            // sock_timeout: seconds before a stuck connection is closed
-  int keepalive = 30;          // seconds of silence before a keepalive NOOP
-  int keepalive_idle = 30;     // TCP keepalive
+  int timeout = 50;         // sock_timeout: seconds before a stuck connection is closed
+  int keepalive = 30;       // seconds of silence before a keepalive NOOP
+  int keepalive_idle = 30;  // TCP keepalive
   int keepalive_count = 5;
   int keepalive_intvl = 5;
-  bool typed_conns = true;     // CONTROL + BULK_IN + BULK_OUT (else one ANY, protocol V2)
-  int min_bulk = 1024;         // messages this big or bigger go on the bulk connection
-  int tx_buffer_size = 0;      // SO_SNDBUF (0: system default)
-  int rx_buffer_size = 0;      // SO_RCVBUF
+  bool typed_conns = true;  // CONTROL + BULK_IN + BULK_OUT (else one ANY, protocol V2)
+  int min_bulk = 1024;      // messages this big or bigger go on the bulk connection
+  int tx_buffer_size = 0;   // SO_SNDBUF (0: system default)
+  int rx_buffer_size = 0;   // SO_RCVBUF
   bool nagle = false;
-  bool enable_csum = false;    // send CRC32 checksums (protocol V2 only)
+  bool enable_csum = false;  // send CRC32 checksums (protocol V2 only)
   int min_reconnectms = 1000;
   int max_reconnectms = 60000;
-  int nscheds = 1;             // epoll I/O threads
+  int nscheds = 1;               // epoll I/O threads
   bool privileged_ports = true;  // connect from ports 1023..512 when allowed to
 
   // Reads LNET_ACCEPT, LNET_ACCEPT_PORT, LNET_ACCEPT_TIMEOUT, LNET_ACCEPT_BACKLOG and

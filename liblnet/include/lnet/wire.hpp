@@ -126,7 +126,6 @@ void encode_ping_info(const PingInfo& info, std::span<std::uint8_t> out);  // ou
 // announces fails with -E2BIG and `needed` set to the size it needs. Large-address and
 // metadata blocks (LARGE_ADDR, METADATA) are size-checked and skipped.
 Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in,
-                                  std::uint32_t max_interfaces = kDefaultMaxInterfaces,
-                                  std::size_t* needed = nullptr);
+                                  std::uint32_t max_interfaces = kDefaultMaxInterfaces, std::size_t* needed = nullptr);
 
 }  // namespace lnet

@@ -210,8 +210,8 @@ int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 mat
   });
 }
 
-int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id, __u64 match_bits,
-                 __u64 ignore_bits, enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
+int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
+                 enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
   return guarded<int>(-ENOMEM, [&]() -> int {
     Instance* l = inst();
     if (!l) return -ENETDOWN;
@@ -301,8 +301,7 @@ int LNetEQFree(struct lnet_handle_eq eq) {
   });
 }
 
-int LNetEQPoll(struct lnet_handle_eq* eqs, int neq, signed long timeout, struct lnet_event* event_out,
-               int* which_out) {
+int LNetEQPoll(struct lnet_handle_eq* eqs, int neq, signed long timeout, struct lnet_event* event_out, int* which_out) {
   return guarded<int>(-ENOMEM, [&]() -> int {
     if (!eqs || neq < 1 || !event_out) return -EINVAL;
     std::vector<std::shared_ptr<EventQueue>> held;
@@ -345,8 +344,8 @@ int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, st
     Instance* l = inst();
     if (!l) return -ENETDOWN;
     if (ack > LNET_NOACK_REQ) return -EINVAL;
-    return l->put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits,
-                  offset, hdr_data);
+    return l->put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits, offset,
+                  hdr_data);
   });
 }
 
@@ -406,7 +405,8 @@ int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process
     Instance* l = inst();
     if (!l) return -ENETDOWN;
     if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0) return -EINVAL;
-    auto r = l->ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
+    auto r =
+        l->ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
     if (!r) return r.code();
     int n = 0;
     for (const NiStatus& ns : r->info.nis) {

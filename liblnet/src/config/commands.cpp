@@ -49,8 +49,8 @@ Result<long> int_arg(const Request& r, const std::string& name, long def, long l
   errno = 0;
   long x = std::strtol(v->c_str(), &end, 0);
   if (v->empty() || *end || errno || x < lo || x > hi) {
-    return Failure{-EINVAL, "--" + name + " '" + *v + "' is not a number in " + std::to_string(lo) + ".." +
-                                std::to_string(hi)};
+    return Failure{-EINVAL,
+                   "--" + name + " '" + *v + "' is not a number in " + std::to_string(lo) + ".." + std::to_string(hi)};
   }
   return x;
 }
@@ -186,7 +186,8 @@ Response net_add(core::Core& c, const Request& r) {
   nc.net = *id;
   nc.interfaces = list_arg(r, "if");
   for (const std::string& i : nc.interfaces)
-    if (std::string why = text::bad_interface_name(i); !why.empty()) return error_block("add", "net", -EINVAL, "--if: " + why);
+    if (std::string why = text::bad_interface_name(i); !why.empty())
+      return error_block("add", "net", -EINVAL, "--if: " + why);
   if (const std::string* nid = r.arg("nid")) {
     auto n = Nid::parse(*nid);
     if (!n) return error_block("add", "net", -EINVAL, n.message());
@@ -233,7 +234,8 @@ Response net_del(core::Core& c, const Request& r) {
   int deleted = 0;
   for (const NiInfo& i : c.ni_info()) {
     if (i.nid.net() != *id || (nid && *nid != i.nid)) continue;
-    if (!ifs.empty() && (i.interfaces.empty() || std::find(ifs.begin(), ifs.end(), i.interfaces[0]) == ifs.end())) continue;
+    if (!ifs.empty() && (i.interfaces.empty() || std::find(ifs.begin(), ifs.end(), i.interfaces[0]) == ifs.end()))
+      continue;
     int rc = c.del_ni(i.nid);
     if (rc) return error_block("del", "net", rc, "cannot delete " + i.nid.to_string() + ": " + errno_string(rc));
     ++deleted;
@@ -298,7 +300,8 @@ Response peer_show(core::Core& c, const Request& r) {
     }
     list.push_back(peer_node(p, static_cast<int>(*verbose)));
   }
-  if (filter && list.size() == 0) return error_block("show", "peer", -ENOENT, "no peer with NID " + filter->to_string());
+  if (filter && list.size() == 0)
+    return error_block("show", "peer", -ENOENT, "no peer with NID " + filter->to_string());
   YAML::Node root;
   root["peer"] = list;
   return ok(root);
@@ -387,7 +390,8 @@ Response route_add_del(core::Core& c, const Request& r, bool add) {
   const char* verb = add ? "add" : "del";
   const std::string* net = r.arg("net");
   const std::string* gw = r.arg("gateway");
-  if (!net || !gw) return error_block(verb, "route", -EINVAL, std::string("route ") + verb + " needs --net and --gateway");
+  if (!net || !gw)
+    return error_block(verb, "route", -EINVAL, std::string("route ") + verb + " needs --net and --gateway");
   auto n = NetId::parse(*net);
   if (!n) return error_block(verb, "route", -EINVAL, n.message());
   auto g = Nid::parse(*gw);
@@ -611,7 +615,8 @@ Response udsp_cmd(core::Core& c, const Request& r, const std::string& verb) {
   }
   if (verb == "del") {
     auto idx = int_arg(r, "idx", -1, 0, 1 << 20);
-    if (!idx || (*idx < 0 && !r.flag("all"))) return error_block("del", "udsp", -EINVAL, "udsp del needs --idx or --all");
+    if (!idx || (*idx < 0 && !r.flag("all")))
+      return error_block("del", "udsp", -EINVAL, "udsp del needs --idx or --all");
     int rc = c.del_udsp(r.flag("all") ? -1 : static_cast<int>(*idx));
     if (rc) return error_block("del", "udsp", rc, "no rule at index " + std::to_string(*idx));
     return ok(YAML::Node());
@@ -620,7 +625,8 @@ Response udsp_cmd(core::Core& c, const Request& r, const std::string& verb) {
   cfg.udsp = c.udsp_rules();
   auto idx = int_arg(r, "idx", -1, 0, 1 << 20);
   if (idx && *idx >= 0) {
-    if (static_cast<std::size_t>(*idx) >= cfg.udsp.size()) return error_block("show", "udsp", -ENOENT, "no rule at that index");
+    if (static_cast<std::size_t>(*idx) >= cfg.udsp.size())
+      return error_block("show", "udsp", -ENOENT, "no rule at that index");
     cfg.udsp = {cfg.udsp[static_cast<std::size_t>(*idx)]};
   }
   if (cfg.udsp.empty()) return ok(YAML::Node());
@@ -630,8 +636,9 @@ Response udsp_cmd(core::Core& c, const Request& r, const std::string& verb) {
 const std::vector<std::pair<std::string, std::string>> kCommands = {
     {"lnet configure", "bring the configured networks up"},
     {"lnet unconfigure", "take every network but 0@lo down, and routes, peers and routing"},
-    {"net add", "add a local NI: --net N (--if IF | --nid NID) [--peer-timeout] [--peer-credits] "
-                "[--peer-buffer-credits] [--credits] [--cpt] [--conns-per-peer] [--tos]"},
+    {"net add",
+     "add a local NI: --net N (--if IF | --nid NID) [--peer-timeout] [--peer-credits] "
+     "[--peer-buffer-credits] [--credits] [--cpt] [--conns-per-peer] [--tos]"},
     {"net del", "delete local NIs: --net N [--nid NID] [--if IF]"},
     {"net show", "show local NIs: [--net N] [--verbose [2]]"},
     {"peer add", "add a peer: --prim_nid NID [--nid NID,...] [--non_mr]"},
@@ -642,9 +649,10 @@ const std::vector<std::pair<std::string, std::string>> kCommands = {
     {"route del", "delete a route: --net N --gateway NID"},
     {"route show", "show routes: [--net N] [--gateway NID] [--hop H] [--priority P] [--verbose]"},
     {"routing show", "show the router buffer pools and whether this node routes"},
-    {"set", "set a tunable: tiny_buffers|small_buffers|large_buffers|routing|numa_range|max_interfaces|"
-            "discovery|drop_asym_route|retry_count|transaction_timeout|health_sensitivity|recovery_interval|"
-            "router_sensitivity|response_tracking|recovery_limit|max_recovery_ping_interval VALUE"},
+    {"set",
+     "set a tunable: tiny_buffers|small_buffers|large_buffers|routing|numa_range|max_interfaces|"
+     "discovery|drop_asym_route|retry_count|transaction_timeout|health_sensitivity|recovery_interval|"
+     "router_sensitivity|response_tracking|recovery_limit|max_recovery_ping_interval VALUE"},
     {"global show", "show the global tunables"},
     {"stats show", "show the LNet counters"},
     {"stats reset", "zero the LNet counters"},

@@ -53,8 +53,8 @@ Result<int> env_int(const char* name, int def, int lo, int hi) {
   }
   int x = neg ? -static_cast<int>(u) : static_cast<int>(u);
   if (x < lo || x > hi) {
-    return Failure{-EINVAL, std::string(name) + "=" + quoted(v) + " is outside " + std::to_string(lo) + ".." +
-                                std::to_string(hi)};
+    return Failure{
+        -EINVAL, std::string(name) + "=" + quoted(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi)};
   }
   return x;
 }
@@ -100,7 +100,8 @@ Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, con
     std::string_view rest = item.substr(name_end == std::string_view::npos ? item.size() : name_end);
     if (!rest.empty() && rest.front() == '(') {
       std::size_t close = rest.find(')');
-      if (close == std::string_view::npos) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": missing ')'"};
+      if (close == std::string_view::npos)
+        return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": missing ')'"};
       std::string_view ifs = rest.substr(1, close - 1);
       for (;;) {
         std::size_t comma = ifs.find(',');
@@ -114,14 +115,16 @@ Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, con
       rest.remove_prefix(close + 1);
     }
     if (!rest.empty() && rest.front() == '[') {
-      if (rest.back() != ']') return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": junk after the CPT list"};
+      if (rest.back() != ']')
+        return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": junk after the CPT list"};
       std::string_view cpts = rest.substr(1, rest.size() - 2);
       for (;;) {
         std::size_t comma = cpts.find(',');
         std::string_view c = text::trim(cpts.substr(0, comma));
         std::uint32_t v = 0;
         if (!text::parse_u32(c, 255, v)) {
-          return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": CPT " + quoted(c) + " is not a number in 0..255"};
+          return Failure{-EINVAL,
+                         "bad networks entry " + quoted(item) + ": CPT " + quoted(c) + " is not a number in 0..255"};
         }
         nc.cpts.push_back(v);
         if (comma == std::string_view::npos) break;
@@ -201,10 +204,19 @@ constexpr Tunable kTunables[] = {
     {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30},
     {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30},
 };
-constexpr const char* kNames[] = {"numa_range", "max_interfaces", "discovery", "drop_asym_route", "retry_count",
-                                  "transaction_timeout", "health_sensitivity", "recovery_interval",
-                                  "router_sensitivity", "response_tracking", "recovery_limit",
-                                  "max_recovery_ping_interval", "alive_router_check_interval",
+constexpr const char* kNames[] = {"numa_range",
+                                  "max_interfaces",
+                                  "discovery",
+                                  "drop_asym_route",
+                                  "retry_count",
+                                  "transaction_timeout",
+                                  "health_sensitivity",
+                                  "recovery_interval",
+                                  "router_sensitivity",
+                                  "response_tracking",
+                                  "recovery_limit",
+                                  "max_recovery_ping_interval",
+                                  "alive_router_check_interval",
                                   "router_ping_timeout"};
 }  // namespace
 
@@ -229,8 +241,8 @@ Result<bool> GlobalTunables::set(std::string_view name, long value) {
     if (name == "health_sensitivity" && value == 0) next.retry_count = 0;  // no health, no resends
     if (next.retry_count >= next.transaction_timeout) {
       return Failure{-EINVAL, "retry_count (" + std::to_string(next.retry_count) +
-                                  ") must stay below transaction_timeout (" +
-                                  std::to_string(next.transaction_timeout) + ")"};
+                                  ") must stay below transaction_timeout (" + std::to_string(next.transaction_timeout) +
+                                  ")"};
     }
     if (name == "retry_count" && value > 0 && next.health_sensitivity == 0) {
       return Failure{-EINVAL, "retry_count needs health_sensitivity above 0"};

@@ -57,11 +57,27 @@ Result<NetId> as_net(const YAML::Node& n, const std::string& key) {
 
 // Keys that show/export print and an import ignores.
 bool runtime_key(const std::string& k) {
-  static const std::set<std::string> keys = {
-      "status", "statistics", "sent_stats", "received_stats", "dropped_stats", "health stats", "dev cpt",
-      "udsp info", "tcp bonding", "state", "type", "peer state", "max_ni_tx_credits", "available_tx_credits",
-      "min_tx_credits", "tx_q_num_of_buf", "available_rtr_credits", "min_rtr_credits", "refcount",
-      "health_sensitivity", "lnd_timeout"};
+  static const std::set<std::string> keys = {"status",
+                                             "statistics",
+                                             "sent_stats",
+                                             "received_stats",
+                                             "dropped_stats",
+                                             "health stats",
+                                             "dev cpt",
+                                             "udsp info",
+                                             "tcp bonding",
+                                             "state",
+                                             "type",
+                                             "peer state",
+                                             "max_ni_tx_credits",
+                                             "available_tx_credits",
+                                             "min_tx_credits",
+                                             "tx_q_num_of_buf",
+                                             "available_rtr_credits",
+                                             "min_rtr_credits",
+                                             "refcount",
+                                             "health_sensitivity",
+                                             "lnd_timeout"};
   return keys.count(k) > 0;
 }
 
@@ -76,11 +92,16 @@ Result<bool> parse_tunables(const YAML::Node& n, NetTunables& t) {
     std::string k = kv.first.Scalar();
     auto v = as_int(kv.second, k);
     if (!v) return v.failure();
-    if (k == "peer_timeout") t.peer_timeout = static_cast<int>(*v);
-    else if (k == "peer_credits") t.peer_credits = static_cast<int>(*v);
-    else if (k == "peer_buffer_credits") t.peer_buffer_credits = static_cast<int>(*v);
-    else if (k == "credits") t.credits = static_cast<int>(*v);
-    else return bad(kv.first, "unknown tunable '" + k + "'");
+    if (k == "peer_timeout")
+      t.peer_timeout = static_cast<int>(*v);
+    else if (k == "peer_credits")
+      t.peer_credits = static_cast<int>(*v);
+    else if (k == "peer_buffer_credits")
+      t.peer_buffer_credits = static_cast<int>(*v);
+    else if (k == "credits")
+      t.credits = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown tunable '" + k + "'");
   }
   return true;
 }
@@ -91,10 +112,14 @@ Result<bool> parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
     std::string k = kv.first.Scalar();
     auto v = as_int(kv.second, k);
     if (!v) return v.failure();
-    if (k == "conns_per_peer") t.conns_per_peer = static_cast<int>(*v);
-    else if (k == "timeout") t.timeout = static_cast<int>(*v);
-    else if (k == "tos") t.tos = static_cast<int>(*v);
-    else return bad(kv.first, "unknown LND tunable '" + k + "'");
+    if (k == "conns_per_peer")
+      t.conns_per_peer = static_cast<int>(*v);
+    else if (k == "timeout")
+      t.timeout = static_cast<int>(*v);
+    else if (k == "tos")
+      t.tos = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown LND tunable '" + k + "'");
   }
   return true;
 }
@@ -300,10 +325,14 @@ Result<bool> parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
     auto v = as_int(kv.second, k);
     if (!v) return v.failure();
     if (*v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
-    if (k == "tiny") b.tiny = static_cast<int>(*v);
-    else if (k == "small") b.small = static_cast<int>(*v);
-    else if (k == "large") b.large = static_cast<int>(*v);
-    else return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
+    if (k == "tiny")
+      b.tiny = static_cast<int>(*v);
+    else if (k == "small")
+      b.small = static_cast<int>(*v);
+    else if (k == "large")
+      b.large = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
   }
   cfg.buffers = b;
   return true;
@@ -433,14 +462,22 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
       std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
       Result<bool> r = true;
-      if (k == "net") r = parse_nets(v, cfg);
-      else if (k == "route") r = parse_routes(v, cfg);
-      else if (k == "peer") r = parse_peers(v, cfg);
-      else if (k == "routing") r = parse_routing(v, cfg);
-      else if (k == "buffers") r = parse_buffers(v, cfg);
-      else if (k == "global") r = parse_global(v, cfg);
-      else if (k == "udsp") r = parse_udsp(v, cfg);
-      else return bad(kv.first, "unknown section '" + k + "'");
+      if (k == "net")
+        r = parse_nets(v, cfg);
+      else if (k == "route")
+        r = parse_routes(v, cfg);
+      else if (k == "peer")
+        r = parse_peers(v, cfg);
+      else if (k == "routing")
+        r = parse_routing(v, cfg);
+      else if (k == "buffers")
+        r = parse_buffers(v, cfg);
+      else if (k == "global")
+        r = parse_global(v, cfg);
+      else if (k == "udsp")
+        r = parse_udsp(v, cfg);
+      else
+        return bad(kv.first, "unknown section '" + k + "'");
       if (!r) return r.failure();
     }
   } catch (const YAML::Exception& e) {
@@ -528,7 +565,10 @@ std::string config_to_yaml(const SystemConfig& cfg, bool backup) {
       if (!u.dst.empty()) n["dst"] = u.dst;
       if (!u.rte.empty()) n["rte"] = u.rte;
       YAML::Node a;
-      if (u.priority) a["priority"] = int_node(*u.priority); else a["pref"] = "nid";
+      if (u.priority)
+        a["priority"] = int_node(*u.priority);
+      else
+        a["pref"] = "nid";
       n["action"] = a;
       list.push_back(n);
     }

@@ -9,7 +9,8 @@ bool needs_quotes(const std::string& s) {
   if (s.empty()) return true;
   if (s.front() == ' ' || s.back() == ' ') return true;
   static const std::string special = "-?:,[]{}#&*!|>'\"%@`";
-  if (special.find(s.front()) != std::string::npos && s != "-" && !(s.size() > 1 && s[0] == '-' && std::isdigit(static_cast<unsigned char>(s[1])))) {
+  if (special.find(s.front()) != std::string::npos && s != "-" &&
+      !(s.size() > 1 && s[0] == '-' && std::isdigit(static_cast<unsigned char>(s[1])))) {
     return true;
   }
   for (std::size_t i = 0; i < s.size(); ++i) {

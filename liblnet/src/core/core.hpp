@@ -5,9 +5,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
-#include <thread>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <lnet/api.hpp>
@@ -18,9 +18,9 @@
 #include "core/cpt.hpp"
 #include "core/message.hpp"
 #include "core/ni.hpp"
-#include "router/router.hpp"
 #include "peer/peer_table.hpp"
 #include "portals/portal_table.hpp"
+#include "router/router.hpp"
 
 namespace lnet::core {
 
@@ -56,8 +56,7 @@ class Core final : public LndHost, private portals::MsgCompleter {
   int clear_lazy_portal(unsigned portal);
   int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
           std::uint32_t offset, std::uint64_t hdr_data);
-  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
-          std::uint32_t offset);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset);
   Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids);
   PingInfo ping_info() const;
 
@@ -123,8 +122,8 @@ class Core final : public LndHost, private portals::MsgCompleter {
   int peer_credits_for(NetId net) const;
   int peer_rtr_credits_for(NetId net) const;
   Result<Ni*> bring_up(const NetConfig& nc);  // under config_mutex_
-  void publish(std::unique_ptr<NetTable> t);   // under config_mutex_
-  void refresh_ping_target();                  // under config_mutex_
+  void publish(std::unique_ptr<NetTable> t);  // under config_mutex_
+  void refresh_ping_target();                 // under config_mutex_
   void checker_loop();
   void apply_udsp();                    // under config_mutex_
   void udsp_new_peer_ni(PeerNi* lpni);  // under every net lock
@@ -155,8 +154,8 @@ class Core final : public LndHost, private portals::MsgCompleter {
   void parse_get(Message* msg);
   void parse_reply(Message* msg);
   void parse_ack(Message* msg);
-  void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset,
-                std::uint32_t mlen, std::uint32_t rlen);
+  void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+                std::uint32_t rlen);
   void drop_rx(Message* msg);
   void receive_matched(MsgQueue& matched, MsgQueue& dropped);
   PeerNi* rx_peer(Nid from);
@@ -194,11 +193,12 @@ class Core final : public LndHost, private portals::MsgCompleter {
   std::vector<std::unique_ptr<NetTable>> tables_;
   Ni* lo_ni_ = nullptr;
   GlobalTunables globals_;
+
  public:
   struct CompiledRule;  // a selection rule with its patterns parsed
 
  private:
-  std::vector<UdspRule> udsp_;                // under config_mutex_
+  std::vector<UdspRule> udsp_;                                      // under config_mutex_
   std::shared_ptr<const std::vector<CompiledRule>> udsp_compiled_;  // read under a net lock
 
   // Routing.

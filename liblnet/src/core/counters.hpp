@@ -15,10 +15,30 @@
 namespace lnet::core {
 
 enum Ctr : unsigned {
-  kMsgsAlloc, kMsgsMax, kRstAlloc, kErrors, kSendCount, kResendCount, kResponseTimeout,
-  kLocalInterrupt, kLocalDropped, kLocalAborted, kLocalNoRoute, kLocalTimeout, kLocalError,
-  kRemoteDropped, kRemoteError, kRemoteTimeout, kNetworkTimeout,
-  kRecvCount, kRouteCount, kDropCount, kSendLength, kRecvLength, kRouteLength, kDropLength,
+  kMsgsAlloc,
+  kMsgsMax,
+  kRstAlloc,
+  kErrors,
+  kSendCount,
+  kResendCount,
+  kResponseTimeout,
+  kLocalInterrupt,
+  kLocalDropped,
+  kLocalAborted,
+  kLocalNoRoute,
+  kLocalTimeout,
+  kLocalError,
+  kRemoteDropped,
+  kRemoteError,
+  kRemoteTimeout,
+  kNetworkTimeout,
+  kRecvCount,
+  kRouteCount,
+  kDropCount,
+  kSendLength,
+  kRecvLength,
+  kRouteLength,
+  kDropLength,
   kNumCtr
 };
 
@@ -26,9 +46,7 @@ class GlobalCounters {
  public:
   explicit GlobalCounters(unsigned ncpts) : n_(ncpts), shards_(std::make_unique<Shard[]>(ncpts)) {}
 
-  void add(unsigned cpt, Ctr c, std::int64_t v = 1) {
-    shards_[cpt].v[c].fetch_add(v, std::memory_order_relaxed);
-  }
+  void add(unsigned cpt, Ctr c, std::int64_t v = 1) { shards_[cpt].v[c].fetch_add(v, std::memory_order_relaxed); }
   void msg_alloc(unsigned cpt) {
     Shard& s = shards_[cpt];
     std::int64_t now = s.v[kMsgsAlloc].fetch_add(1, std::memory_order_relaxed) + 1;

@@ -19,13 +19,17 @@ struct State {
   State() {
     LogLevel l;
     if (const char* v = std::getenv("LNET_LOG_LEVEL"); v && *v) {
-      if (parse_log_level(v, &l)) level = static_cast<int>(l);
-      else std::fprintf(stderr, "lnet: ignoring LNET_LOG_LEVEL='%s' (error, warn, info or debug)\n", v);
+      if (parse_log_level(v, &l))
+        level = static_cast<int>(l);
+      else
+        std::fprintf(stderr, "lnet: ignoring LNET_LOG_LEVEL='%s' (error, warn, info or debug)\n", v);
     }
     std::uint32_t m;
     if (const char* v = std::getenv("LNET_LOG_SUBSYS"); v && *v) {
-      if (parse_log_subsystems(v, &m)) mask = m;
-      else std::fprintf(stderr, "lnet: ignoring LNET_LOG_SUBSYS='%s' (core, lnd, router, config, daemon or all)\n", v);
+      if (parse_log_subsystems(v, &m))
+        mask = m;
+      else
+        std::fprintf(stderr, "lnet: ignoring LNET_LOG_SUBSYS='%s' (core, lnd, router, config, daemon or all)\n", v);
     }
   }
 };
@@ -68,9 +72,9 @@ bool parse_log_level(std::string_view v, LogLevel* out) {
 }
 
 bool parse_log_subsystems(std::string_view v, std::uint32_t* out) {
-  static const std::pair<const char*, std::uint32_t> names[] = {
-      {"core", kLogCore}, {"lnd", kLogLnd}, {"router", kLogRouter}, {"config", kLogConfig},
-      {"daemon", kLogDaemon}, {"all", kLogAll}};
+  static const std::pair<const char*, std::uint32_t> names[] = {{"core", kLogCore},     {"lnd", kLogLnd},
+                                                                {"router", kLogRouter}, {"config", kLogConfig},
+                                                                {"daemon", kLogDaemon}, {"all", kLogAll}};
   std::uint32_t mask = 0;
   while (!v.empty()) {
     std::size_t comma = v.find(',');
@@ -110,8 +114,8 @@ void log_write(LogLevel l, std::uint32_t, const char* fmt, ...) {
   }
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  std::fprintf(stderr, "%lld.%06ld lnet %s: %s\n", static_cast<long long>(ts.tv_sec), ts.tv_nsec / 1000,
-               level_name(l), line);
+  std::fprintf(stderr, "%lld.%06ld lnet %s: %s\n", static_cast<long long>(ts.tv_sec), ts.tv_nsec / 1000, level_name(l),
+               line);
 }
 
 }  // namespace lnet

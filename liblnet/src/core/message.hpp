@@ -55,7 +55,10 @@ struct MsgQueue {
   bool empty() const { return head == nullptr; }
   void push_back(Message* m) {
     m->next = nullptr;
-    if (tail) tail->next = m; else head = m;
+    if (tail)
+      tail->next = m;
+    else
+      head = m;
     tail = m;
   }
   Message* pop_front() {

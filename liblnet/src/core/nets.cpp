@@ -59,7 +59,8 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
     per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()), 8 * t.peer_credits));
   }
   ni->tq = std::make_unique<TxQueue[]>(cpts_.count());
-  for (unsigned c = 0; c < cpts_.count(); ++c) ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
+  for (unsigned c = 0; c < cpts_.count(); ++c)
+    ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
   int rc = net->lnd->startup(*ni);
   if (rc < 0) return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
   if (ni->nid.is_any() || ni->nid.net() != nc.net) {

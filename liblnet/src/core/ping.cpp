@@ -123,8 +123,8 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
     }
     std::unique_lock lk(w->m);
-    bool answered = wait_with_progress(lk, w->cv, std::chrono::steady_clock::now() + timeout,
-                                       [&] { return w->done || w->failed; });
+    bool answered =
+        wait_with_progress(lk, w->cv, std::chrono::steady_clock::now() + timeout, [&] { return w->done || w->failed; });
     if (!w->done) {
       // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
       // either in already (done) or refused from now on.
@@ -133,8 +133,9 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       lk.lock();
     }
     if (!w->replied) {
-      if (!answered) return Failure{-ETIMEDOUT, "no answer from " + target.to_string() + " within " +
-                                                    std::to_string(timeout.count()) + " ms"};
+      if (!answered)
+        return Failure{-ETIMEDOUT,
+                       "no answer from " + target.to_string() + " within " + std::to_string(timeout.count()) + " ms"};
       int rc = w->status ? w->status : -EIO;
       return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
     }

@@ -9,13 +9,10 @@ namespace {
 bool valid_for_type(const Header& h) {
   switch (h.type) {
     case MsgType::Ack:
-    case MsgType::Get:
-      return h.payload_length == 0;
+    case MsgType::Get: return h.payload_length == 0;
     case MsgType::Put:
-    case MsgType::Reply:
-      return h.payload_length <= kMaxPayload;
-    case MsgType::Hello:
-      return false;
+    case MsgType::Reply: return h.payload_length <= kMaxPayload;
+    case MsgType::Hello: return false;
   }
   return false;
 }
@@ -29,7 +26,8 @@ PeerNi* Core::rx_peer(Nid from) {
   }
   ExclusiveLock x(net_locks_);
   if (!peers_.find(from)) {
-    if (peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net())) == 0) udsp_new_peer_ni(peers_.find(from));
+    if (peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net())) == 0)
+      udsp_new_peer_ni(peers_.find(from));
   }
   return peers_.find(from);
 }
@@ -149,8 +147,8 @@ void Core::parse_put(Message* msg) {
   msg->ev.pt_index = put.ptl_index;
   msg->ev.match_bits = put.match_bits;
   msg->ev.hdr_data = put.hdr_data;
-  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpPut, put.ptl_index,
-                                  put.match_bits, msg->hdr.payload_length, put.offset};
+  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid,      kMdOpPut,  put.ptl_index,
+                                  put.match_bits,    msg->hdr.payload_length, put.offset};
   switch (portals_->match_incoming(msg)) {
     case portals::RxMatch::Matched: {
       msg->ack_wanted = !put.ack_wmd.is_none() && !(msg->md->options & kMdAckDisable);
@@ -158,11 +156,8 @@ void Core::parse_put(Message* msg) {
       lnd_recv(msg, false, md->iov, md->niov, msg->ev.offset, msg->ev.mlength, msg->hdr.payload_length);
       return;
     }
-    case portals::RxMatch::Delayed:
-      return;  // the driver keeps the payload until an MD is attached
-    case portals::RxMatch::Dropped:
-      drop_rx(msg);
-      return;
+    case portals::RxMatch::Delayed: return;  // the driver keeps the payload until an MD is attached
+    case portals::RxMatch::Dropped: drop_rx(msg); return;
   }
 }
 
@@ -172,8 +167,8 @@ void Core::parse_get(Message* msg) {
   msg->ev.pt_index = get.ptl_index;
   msg->ev.match_bits = get.match_bits;
   msg->ev.rlength = get.sink_length;
-  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpGet, get.ptl_index,
-                                  get.match_bits, get.sink_length, get.src_offset};
+  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpGet,      get.ptl_index,
+                                  get.match_bits,    get.sink_length,    get.src_offset};
   if (get.sink_length > kMaxPayload || portals_->match_incoming(msg) != portals::RxMatch::Matched) {
     drop_rx(msg);
     return;

@@ -115,7 +115,8 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       {
         ExclusiveLock x(net_locks_);
         if (!peers_.find(dst)) {
-          if (peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()), peer_rtr_credits_for(dst.net())) == 0) udsp_new_peer_ni(peers_.find(dst));
+          if (peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()), peer_rtr_credits_for(dst.net())) == 0)
+            udsp_new_peer_ni(peers_.find(dst));
         }
       }
       lk.lock();

@@ -17,10 +17,9 @@ struct LndName {
 };
 
 constexpr LndName kLndNames[] = {
-    {kSockLnd, "tcp", true},  {kO2ibLnd, "o2ib", true}, {kLoLnd, "lo", false},
-    {kGniLnd, "gni", false},  {kGipLnd, "gip", true},   {kPtl4Lnd, "ptlf", false},
-    {kKfiLnd, "kfi", false},  {kEfaLnd, "efa", true},   {kBxi3Lnd, "bxi3f", false},
-    {kMpiLnd, "mpi", false},
+    {kSockLnd, "tcp", true},    {kO2ibLnd, "o2ib", true},  {kLoLnd, "lo", false},   {kGniLnd, "gni", false},
+    {kGipLnd, "gip", true},     {kPtl4Lnd, "ptlf", false}, {kKfiLnd, "kfi", false}, {kEfaLnd, "efa", true},
+    {kBxi3Lnd, "bxi3f", false}, {kMpiLnd, "mpi", false},
 };
 
 const LndName* find_type(std::uint32_t type) {
@@ -182,12 +181,11 @@ Result<Nid> Nid::parse(std::string_view input) {
   std::uint32_t addr = 0;
   if (lnd_type_uses_ip(net.type())) {
     if (!text::parse_ipv4(addr_text, addr)) {
-      return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) +
-                                  " is not a dotted IPv4 address"};
+      return Failure{-EINVAL,
+                     "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not a dotted IPv4 address"};
     }
   } else if (!text::parse_u32(addr_text, 0xFFFFFFFFu, addr)) {
-    return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) +
-                                " is not a decimal number"};
+    return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not a decimal number"};
   } else if (net.type() == kLoLnd && addr != 0) {
     return Failure{-EINVAL, "bad NID " + quoted(input) + ": the only lo address is 0"};
   }

@@ -32,8 +32,8 @@ Result<NumberExpr::Range> parse_range(std::string_view item, std::uint32_t max) 
   if (auto ok = number(lo, r.lo); !ok) return ok.failure();
   r.hi = r.lo;
   if (dash != std::string_view::npos) {
-    std::string_view hi = item.substr(dash + 1, slash == std::string_view::npos ? std::string_view::npos
-                                                                                 : slash - dash - 1);
+    std::string_view hi =
+        item.substr(dash + 1, slash == std::string_view::npos ? std::string_view::npos : slash - dash - 1);
     if (auto ok = number(hi, r.hi); !ok) return ok.failure();
     if (r.hi < r.lo) return Failure{-EINVAL, "range " + quoted(item) + " has its start above its end"};
     if (slash != std::string_view::npos) {
@@ -130,9 +130,7 @@ Result<NetPattern> NetPattern::parse(std::string_view input) {
   return p;
 }
 
-bool NetPattern::is_single() const {
-  return num_.ranges().size() == 1 && num_.ranges()[0].lo == num_.ranges()[0].hi;
-}
+bool NetPattern::is_single() const { return num_.ranges().size() == 1 && num_.ranges()[0].lo == num_.ranges()[0].hi; }
 
 std::string NetPattern::to_string() const {
   const char* name = lnd_type_name(type_);

@@ -41,7 +41,7 @@ struct PeerNi {
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   std::atomic<std::uint32_t> seq{0};
   std::atomic<bool> alive{true};
-  bool removed = false;  // taken out of its peer by configuration
+  bool removed = false;         // taken out of its peer by configuration
   std::vector<Nid> pref_local;  // preferred local NIDs (selection rules)
   TypeStats stats;
 };

@@ -91,8 +91,8 @@ int EventQueue::poll(Event& out, std::chrono::milliseconds timeout) {
   }
   ++waiters_;
   auto ready = [&] { return enq_seq_ != deq_seq_; };
-  auto deadline = timeout.count() < 0 ? std::chrono::steady_clock::time_point::max()
-                                      : std::chrono::steady_clock::now() + timeout;
+  auto deadline =
+      timeout.count() < 0 ? std::chrono::steady_clock::time_point::max() : std::chrono::steady_clock::now() + timeout;
   wait_with_progress(lk, cv_, deadline, ready);
   --waiters_;
   return take_locked(out);

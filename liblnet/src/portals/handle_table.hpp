@@ -11,9 +11,7 @@ namespace lnet::portals {
 enum class HandleType : std::uint64_t { Md = 1, Me = 2 };
 
 inline unsigned cookie_cpt(std::uint64_t cookie) { return static_cast<unsigned>((cookie >> 2) & 0xFF); }
-inline bool cookie_is(std::uint64_t cookie, HandleType t) {
-  return (cookie & 3) == static_cast<std::uint64_t>(t);
-}
+inline bool cookie_is(std::uint64_t cookie, HandleType t) { return (cookie & 3) == static_cast<std::uint64_t>(t); }
 
 class HandleTable {
  public:

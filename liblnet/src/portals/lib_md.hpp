@@ -40,12 +40,12 @@ struct LibMd {
   EventHandler handler;
   std::shared_ptr<EventQueue> eq;
 
-  int refcount = 0;          // messages using it
-  bool auto_unlink = false;  // unlink once exhausted and idle
-  bool zombie = false;       // unlinked, waiting for refcount 0
-  bool on_portal = false;    // made by MDAttach: never takes ACK/REPLY
-  bool dead = false;         // handle gone; freed when the last delivery ends
-  bool delivering = false;   // a thread is running this MD's event sink
+  int refcount = 0;                        // messages using it
+  bool auto_unlink = false;                // unlink once exhausted and idle
+  bool zombie = false;                     // unlinked, waiting for refcount 0
+  bool on_portal = false;                  // made by MDAttach: never takes ACK/REPLY
+  bool dead = false;                       // handle gone; freed when the last delivery ends
+  bool delivering = false;                 // a thread is running this MD's event sink
   core::Message* deferred_head = nullptr;  // finalized messages whose event waits
   core::Message* deferred_tail = nullptr;
   LibMd* next_free = nullptr;
@@ -75,7 +75,7 @@ struct LibMe {
 
 // What an incoming PUT or GET asks for.
 struct MatchInfo {
-  ProcessId initiator;  // primary NID of the peer, source pid
+  ProcessId initiator;      // primary NID of the peer, source pid
   Nid source = Nid::any();  // the NID it came from, when not the primary
   unsigned op = 0;          // kMdOpPut or kMdOpGet
   unsigned portal = 0;

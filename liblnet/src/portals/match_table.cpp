@@ -48,20 +48,32 @@ bool commit_match(const MatchResult& r) {
 void MatchTable::List::push_back(LibMe* me) {
   me->next = nullptr;
   me->prev = tail;
-  if (tail) tail->next = me; else head = me;
+  if (tail)
+    tail->next = me;
+  else
+    head = me;
   tail = me;
 }
 
 void MatchTable::List::push_front(LibMe* me) {
   me->prev = nullptr;
   me->next = head;
-  if (head) head->prev = me; else tail = me;
+  if (head)
+    head->prev = me;
+  else
+    tail = me;
   head = me;
 }
 
 void MatchTable::List::unlink(LibMe* me) {
-  if (me->prev) me->prev->next = me->next; else head = me->next;
-  if (me->next) me->next->prev = me->prev; else tail = me->prev;
+  if (me->prev)
+    me->prev->next = me->next;
+  else
+    head = me->next;
+  if (me->next)
+    me->next->prev = me->prev;
+  else
+    tail = me->prev;
   me->prev = me->next = nullptr;
 }
 
@@ -83,7 +95,10 @@ void MatchTable::bucket_append(LibMe*& head, LibMe* me) {
 }
 
 void MatchTable::bucket_unlink(LibMe*& head, LibMe* me) {
-  if (me->prev) me->prev->next = me->next; else head = me->next;
+  if (me->prev)
+    me->prev->next = me->next;
+  else
+    head = me->next;
   if (me->next) me->next->prev = me->prev;
   me->prev = me->next = nullptr;
 }
@@ -106,7 +121,10 @@ void MatchTable::insert_head(LibMe* me) {
 void MatchTable::insert_before(LibMe* pos, LibMe* me) {
   me->next = pos;
   me->prev = pos->prev;
-  if (pos->prev) pos->prev->next = me; else list_.head = me;
+  if (pos->prev)
+    pos->prev->next = me;
+  else
+    list_.head = me;
   pos->prev = me;
   ++count_;
 }
@@ -114,13 +132,19 @@ void MatchTable::insert_before(LibMe* pos, LibMe* me) {
 void MatchTable::insert_after(LibMe* pos, LibMe* me) {
   me->prev = pos;
   me->next = pos->next;
-  if (pos->next) pos->next->prev = me; else list_.tail = me;
+  if (pos->next)
+    pos->next->prev = me;
+  else
+    list_.tail = me;
   pos->next = me;
   ++count_;
 }
 
 void MatchTable::remove(LibMe* me) {
-  if (hashed_) bucket_unlink(bucket_of(me->match_id.nid), me); else list_.unlink(me);
+  if (hashed_)
+    bucket_unlink(bucket_of(me->match_id.nid), me);
+  else
+    list_.unlink(me);
   --count_;
 }
 

@@ -160,10 +160,12 @@ Failure PortalTable::set_kind(unsigned portal, bool unique, InsPos pos) {
   std::string where = "portal " + std::to_string(portal);
   // Request (wildcard) and RDMA (unique) buffers never share a portal.
   if (k != want) {
-    return Failure{-EPERM, where + (unique ? " is a request portal: a unique ME (exact NID and pid, no ignore bits) does not fit"
-                                           : " is an RDMA portal: a wildcard ME does not fit")};
+    return Failure{
+        -EPERM, where + (unique ? " is a request portal: a unique ME (exact NID and pid, no ignore bits) does not fit"
+                                : " is an RDMA portal: a wildcard ME does not fit")};
   }
-  if (unique && pos == InsPos::Before) return Failure{-EPERM, where + " is an RDMA portal: MEs cannot be inserted before others"};
+  if (unique && pos == InsPos::Before)
+    return Failure{-EPERM, where + " is an RDMA portal: MEs cannot be inserted before others"};
   return Failure{0, {}};
 }
 
@@ -178,7 +180,10 @@ Result<MeHandle> PortalTable::me_attach(unsigned portal, ProcessId id, std::uint
   std::lock_guard g(r.lock);
   LibMe* me = make_me(r, cpt, portal, id, bits, ignore, unlink);
   MatchTable& t = p.tables[cpt];
-  if (pos == InsPos::Before) t.insert_head(me); else t.insert_tail(me);
+  if (pos == InsPos::Before)
+    t.insert_head(me);
+  else
+    t.insert_tail(me);
   return MeHandle{me->cookie};
 }
 
@@ -198,7 +203,10 @@ Result<MeHandle> PortalTable::me_insert(MeHandle current, ProcessId id, std::uin
   }
   LibMe* me = make_me(r, cpt, cur->portal, id, bits, ignore, unlink);
   MatchTable& t = table_of(cur);
-  if (pos == InsPos::Before) t.insert_before(cur, me); else t.insert_after(cur, me);
+  if (pos == InsPos::Before)
+    t.insert_before(cur, me);
+  else
+    t.insert_after(cur, me);
   return MeHandle{me->cookie};
 }
 
@@ -232,7 +240,10 @@ void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md
   if (md->delivering) {
     // Another thread runs this MD's sink: it delivers this event after its own, in order.
     msg->next = nullptr;
-    if (md->deferred_tail) md->deferred_tail->next = msg; else md->deferred_head = msg;
+    if (md->deferred_tail)
+      md->deferred_tail->next = msg;
+    else
+      md->deferred_head = msg;
     md->deferred_tail = msg;
     lk.unlock();
     return;

@@ -44,10 +44,10 @@ class PortalTable {
 
   std::uint64_t interface_cookie() const { return iface_cookie_; }
 
-  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits,
-                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
-  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits,
-                             std::uint64_t ignore_bits, Unlink unlink, InsPos pos);
+  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
+  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
   int me_unlink(MeHandle me, MsgCompleter& c);
   // Attaching may match PUTs waiting on a lazy portal: they are returned in `matched`
   // (MD committed, to be received) and `dropped`.
@@ -98,7 +98,7 @@ class PortalTable {
     core::MsgQueue delayed;
     std::size_t ndelayed = 0;
     std::atomic<std::uint64_t> attach_gen{0};  // MD attaches so far
-    std::vector<MatchTable> tables;  // per CPT; a request portal uses tables[home]
+    std::vector<MatchTable> tables;            // per CPT; a request portal uses tables[home]
     unsigned home = 0;
   };
 

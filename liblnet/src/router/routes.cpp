@@ -35,7 +35,9 @@ Result<bool> Core::add_route(const RouteConfig& r) {
   {
     ExclusiveLock x(net_locks_);
     if (!peers_.find(r.gateway)) {
-      if (peers_.add_ni(r.gateway, r.gateway, false, peer_credits_for(r.gateway.net()), peer_rtr_credits_for(r.gateway.net())) == 0) udsp_new_peer_ni(peers_.find(r.gateway));
+      if (peers_.add_ni(r.gateway, r.gateway, false, peer_credits_for(r.gateway.net()),
+                        peer_rtr_credits_for(r.gateway.net())) == 0)
+        udsp_new_peer_ni(peers_.find(r.gateway));
     }
   }
   auto next = copy_routes(cur);
@@ -52,10 +54,9 @@ int Core::del_route(NetId net, Nid gateway) {
   auto next = copy_routes(routes_.load(std::memory_order_acquire));
   auto& v = next->routes;
   std::size_t before = v.size();
-  v.erase(std::remove_if(v.begin(), v.end(),
-                         [&](const RouteEntry& e) {
-                           return e.cfg.net == net && (gateway.is_any() || e.cfg.gateway == gateway);
-                         }),
+  v.erase(std::remove_if(
+              v.begin(), v.end(),
+              [&](const RouteEntry& e) { return e.cfg.net == net && (gateway.is_any() || e.cfg.gateway == gateway); }),
           v.end());
   if (v.size() == before) return -ENOENT;
   routes_.store(next.get(), std::memory_order_release);

@@ -57,9 +57,7 @@ void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
       put_le32(p + 60, h.msg.get.src_offset);
       put_le32(p + 64, h.msg.get.sink_length);
       break;
-    case MsgType::Reply:
-      put_wh(p + 32, h.msg.reply.dst_wmd);
-      break;
+    case MsgType::Reply: put_wh(p + 32, h.msg.reply.dst_wmd); break;
     case MsgType::Hello:
       put_le64(p + 32, h.msg.hello.incarnation);
       put_le32(p + 40, h.msg.hello.type);
@@ -99,9 +97,7 @@ int decode_header(std::span<const std::uint8_t> in, Header& h) {
       h.msg.get.src_offset = get_le32(p + 60);
       h.msg.get.sink_length = get_le32(p + 64);
       break;
-    case MsgType::Reply:
-      h.msg.reply.dst_wmd = get_wh(p + 32);
-      break;
+    case MsgType::Reply: h.msg.reply.dst_wmd = get_wh(p + 32); break;
     case MsgType::Hello:
       h.msg.hello.incarnation = get_le64(p + 32);
       h.msg.hello.type = get_le32(p + 40);

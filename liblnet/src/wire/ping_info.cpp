@@ -32,8 +32,7 @@ namespace {
 std::uint32_t swab32(std::uint32_t v) { return __builtin_bswap32(v); }
 }  // namespace
 
-Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_t max_interfaces,
-                                  std::size_t* needed) {
+Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_t max_interfaces, std::size_t* needed) {
   if (in.size() < kPingInfoHeaderSize) {
     if (needed) *needed = kPingInfoMinSize;
     return Failure{-EPROTO, "ping info of " + std::to_string(in.size()) + " bytes is shorter than its " +
@@ -57,8 +56,8 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
   info.pid = u32(p + 8);
   std::uint32_t nnis = u32(p + 12);
   if (!(info.features & kPingFeatNiStatus)) {
-    return Failure{-EPROTO, "ping info without the NI_STATUS feature (features 0x" +
-                                std::to_string(info.features) + ")"};
+    return Failure{-EPROTO,
+                   "ping info without the NI_STATUS feature (features 0x" + std::to_string(info.features) + ")"};
   }
   if (nnis < 1 || nnis > max_interfaces) {
     return Failure{-EPROTO, "ping info announces " + std::to_string(nnis) + " interfaces, not 1.." +
@@ -67,8 +66,8 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
   std::size_t size = kPingInfoHeaderSize + std::size_t{nnis} * kNiStatusSize;
   if (in.size() < size) {
     if (needed) *needed = size;
-    return Failure{-E2BIG, "ping info truncated: " + std::to_string(nnis) + " interfaces need " +
-                               std::to_string(size) + " bytes, got " + std::to_string(in.size())};
+    return Failure{-E2BIG, "ping info truncated: " + std::to_string(nnis) + " interfaces need " + std::to_string(size) +
+                               " bytes, got " + std::to_string(in.size())};
   }
   info.nis.reserve(nnis);
   for (std::uint32_t i = 0; i < nnis; ++i) {
@@ -86,8 +85,8 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
     }
     if (in.size() < total) {
       if (needed) *needed = total;
-      return Failure{-E2BIG, "ping info truncated: needs " + std::to_string(total) + " bytes, got " +
-                                 std::to_string(in.size())};
+      return Failure{
+          -E2BIG, "ping info truncated: needs " + std::to_string(total) + " bytes, got " + std::to_string(in.size())};
     }
   }
   return info;

@@ -36,18 +36,18 @@ enum class OnError { Return, Abort };
 
 // Tunables of the MPI LND; from_env() reads LNET_MPI_* over these defaults.
 struct Options {
-  unsigned net_number = 0;        // LNET_MPI_NET: the network is mpi<N>
-  std::uint32_t short_max = 8192; // LNET_MPI_SHORT_MAX: largest payload sent inline
-  unsigned pool_depth = 64;       // LNET_MPI_POOL: persistent short-message receives
-  int credits = 32;               // LNET_MPI_CREDITS: short messages a peer may have in flight to us
+  unsigned net_number = 0;                     // LNET_MPI_NET: the network is mpi<N>
+  std::uint32_t short_max = 8192;              // LNET_MPI_SHORT_MAX: largest payload sent inline
+  unsigned pool_depth = 64;                    // LNET_MPI_POOL: persistent short-message receives
+  int credits = 32;                            // LNET_MPI_CREDITS: short messages a peer may have in flight to us
   ProgressMode progress = ProgressMode::Auto;  // LNET_MPI_PROGRESS: auto | thread | poll
   OnError on_error = OnError::Return;          // LNET_MPI_ON_ERROR: return | abort
-  int timeout = 50;               // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
-  std::uint32_t chunk = INT_MAX;  // LNET_MPI_CHUNK: largest MPI message of a bulk transfer
-  int idle_us = 1000;             // LNET_MPI_IDLE_US: longest nap of the idle progress thread
-  bool pack = true;               // LNET_MPI_PACK: sends that waited for a credit go out together
-  bool mute = false;              // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
-  bool fail_isend = false;        // LNET_MPI_FAULT=isend: MPI_Isend of LNet messages fails (testing only)
+  int timeout = 50;                            // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
+  std::uint32_t chunk = INT_MAX;               // LNET_MPI_CHUNK: largest MPI message of a bulk transfer
+  int idle_us = 1000;                          // LNET_MPI_IDLE_US: longest nap of the idle progress thread
+  bool pack = true;                            // LNET_MPI_PACK: sends that waited for a credit go out together
+  bool mute = false;                           // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
+  bool fail_isend = false;                     // LNET_MPI_FAULT=isend: MPI_Isend of LNet messages fails (testing only)
 
   static Result<Options> from_env();
 };
@@ -58,17 +58,17 @@ std::string env_help();
 
 // What the LND counted (all since start).
 struct Stats {
-  std::uint64_t handshakes = 0;     // peers whose handshake completed
-  std::uint64_t immediate = 0;      // messages sent inline (packed ones included)
-  std::uint64_t packed = 0;         // PACKED messages sent (each carries several inline ones)
-  std::uint64_t bulk = 0;           // payloads sent as tagged bulk transfers
-  std::uint64_t chunks = 0;         // MPI operations posted for bulk transfers, both ways
-  std::uint64_t rdma_gets = 0;      // optimised GETs (sink posted, source ready-sent)
-  std::uint64_t noops = 0;          // credit returns sent on their own
-  std::uint64_t credit_waits = 0;   // sends that waited for a credit
-  std::uint64_t bad_messages = 0;   // malformed messages dropped
-  std::uint64_t timeouts = 0;       // sends failed for want of a handshake or credit
-  std::uint64_t mpi_errors = 0;     // MPI calls that returned an error
+  std::uint64_t handshakes = 0;    // peers whose handshake completed
+  std::uint64_t immediate = 0;     // messages sent inline (packed ones included)
+  std::uint64_t packed = 0;        // PACKED messages sent (each carries several inline ones)
+  std::uint64_t bulk = 0;          // payloads sent as tagged bulk transfers
+  std::uint64_t chunks = 0;        // MPI operations posted for bulk transfers, both ways
+  std::uint64_t rdma_gets = 0;     // optimised GETs (sink posted, source ready-sent)
+  std::uint64_t noops = 0;         // credit returns sent on their own
+  std::uint64_t credit_waits = 0;  // sends that waited for a credit
+  std::uint64_t bad_messages = 0;  // malformed messages dropped
+  std::uint64_t timeouts = 0;      // sends failed for want of a handshake or credit
+  std::uint64_t mpi_errors = 0;    // MPI calls that returned an error
 };
 
 class Session {

@@ -187,7 +187,8 @@ TEST_F(Commands, ErrorsAreLnetctlErrorBlocks) {
 }
 
 TEST_F(Commands, RoutesPeersSetAndShow) {
-  EXPECT_EQ(run(*a, "route add", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"hop", {"2"}}, {"priority", {"3"}}}).rc, 0);
+  EXPECT_EQ(run(*a, "route add", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"hop", {"2"}}, {"priority", {"3"}}}).rc,
+            0);
   auto r = run(*a, "route show", {{"verbose", {"1"}}});
   EXPECT_EQ(r.text,
             "route:\n    - net: gni9\n      gateway: 32@gni\n      hop: 2\n      priority: 3\n"
@@ -215,8 +216,9 @@ TEST_F(Commands, RoutesPeersSetAndShow) {
 TEST_F(Commands, PingAndDiscover) {
   auto r = run(*a, "ping", {{"nid", {"32@gni", "99@gni", "nonsense"}}, {"timeout", {"1"}}});
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.text.find("ping:\n    - primary nid: 32@gni\n      Multi-Rail: True\n      peer ni:\n        - nid: 32@gni\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.text.find("ping:\n    - primary nid: 32@gni\n      Multi-Rail: True\n      peer ni:\n        - nid: 32@gni\n"),
+      std::string::npos)
       << r.text;
   EXPECT_NE(r.text.find("manage:\n    - ping:\n          errno: "), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("failed to ping 99@gni"), std::string::npos) << r.text;

@@ -125,7 +125,8 @@ TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
   t.peer_buffer_credits = 1;
   build(t);
   Fabric::instance().hold(true);
-  for (int i = 0; i < 3; ++i) put(std::string(1, static_cast<char>('0' + i)), AckReq::NoAck, static_cast<std::uint32_t>(i));
+  for (int i = 0; i < 3; ++i)
+    put(std::string(1, static_cast<char>('0' + i)), AckReq::NoAck, static_cast<std::uint32_t>(i));
   // A's three PUTs are on the wire to R; deliver them one by one.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Fabric::instance().deliver_one());
   PeerNiInfo from_a;

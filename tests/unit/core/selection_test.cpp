@@ -67,8 +67,12 @@ TEST(BestOf, PicksTheBestAndKeepsTheFirstOnTies) {
   v[0].credits = 1;
   v[1].credits = 3;
   v[2].credits = 3;
-  EXPECT_EQ(select::best_local_ni(3, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0), 1);
-  EXPECT_EQ(select::best_local_ni(0, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0), -1);
+  EXPECT_EQ(select::best_local_ni(
+                3, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0),
+            1);
+  EXPECT_EQ(select::best_local_ni(
+                0, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0),
+            -1);
 }
 
 Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }

@@ -63,13 +63,13 @@ Hello sample() {
 }
 
 TEST(Hello, V3GoldenBytes) {
-  Bytes golden = {0x63, 0x69, 0x72, 0x45, 3, 0, 0, 0,                          // magic, version
-                  0x01, 0x01, 0xa8, 0xc0, 0x00, 0x00, 0x02, 0x00,               // src nid
-                  0x02, 0x01, 0xa8, 0xc0, 0x00, 0x00, 0x02, 0x00,               // dst nid
-                  0x39, 0x30, 0, 0, 0x39, 0x30, 0, 0,                           // pids
-                  0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,               // src incarnation
-                  0, 0, 0, 0, 0, 0, 0, 0,                                       // dst incarnation
-                  2, 0, 0, 0, 0, 0, 0, 0};                                      // BULK_IN, no IPs
+  Bytes golden = {0x63, 0x69, 0x72, 0x45, 3,    0,    0,    0,     // magic, version
+                  0x01, 0x01, 0xa8, 0xc0, 0x00, 0x00, 0x02, 0x00,  // src nid
+                  0x02, 0x01, 0xa8, 0xc0, 0x00, 0x00, 0x02, 0x00,  // dst nid
+                  0x39, 0x30, 0,    0,    0x39, 0x30, 0,    0,     // pids
+                  0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // src incarnation
+                  0,    0,    0,    0,    0,    0,    0,    0,     // dst incarnation
+                  2,    0,    0,    0,    0,    0,    0,    0};    // BULK_IN, no IPs
   EXPECT_EQ(encode_hello(sample()), golden);
   auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(golden.data(), 8));
   ASSERT_TRUE(p) << p.message();
@@ -93,7 +93,9 @@ TEST(Hello, V2FromABigEndianSenderWithIps) {
   Bytes le = encode_hello(h);
   // Byte-swap every field, as a big-endian kernel would have sent them.
   Bytes be = le;
-  auto sw = [&](std::size_t off, std::size_t n) { std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off + n)); };
+  auto sw = [&](std::size_t off, std::size_t n) {
+    std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off + n));
+  };
   for (std::size_t off : {0u, 4u, 24u, 28u, 48u, 52u, 56u, 60u}) sw(off, 4);
   for (std::size_t off : {8u, 16u, 32u, 40u}) sw(off, 8);
   auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(be.data(), 8));

@@ -140,7 +140,8 @@ TEST_F(Socket, UnreachablePeerFailsInsteadOfHanging) {
   d.handler = log.handler();
   auto md = a->md_bind(d, Unlink::Unlink);
   // Nobody listens on 127.0.0.9: the connection is refused.
-  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{tcp(test_ip(9).c_str()), kPidLustre}, kPortal, 0, 0, 0), 0);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{tcp(test_ip(9).c_str()), kPidLustre}, kPortal, 0, 0, 0),
+            0);
   auto ev = log.find(EventType::Send);
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->status, 0);
@@ -174,11 +175,21 @@ TEST(SocketParams, ReadFromTheEnvironment) {
   struct Var {
     const char* name;
     const char* value;
-  } vars[] = {{"LNET_ACCEPT", "all"},           {"LNET_ACCEPT_PORT", "7988"},          {"LNET_SOCK_TIMEOUT", "9"},
-              {"LNET_SOCK_KEEPALIVE", "0"},     {"LNET_SOCK_KEEPALIVE_IDLE", "11"},    {"LNET_SOCK_KEEPALIVE_COUNT", "3"},
-              {"LNET_SOCK_KEEPALIVE_INTVL", "2"}, {"LNET_SOCK_TYPED_CONNS", "0"},      {"LNET_SOCK_MIN_BULK", "4096"},
-              {"LNET_SOCK_TX_BUFFER_SIZE", "65536"}, {"LNET_SOCK_RX_BUFFER_SIZE", "131072"}, {"LNET_SOCK_NAGLE", "1"},
-              {"LNET_SOCK_ENABLE_CSUM", "1"}, {"LNET_SOCK_MIN_RECONNECTMS", "10"}, {"LNET_SOCK_MAX_RECONNECTMS", "20"},
+  } vars[] = {{"LNET_ACCEPT", "all"},
+              {"LNET_ACCEPT_PORT", "7988"},
+              {"LNET_SOCK_TIMEOUT", "9"},
+              {"LNET_SOCK_KEEPALIVE", "0"},
+              {"LNET_SOCK_KEEPALIVE_IDLE", "11"},
+              {"LNET_SOCK_KEEPALIVE_COUNT", "3"},
+              {"LNET_SOCK_KEEPALIVE_INTVL", "2"},
+              {"LNET_SOCK_TYPED_CONNS", "0"},
+              {"LNET_SOCK_MIN_BULK", "4096"},
+              {"LNET_SOCK_TX_BUFFER_SIZE", "65536"},
+              {"LNET_SOCK_RX_BUFFER_SIZE", "131072"},
+              {"LNET_SOCK_NAGLE", "1"},
+              {"LNET_SOCK_ENABLE_CSUM", "1"},
+              {"LNET_SOCK_MIN_RECONNECTMS", "10"},
+              {"LNET_SOCK_MAX_RECONNECTMS", "20"},
               {"LNET_SOCK_NSCHEDS", "2"}};
   for (auto& v : vars) setenv(v.name, v.value, 1);
   auto p = SocketParams::from_env();

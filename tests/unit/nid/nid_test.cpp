@@ -61,8 +61,8 @@ TEST(Nid, Loopback) {
 }
 
 TEST(Nid, RoundTrips) {
-  for (const char* s : {"10.0.0.1@tcp", "255.255.255.255@o2ib65535", "5@mpi", "0@mpi3", "4294967295@gni",
-                        "1.2.3.4@efa", "7@kfi"}) {
+  for (const char* s :
+       {"10.0.0.1@tcp", "255.255.255.255@o2ib65535", "5@mpi", "0@mpi3", "4294967295@gni", "1.2.3.4@efa", "7@kfi"}) {
     auto n = Nid::parse(s);
     ASSERT_TRUE(n) << s << ": " << n.message();
     EXPECT_EQ(n->to_string(), s);

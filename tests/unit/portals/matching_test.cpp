@@ -471,8 +471,8 @@ TEST_F(Matching, RdmaPortalMatchesThroughTheHash) {
   d.options = kMdOpPut;
   char sink[8] = {};
   for (std::uint32_t i = 1; i <= 5000; ++i) {
-    auto me = lnet->me_attach(rdma, ProcessId{Nid::make(NetId::make(kMpiLnd, 0), i), 4242}, 0x77, 0,
-                              Unlink::Unlink, InsPos::After);
+    auto me = lnet->me_attach(rdma, ProcessId{Nid::make(NetId::make(kMpiLnd, 0), i), 4242}, 0x77, 0, Unlink::Unlink,
+                              InsPos::After);
     ASSERT_TRUE(me);
     d.start = sink;
     d.length = sizeof sink;
@@ -593,8 +593,9 @@ TEST_F(Matching, OnlyZeroIsALoopbackNid) {
   d.handler = ilog.handler();
   auto md = lnet->md_bind(d, Unlink::Unlink);
   ASSERT_TRUE(md);
-  ASSERT_EQ(lnet->put(Nid::any(), *md, AckReq::NoAck, ProcessId{Nid::make(NetId::make(kLoLnd, 0), 1), 4242},
-                      kPortal, 0, 0, 0), 0);
+  ASSERT_EQ(lnet->put(Nid::any(), *md, AckReq::NoAck, ProcessId{Nid::make(NetId::make(kLoLnd, 0), 1), 4242}, kPortal, 0,
+                      0, 0),
+            0);
   auto ev = ilog.find(EventType::Send);
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->status, -EHOSTUNREACH);

@@ -22,8 +22,8 @@ class FabricLnd final : public Lnd {
   int startup(NetInterface& ni) override { return Fabric::instance().attach(ni); }
   void shutdown(NetInterface& ni) override { Fabric::instance().detach(ni); }
   int send(NetInterface& ni, LndMessage& msg) override { return Fabric::instance().send(ni, msg); }
-  int recv(NetInterface& ni, void* priv, LndMessage* rx, bool, const iovec* iov, unsigned niov,
-           std::uint32_t offset, std::uint32_t mlen, std::uint32_t) override {
+  int recv(NetInterface& ni, void* priv, LndMessage* rx, bool, const iovec* iov, unsigned niov, std::uint32_t offset,
+           std::uint32_t mlen, std::uint32_t) override {
     return Fabric::instance().recv(ni, priv, rx, iov, niov, offset, mlen);
   }
 };
@@ -161,8 +161,8 @@ void Fabric::deliver_all() {
   }
 }
 
-int Fabric::recv(NetInterface& ni, void* priv, LndMessage* rx, const iovec* iov, unsigned niov,
-                 std::uint32_t offset, std::uint32_t mlen) {
+int Fabric::recv(NetInterface& ni, void* priv, LndMessage* rx, const iovec* iov, unsigned niov, std::uint32_t offset,
+                 std::uint32_t mlen) {
   auto* ref = static_cast<TxRef*>(priv);
   if (ref->reply) {
     // Optimised GET: rx is the target's REPLY, iov its source; the GET's sink gets it.
@@ -181,7 +181,8 @@ int Fabric::recv(NetInterface& ni, void* priv, LndMessage* rx, const iovec* iov,
     if (ref->tx) {
       copy_fragments(iov, niov, offset, ref->tx->iov, ref->tx->niov, ref->tx->offset, mlen);
     } else {
-      copy_to_fragments(iov, niov, offset, ref->raw.data(), std::min<std::uint32_t>(mlen, static_cast<std::uint32_t>(ref->raw.size())));
+      copy_to_fragments(iov, niov, offset, ref->raw.data(),
+                        std::min<std::uint32_t>(mlen, static_cast<std::uint32_t>(ref->raw.size())));
     }
   }
   if (!rx) {

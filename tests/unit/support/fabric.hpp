@@ -17,7 +17,7 @@ struct SentRecord {
   Nid src;       // the local NI it left from
   Nid next_hop;  // the peer NI it went to
   MsgType type;
-  Header hdr;    // as sent
+  Header hdr;  // as sent
 };
 
 class Fabric {

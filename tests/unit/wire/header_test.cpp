@@ -18,8 +18,8 @@ Bytes encode(const Header& h) {
 }
 
 // dest 192.168.1.2@tcp1, src 0@lo, dest pid 12345, src pid U1, then the type, length.
-const Bytes kCommon = {0x02, 0x01, 0xA8, 0xC0, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                       0x09, 0x00, 0x39, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x80};
+const Bytes kCommon = {0x02, 0x01, 0xA8, 0xC0, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+                       0x00, 0x00, 0x09, 0x00, 0x39, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x80};
 const Bytes kWmd = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
 
 Bytes cat(std::initializer_list<Bytes> parts) {
@@ -44,9 +44,13 @@ constexpr WireHandle kHandle{0x1122334455667788ULL, 0x0102030405060708ULL};
 TEST(Header, PutGolden) {
   Header h = base(MsgType::Put, 4096);
   h.msg.put = {kHandle, 0x8000000000000001ULL, 0xdeadbeefcafef00dULL, 52, 16};
-  Bytes golden = cat({kCommon, {0x01, 0, 0, 0, 0x00, 0x10, 0, 0}, kWmd,
-                      {0x01, 0, 0, 0, 0, 0, 0, 0x80}, {0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde},
-                      {0x34, 0, 0, 0}, {0x10, 0, 0, 0}});
+  Bytes golden = cat({kCommon,
+                      {0x01, 0, 0, 0, 0x00, 0x10, 0, 0},
+                      kWmd,
+                      {0x01, 0, 0, 0, 0, 0, 0, 0x80},
+                      {0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde},
+                      {0x34, 0, 0, 0},
+                      {0x10, 0, 0, 0}});
   ASSERT_EQ(golden.size(), kHeaderSize);
   EXPECT_EQ(encode(h), golden);
   Header d;
@@ -67,8 +71,14 @@ TEST(Header, PutGolden) {
 TEST(Header, GetGolden) {
   Header h = base(MsgType::Get, 0);
   h.msg.get = {kHandle, 0x42, 4, 8, 1048576};
-  Bytes golden = cat({kCommon, {0x02, 0, 0, 0, 0, 0, 0, 0}, kWmd, {0x42, 0, 0, 0, 0, 0, 0, 0},
-                      {4, 0, 0, 0}, {8, 0, 0, 0}, {0, 0, 0x10, 0}, {0, 0, 0, 0}});
+  Bytes golden = cat({kCommon,
+                      {0x02, 0, 0, 0, 0, 0, 0, 0},
+                      kWmd,
+                      {0x42, 0, 0, 0, 0, 0, 0, 0},
+                      {4, 0, 0, 0},
+                      {8, 0, 0, 0},
+                      {0, 0, 0x10, 0},
+                      {0, 0, 0, 0}});
   ASSERT_EQ(golden.size(), kHeaderSize);
   EXPECT_EQ(encode(h), golden);
   Header d;
@@ -83,8 +93,8 @@ TEST(Header, GetGolden) {
 TEST(Header, AckGolden) {
   Header h = base(MsgType::Ack, 0);
   h.msg.ack = {kHandle, 0x99, 777};
-  Bytes golden = cat({kCommon, {0, 0, 0, 0, 0, 0, 0, 0}, kWmd, {0x99, 0, 0, 0, 0, 0, 0, 0},
-                      {0x09, 0x03, 0, 0}, Bytes(12, 0)});
+  Bytes golden =
+      cat({kCommon, {0, 0, 0, 0, 0, 0, 0, 0}, kWmd, {0x99, 0, 0, 0, 0, 0, 0, 0}, {0x09, 0x03, 0, 0}, Bytes(12, 0)});
   ASSERT_EQ(golden.size(), kHeaderSize);
   EXPECT_EQ(encode(h), golden);
   Header d;
@@ -108,8 +118,11 @@ TEST(Header, ReplyGolden) {
 TEST(Header, HelloGolden) {
   Header h = base(MsgType::Hello, 0);
   h.msg.hello = {0x0123456789abcdefULL, 3};
-  Bytes golden = cat({kCommon, {0x04, 0, 0, 0, 0, 0, 0, 0}, {0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01},
-                      {3, 0, 0, 0}, Bytes(28, 0)});
+  Bytes golden = cat({kCommon,
+                      {0x04, 0, 0, 0, 0, 0, 0, 0},
+                      {0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01},
+                      {3, 0, 0, 0},
+                      Bytes(28, 0)});
   ASSERT_EQ(golden.size(), kHeaderSize);
   EXPECT_EQ(encode(h), golden);
   Header d;

@@ -19,9 +19,9 @@ PingInfo sample() {
 }
 
 const Bytes kGolden = {
-    0x67, 0x6e, 0x69, 0x70, 0x0e, 0, 0, 0, 0x39, 0x30, 0, 0, 0x02, 0, 0, 0,   // magic, features, pid, nnis
-    0, 0, 0, 0, 0, 0, 0x09, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,                    // 0@lo, seq 1
-    0x01, 0, 0, 0x0a, 0, 0, 0x02, 0, 0xde, 0xc0, 0xaa, 0x15, 0, 0, 0, 0,     // 10.0.0.1@tcp, UP
+    0x67, 0x6e, 0x69, 0x70, 0x0e, 0, 0,    0, 0x39, 0x30, 0,    0,    0x02, 0, 0, 0,  // magic, features, pid, nnis
+    0,    0,    0,    0,    0,    0, 0x09, 0, 0x01, 0,    0,    0,    0,    0, 0, 0,  // 0@lo, seq 1
+    0x01, 0,    0,    0x0a, 0,    0, 0x02, 0, 0xde, 0xc0, 0xaa, 0x15, 0,    0, 0, 0,  // 10.0.0.1@tcp, UP
 };
 
 TEST(PingInfo, EncodesToGoldenBytes) { EXPECT_EQ(encode_ping_info(sample()), kGolden); }
@@ -36,8 +36,12 @@ TEST(PingInfo, DecodesGoldenBytes) {
 
 TEST(PingInfo, DecodesTheOtherByteOrder) {
   Bytes be = kGolden;
-  auto swap4 = [&](std::size_t off) { std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off) + 4); };
-  auto swap8 = [&](std::size_t off) { std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off) + 8); };
+  auto swap4 = [&](std::size_t off) {
+    std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off) + 4);
+  };
+  auto swap8 = [&](std::size_t off) {
+    std::reverse(be.begin() + static_cast<long>(off), be.begin() + static_cast<long>(off) + 8);
+  };
   for (std::size_t off : {0u, 4u, 8u, 12u}) swap4(off);
   for (std::size_t e = 16; e < be.size(); e += 16) {
     swap8(e);

@@ -130,8 +130,8 @@ void Conn::start_connect(std::uint32_t ip, int port) {
   int rc = ::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote);
   if (rc != 0 && errno != EINPROGRESS) {
     int err = errno;
-    close_now(-err, health_of_errno(err), "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " +
-                                               std::strerror(err));
+    close_now(-err, health_of_errno(err),
+              "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " + std::strerror(err));
     return;
   }
   io_.add(fd_, this, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
@@ -142,8 +142,7 @@ void Conn::connected() {
   socklen_t len = sizeof err;
   getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) {
-    close_now(-err, health_of_errno(err),
-              "connect to " + peer_->nid.to_string() + ": " + std::strerror(err));
+    close_now(-err, health_of_errno(err), "connect to " + peer_->nid.to_string() + ": " + std::strerror(err));
     return;
   }
   // Acceptor request then our HELLO, in one go.
@@ -163,7 +162,8 @@ void Conn::connected() {
   hs_stage_ = 0;
   hs_have_ = 0;
   send_raw(out);
-  if (!closed()) io_.modify(fd_, this, EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
+  if (!closed())
+    io_.modify(fd_, this, EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
 }
 
 void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) {
@@ -308,8 +308,8 @@ void Conn::on_hello() {
       return;
     }
     if (h.ctype == ConnType::None) {
-      close_now(-EALREADY, HealthStatus::Ok, peer_->nid.to_string() + " refused a " + conn_type_name(type_) +
-                                                 " connection (race or duplicate)");
+      close_now(-EALREADY, HealthStatus::Ok,
+                peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
       return;
     }
     if (h.src_nid != peer_->nid) {
@@ -318,9 +318,9 @@ void Conn::on_hello() {
       return;
     }
     if (h.ctype != inverse(type_)) {
-      close_now(-EPROTO, HealthStatus::RemoteError,
-                peer_->nid.to_string() + " answered a " + conn_type_name(type_) + " request with " +
-                    conn_type_name(h.ctype));
+      close_now(
+          -EPROTO, HealthStatus::RemoteError,
+          peer_->nid.to_string() + " answered a " + conn_type_name(type_) + " request with " + conn_type_name(h.ctype));
       return;
     }
     peer_incarnation_ = h.src_incarnation;
@@ -416,10 +416,8 @@ void Conn::on_events(std::uint32_t ev) {
       }
       if (!closed() && (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR))) handshake_read();
       return;
-    case State::Established:
-      break;
-    case State::Closed:
-      return;
+    case State::Established: break;
+    case State::Closed: return;
   }
   if (ev & EPOLLERR) {
     int err = 0;
@@ -520,7 +518,8 @@ void Conn::process_rx() {
         close_now(-EPROTO, HealthStatus::RemoteError, "bad LNet header from " + peer_->nid.to_string());
         return;
       }
-      if (rx_msghdr_.csum != 0 && version_ == kProtoV2) rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
+      if (rx_msghdr_.csum != 0 && version_ == kProtoV2)
+        rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
       rx_beg_ += kHeaderSize;
       {
         std::lock_guard g(rx_mutex_);
@@ -724,8 +723,8 @@ void Conn::write_some(std::unique_lock<std::mutex>& lk, TxList& done) {
         pos = t->hdr_len;
       }
       if (t->msg && pos < t->total) {
-        nv += slice(t->msg->iov, t->msg->niov, t->msg->offset + (pos - t->hdr_len), t->total - pos, v + nv,
-                    kMaxIov - nv);
+        nv +=
+            slice(t->msg->iov, t->msg->niov, t->msg->offset + (pos - t->hdr_len), t->total - pos, v + nv, kMaxIov - nv);
       }
       if (nv >= kMaxIov - 1) break;
     }
@@ -743,9 +742,8 @@ void Conn::write_some(std::unique_lock<std::mutex>& lk, TxList& done) {
       int err = errno;
       writing_ = false;
       auto self = shared_from_this();
-      io_.post([self, err] {
-        self->close_now(-err, health_of_errno(err), std::string("send: ") + std::strerror(err));
-      });
+      io_.post(
+          [self, err] { self->close_now(-err, health_of_errno(err), std::string("send: ") + std::strerror(err)); });
       return;
     }
     last_tx_progress_ = Clock::now();

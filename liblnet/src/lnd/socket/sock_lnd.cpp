@@ -51,10 +51,14 @@ Result<SocketParams> SocketParams::from_env() {
   SocketParams p;
   if (const char* a = std::getenv("LNET_ACCEPT"); a && *a) {
     std::string_view v = text::trim(a);
-    if (v == "secure") p.accept = AcceptMode::Secure;
-    else if (v == "all") p.accept = AcceptMode::All;
-    else if (v == "none") p.accept = AcceptMode::None;
-    else return Failure{-EINVAL, std::string("LNET_ACCEPT='") + a + "' is not secure, all or none"};
+    if (v == "secure")
+      p.accept = AcceptMode::Secure;
+    else if (v == "all")
+      p.accept = AcceptMode::All;
+    else if (v == "none")
+      p.accept = AcceptMode::None;
+    else
+      return Failure{-EINVAL, std::string("LNET_ACCEPT='") + a + "' is not secure, all or none"};
   }
   struct Int {
     const char* name;
@@ -135,15 +139,11 @@ HealthStatus health_of_errno(int err) {
     case ECONNRESET:
     case ENETUNREACH:
     case EHOSTUNREACH:
-    case EPIPE:
-      return HealthStatus::RemoteDropped;
-    case ETIMEDOUT:
-      return HealthStatus::RemoteTimeout;
+    case EPIPE: return HealthStatus::RemoteDropped;
+    case ETIMEDOUT: return HealthStatus::RemoteTimeout;
     case EHOSTDOWN:
-    case ENONET:
-      return HealthStatus::RemoteError;
-    default:
-      return HealthStatus::LocalError;
+    case ENONET: return HealthStatus::RemoteError;
+    default: return HealthStatus::LocalError;
   }
 }
 
@@ -167,7 +167,8 @@ void SocketLnd::accept_ready(SockNi& sni) {
     int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", sni.ni->nid.to_string().c_str(), std::strerror(errno));
+      if (errno != EAGAIN)
+        LNET_LOG(Warn, kLogLnd, "accept on %s: %s", sni.ni->nid.to_string().c_str(), std::strerror(errno));
       return;
     }
     int port = ntohs(from.sin_port);
@@ -238,7 +239,8 @@ int SocketLnd::startup(NetInterface& ni) {
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
   if (ni.config.lnd_tunables.conns_per_peer > 1)
-    LNET_LOG(Warn, kLogLnd, "%s: conns_per_peer %d: one connection of each type per peer is used (more is not implemented)",
+    LNET_LOG(Warn, kLogLnd,
+             "%s: conns_per_peer %d: one connection of each type per peer is used (more is not implemented)",
              ni.config.net.to_string().c_str(), ni.config.lnd_tunables.conns_per_peer);
 
   if (io_.empty()) {
@@ -254,7 +256,8 @@ int SocketLnd::startup(NetInterface& ni) {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(sni->ip);
     a.sin_port = htons(static_cast<std::uint16_t>(params_.port));
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd, params_.accept_backlog) != 0) {
       int err = errno;
       LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
                std::strerror(err));
@@ -436,7 +439,8 @@ bool SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std:
   return peer.connecting > 0 && sni.ni->nid.value() > peer.nid.value();
 }
 
-void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn) {
+void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer,
+                                 const std::shared_ptr<Conn>& conn) {
   std::vector<std::shared_ptr<Conn>> stale;
   std::vector<std::pair<std::shared_ptr<Conn>, Tx*>> go;
   {
@@ -454,7 +458,10 @@ void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& p
     TxList still;
     while (Tx* t = peer->pending.pop_front()) {
       auto c = pick_conn(*peer, t->total >= static_cast<std::uint64_t>(params_.min_bulk), false);
-      if (c) go.emplace_back(std::move(c), t); else still.push_back(t);
+      if (c)
+        go.emplace_back(std::move(c), t);
+      else
+        still.push_back(t);
     }
     peer->pending = still;
   }
@@ -489,15 +496,15 @@ void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, 
       bool retry_now = rc == -EALREADY || (rc == -EPROTO && !was_established);  // a race, or another version
       if (!was_established && active && !retry_now) {
         // Connecting failed for real: back off, and fail what waits.
-        peer->backoff_ms = peer->backoff_ms ? std::min(peer->backoff_ms * 2, params_.max_reconnectms)
-                                            : params_.min_reconnectms;
+        peer->backoff_ms =
+            peer->backoff_ms ? std::min(peer->backoff_ms * 2, params_.max_reconnectms) : params_.min_reconnectms;
         peer->next_connect = Clock::now() + std::chrono::milliseconds(peer->backoff_ms);
         failed = peer->pending;
         peer->pending = {};
         down = true;
       } else {
-        peer->next_connect = retry_now ? Clock::now() + std::chrono::milliseconds(params_.min_reconnectms / 4)
-                                       : Clock::now();
+        peer->next_connect =
+            retry_now ? Clock::now() + std::chrono::milliseconds(params_.min_reconnectms / 4) : Clock::now();
         down = was_established;
       }
     }
@@ -518,7 +525,7 @@ void SocketLnd::tick(Clock::time_point now) {
       std::lock_guard g(sni->conns_mutex);
       conns = sni->conns;
     }
-    for (auto& c : conns) c->tick_if_mine(now);  // each I/O thread looks after its own
+    for (auto& c : conns) c->tick_if_mine(now);    // each I/O thread looks after its own
     if (!io_.front()->on_this_thread()) continue;  // peers are looked after once
     std::vector<std::shared_ptr<SockPeer>> peers;
     {

@@ -50,7 +50,10 @@ struct TxList {
   bool empty() const { return head == nullptr; }
   void push_back(Tx* t) {
     t->next = nullptr;
-    if (tail) tail->next = t; else head = t;
+    if (tail)
+      tail->next = t;
+    else
+      head = t;
     tail = t;
     ++count;
   }

@@ -136,7 +136,8 @@ Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8
     h.src_nid = Nid(get_le64(b + 0));
     h.dst_pid = get_le32(b + 8);
     h.src_pid = get_le32(b + 12);
-    if (get_le32(b + 16) != 4) return Failure{-EPROTO, "V1 HELLO with message type " + std::to_string(get_le32(b + 16))};
+    if (get_le32(b + 16) != 4)
+      return Failure{-EPROTO, "V1 HELLO with message type " + std::to_string(get_le32(b + 16))};
     std::uint32_t plen = get_le32(b + 20);
     if (plen % 4 != 0 || plen / 4 > kMaxHelloIps) {
       return Failure{-EPROTO, "V1 HELLO announces a " + std::to_string(plen) + "-byte IP list"};

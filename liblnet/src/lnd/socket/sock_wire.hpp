@@ -27,9 +27,9 @@ inline constexpr std::uint32_t kMsgNoop = 0xc0;
 inline constexpr std::uint32_t kMsgLnet = 0xc1;
 inline constexpr std::uint64_t kKeepalivePing = 1;  // reserved ZC cookie of keepalive NOOPs
 inline constexpr std::size_t kConnReqSize = 16;
-inline constexpr std::size_t kHelloPrefixSize = 8;     // magic + version
-inline constexpr std::size_t kHelloV2BodySize = 48;    // after the prefix, before the IPs
-inline constexpr std::size_t kHelloV1BodySize = 64;    // rest of the 72-byte header
+inline constexpr std::size_t kHelloPrefixSize = 8;   // magic + version
+inline constexpr std::size_t kHelloV2BodySize = 48;  // after the prefix, before the IPs
+inline constexpr std::size_t kHelloV1BodySize = 64;  // rest of the 72-byte header
 inline constexpr std::size_t kMsgHdrSize = 24;
 inline constexpr std::uint32_t kMaxHelloIps = 16;
 
