@@ -116,13 +116,13 @@ struct Daemon {
   std::mutex fds_mutex;
   std::set<int> client_fds;  // open control connections (shut down when lnetd stops)
 
-  Result<bool> configure() {
+  Status configure() {
     auto cfg = dlc::parse_config(startup_yaml);
     if (!cfg) return cfg.failure();
     return dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add);
   }
 
-  Result<bool> unconfigure() {
+  Status unconfigure() {
     core::Core& c = lnet->core();
     for (const auto& r : c.route_configs()) (void)c.del_route(r.net, r.gateway);
     for (const auto& p : c.configured_peers()) (void)c.del_peer(p.primary, {});
@@ -130,7 +130,7 @@ struct Daemon {
     (void)c.set_routing(false);
     for (const NiInfo& i : c.ni_info())
       if (!i.nid.is_lo()) (void)c.del_ni(i.nid);
-    return true;
+    return {};
   }
 
   bool allowed(int fd, std::string* who) {

@@ -85,7 +85,7 @@ struct GlobalTunables {
   // Derived, as LNet does: max((transaction_timeout - 1) / (retry_count + 1), 1).
   int lnd_timeout() const { return std::max((transaction_timeout - 1) / (retry_count + 1), 1); }
   // Sets one tunable by its lnetctl name; fails naming the name or the value's range.
-  Result<bool> set(std::string_view name, long value);
+  Status set(std::string_view name, long value);
   // Names `set` accepts, in `global show` order.
   static std::span<const char* const> names();
   Result<long> get(std::string_view name) const;

@@ -39,7 +39,7 @@ SystemConfig export_config(Instance& lnet);
 enum class ImportMode { Add, Del, Show };
 // Applies a parsed document; all of it or nothing (what was applied is undone when a
 // later part fails). For Show, *shown gets the current state of the items named.
-Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown = nullptr);
+Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown = nullptr);
 
 // ---- commands of the control socket ----
 
@@ -58,8 +58,8 @@ struct Response {
 
 // What a daemon offers beyond the instance itself.
 struct Hooks {
-  std::function<Result<bool>()> configure;    // lnet configure
-  std::function<Result<bool>()> unconfigure;  // lnet unconfigure
+  std::function<Status()> configure;    // lnet configure
+  std::function<Status()> unconfigure;  // lnet unconfigure
 };
 
 // Every command execute() knows, with its one-line description (for --list-commands).

@@ -1,5 +1,6 @@
 // Error values of the C++ API: negative errno codes inside, an Error exception at the
-// edges, and Result<T> for calls that return a value or a failure with its reason.
+// edges, Result<T> for calls that return a value or a failure with its reason, and
+// Status for calls that return nothing but may fail.
 #pragma once
 
 #include <cerrno>
@@ -69,6 +70,28 @@ class [[nodiscard]] Result {
 
  private:
   std::variant<T, Failure> v_;
+};
+
+// The outcome of a call that returns nothing: ok, or a Failure with its reason.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;                                        // ok
+  Status(Failure failure) : failure_(std::move(failure)) {}  // NOLINT: implicit on purpose
+  static Status fail(int code, std::string message) { return Failure{code, std::move(message)}; }
+
+  bool ok() const noexcept { return failure_.code == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  // Negative errno of the failure, 0 on success.
+  int code() const noexcept { return failure_.code; }
+  const std::string& message() const noexcept { return failure_.message; }
+  const Failure& failure() const noexcept { return failure_; }
+  // Throws Error when this holds a failure (for the edges: tools, tests).
+  void or_throw() const {
+    if (!ok()) throw Error(failure_);
+  }
+
+ private:
+  Failure failure_{0, {}};  // code 0: ok
 };
 
 }  // namespace lnet

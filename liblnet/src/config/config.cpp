@@ -229,7 +229,7 @@ Result<long> GlobalTunables::get(std::string_view name) const {
   return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
 }
 
-Result<bool> GlobalTunables::set(std::string_view name, long value) {
+Status GlobalTunables::set(std::string_view name, long value) {
   for (const Tunable& t : kTunables) {
     if (name != t.name) continue;
     if (value < t.lo || value > t.hi) {
@@ -248,7 +248,7 @@ Result<bool> GlobalTunables::set(std::string_view name, long value) {
       return Failure{-EINVAL, "retry_count needs health_sensitivity above 0"};
     }
     *this = next;
-    return true;
+    return {};
   }
   return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
 }

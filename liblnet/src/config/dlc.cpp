@@ -81,12 +81,12 @@ bool runtime_key(const std::string& k) {
   return keys.count(k) > 0;
 }
 
-Result<bool> check_map(const YAML::Node& n, const std::string& what) {
+Status check_map(const YAML::Node& n, const std::string& what) {
   if (!n.IsMap()) return bad(n, what + " must be a mapping");
-  return true;
+  return {};
 }
 
-Result<bool> parse_tunables(const YAML::Node& n, NetTunables& t) {
+Status parse_tunables(const YAML::Node& n, NetTunables& t) {
   if (auto r = check_map(n, "'tunables'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
@@ -103,10 +103,10 @@ Result<bool> parse_tunables(const YAML::Node& n, NetTunables& t) {
     else
       return bad(kv.first, "unknown tunable '" + k + "'");
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
+Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
   if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
@@ -121,10 +121,10 @@ Result<bool> parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
     else
       return bad(kv.first, "unknown LND tunable '" + k + "'");
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
+Status parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
   // "[0,1]"
   if (!n.IsScalar()) return bad(n, "'CPT' must be a list like \"[0,1]\"");
   std::string s = n.Scalar();
@@ -141,10 +141,10 @@ Result<bool> parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
     if (j == std::string::npos) break;
     i = j + 1;
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'net' must be a list");
   for (const auto& e : n) {
     if (auto r = check_map(e, "a 'net' entry"); !r) return r;
@@ -197,10 +197,10 @@ Result<bool> parse_nets(const YAML::Node& n, SystemConfig& cfg) {
       cfg.nets.push_back(nc);
     }
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_routes(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_routes(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'route' must be a list");
   for (const auto& e : n) {
     if (auto r = check_map(e, "a 'route' entry"); !r) return r;
@@ -236,10 +236,10 @@ Result<bool> parse_routes(const YAML::Node& n, SystemConfig& cfg) {
     if (!has_net || !has_gw) return bad(e, "a 'route' entry needs 'net' and 'gateway'");
     cfg.routes.push_back(rc);
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_peers(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'peer' must be a list");
   for (const auto& e : n) {
     if (auto r = check_map(e, "a 'peer' entry"); !r) return r;
@@ -278,16 +278,16 @@ Result<bool> parse_peers(const YAML::Node& n, SystemConfig& cfg) {
     pc.nids.erase(std::remove(pc.nids.begin(), pc.nids.end(), pc.primary), pc.nids.end());
     cfg.peers.push_back(pc);
   }
-  return true;
+  return {};
 }
 
-Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
-  auto take = [&](const YAML::Node& en) -> Result<bool> {
+Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
+  auto take = [&](const YAML::Node& en) -> Status {
     auto v = as_int(en, "enable");
     if (!v) return v.failure();
     if (*v != 0 && *v != 1) return bad(en, "'enable' must be 0 or 1");
     cfg.routing = *v == 1;
-    return true;
+    return {};
   };
   if (n.IsMap()) {
     for (const auto& kv : n) {
@@ -298,7 +298,7 @@ Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
         return bad(kv.first, "unknown key '" + k + "' in 'routing'");
       }
     }
-    return true;
+    return {};
   }
   if (n.IsSequence()) {  // the show form: - cpt[0]: ..., - enable: 1
     for (const auto& e : n) {
@@ -312,12 +312,12 @@ Result<bool> parse_routing(const YAML::Node& n, SystemConfig& cfg) {
         }
       }
     }
-    return true;
+    return {};
   }
   return bad(n, "'routing' must be a mapping like {enable: 1}");
 }
 
-Result<bool> parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
   if (auto r = check_map(n, "'buffers'"); !r) return r;
   BufferConfig b;
   for (const auto& kv : n) {
@@ -335,10 +335,10 @@ Result<bool> parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
       return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
   }
   cfg.buffers = b;
-  return true;
+  return {};
 }
 
-Result<bool> parse_global(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_global(const YAML::Node& n, SystemConfig& cfg) {
   if (auto r = check_map(n, "'global'"); !r) return r;
   GlobalTunables g;
   // Keys in document order, but validated together: retry_count vs transaction_timeout.
@@ -358,10 +358,10 @@ Result<bool> parse_global(const YAML::Node& n, SystemConfig& cfg) {
     if (auto r = g.set(k, v); !r) return bad(n[k], "'global': " + r.message());
   }
   cfg.global = g;
-  return true;
+  return {};
 }
 
-Result<bool> parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
+Status parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'udsp' must be a list");
   for (const auto& e : n) {
     if (auto r = check_map(e, "a 'udsp' entry"); !r) return r;
@@ -392,7 +392,7 @@ Result<bool> parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
     }
     cfg.udsp.push_back(u);
   }
-  return true;
+  return {};
 }
 
 // ---- printing ----
@@ -461,7 +461,7 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
     for (const auto& kv : doc) {
       std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
-      Result<bool> r = true;
+      Status r;
       if (k == "net")
         r = parse_nets(v, cfg);
       else if (k == "route")
@@ -590,7 +590,7 @@ SystemConfig export_config(Instance& lnet) {
   return cfg;
 }
 
-Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown) {
+Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown) {
   core::Core& c = lnet.core();
   if (mode == ImportMode::Show) {
     SystemConfig now = export_config(lnet);
@@ -611,7 +611,7 @@ Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mo
     if (cfg.buffers) sel.buffers = now.buffers;
     if (cfg.global) sel.global = now.global;
     if (shown) *shown = config_to_yaml(sel, true);
-    return true;
+    return {};
   }
   if (mode == ImportMode::Del) {
     // Everything named must exist before anything goes.
@@ -637,12 +637,12 @@ Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mo
         (void)c.del_ni(i.nid);
       }
     }
-    return true;
+    return {};
   }
 
   // Add: apply in order; on a failure undo what was done, last first.
   std::vector<std::function<void()>> undo;
-  auto fail = [&](Failure f) -> Result<bool> {
+  auto fail = [&](Failure f) -> Status {
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
     return f;
   };
@@ -690,7 +690,7 @@ Result<bool> apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mo
     if (auto r = c.set_routing(*cfg.routing); !r) return fail(r.failure());
     undo.push_back([&c, before] { (void)c.set_routing(before); });
   }
-  return true;
+  return {};
 }
 
 }  // namespace lnet::dlc

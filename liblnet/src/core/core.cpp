@@ -42,7 +42,7 @@ Core::Core(const Config& config, Pid pid)
 
 Core::~Core() { shutdown(); }
 
-Result<bool> Core::startup() {
+Status Core::startup() {
   std::lock_guard g(config_mutex_);
   table_.store(tables_.emplace_back(std::make_unique<NetTable>()).get(), std::memory_order_release);
   pools_ = std::make_unique<RtrPool[]>(cpts_.count() * kNumPools);
@@ -68,7 +68,7 @@ Result<bool> Core::startup() {
     return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
   }
   checker_ = std::thread([this] { checker_loop(); });
-  return true;
+  return {};
 }
 
 void Core::shutdown() {

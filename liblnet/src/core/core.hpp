@@ -32,7 +32,7 @@ class Core final : public LndHost, private portals::MsgCompleter {
   Core& operator=(const Core&) = delete;
 
   // Brings up 0@lo, the configured NIs and the ping/push targets.
-  Result<bool> startup();
+  Status startup();
   void shutdown();
 
   Pid pid() const { return pid_; }
@@ -76,19 +76,19 @@ class Core final : public LndHost, private portals::MsgCompleter {
   // Takes an NI down (0@lo cannot go). -ENOENT: no such NI.
   int del_ni(Nid nid);
   std::vector<NetConfig> net_configs() const;  // the NIs as configured, lo excluded
-  Result<bool> add_route(const RouteConfig& r);
+  Status add_route(const RouteConfig& r);
   int del_route(NetId net, Nid gateway);  // gateway ANY: every route to net
   std::vector<RouteInfo> route_info() const;
   std::vector<RouteConfig> route_configs() const;
-  Result<bool> set_routing(bool on);
+  Status set_routing(bool on);
   bool routing() const { return routing_.load(std::memory_order_relaxed); }
-  Result<bool> set_buffers(const BufferConfig& b);
+  Status set_buffers(const BufferConfig& b);
   BufferConfig buffers() const;
   std::vector<RouterCptInfo> router_pools() const;
   GlobalTunables globals() const;
-  Result<bool> set_global(std::string_view name, long value);
+  Status set_global(std::string_view name, long value);
   // Selection rules; idx -1 appends. del_udsp(-1) removes all.
-  Result<bool> add_udsp(const UdspRule& rule, int idx);
+  Status add_udsp(const UdspRule& rule, int idx);
   int del_udsp(int idx);
   std::vector<UdspRule> udsp_rules() const;
 

@@ -223,7 +223,7 @@ GlobalTunables Core::globals() const {
   return globals_;
 }
 
-Result<bool> Core::set_global(std::string_view name, long value) {
+Status Core::set_global(std::string_view name, long value) {
   std::lock_guard g(config_mutex_);
   GlobalTunables next = globals_;
   auto r = next.set(name, value);
@@ -231,7 +231,7 @@ Result<bool> Core::set_global(std::string_view name, long value) {
   globals_ = next;
   numa_range_.store(next.numa_range, std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
-  return true;
+  return {};
 }
 
 }  // namespace lnet::core

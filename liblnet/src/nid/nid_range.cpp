@@ -23,11 +23,11 @@ Result<NumberExpr::Range> parse_range(std::string_view item, std::uint32_t max) 
   if (dash == std::string_view::npos && slash != std::string_view::npos) {
     return Failure{-EINVAL, "step without a range in " + quoted(item)};
   }
-  auto number = [&](std::string_view s, std::uint32_t& out) -> Result<bool> {
+  auto number = [&](std::string_view s, std::uint32_t& out) -> Status {
     s = text::trim(s);
     if (!text::parse_u32(s, 0xFFFFFFFFu, out)) return Failure{-EINVAL, quoted(s) + " is not a number"};
     if (out > max) return Failure{-EINVAL, "value " + std::string(s) + " is above " + std::to_string(max)};
-    return true;
+    return {};
   };
   if (auto ok = number(lo, r.lo); !ok) return ok.failure();
   r.hi = r.lo;

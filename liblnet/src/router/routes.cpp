@@ -15,7 +15,7 @@ std::unique_ptr<RouteTable> copy_routes(const RouteTable* t) {
 }
 }  // namespace
 
-Result<bool> Core::add_route(const RouteConfig& r) {
+Status Core::add_route(const RouteConfig& r) {
   if (r.net.is_any() || r.net.type() == kLoLnd) return Failure{-EINVAL, "bad route network " + r.net.to_string()};
   if (r.hops != -1 && (r.hops < 1 || r.hops > 255)) {
     return Failure{-EINVAL, "route hop count " + std::to_string(r.hops) + " is outside 1..255"};
@@ -46,7 +46,7 @@ Result<bool> Core::add_route(const RouteConfig& r) {
   route_tables_.push_back(std::move(next));
   LNET_LOG(Info, kLogRouter, "route to %s via %s (hops %d, priority %u)", r.net.to_string().c_str(),
            r.gateway.to_string().c_str(), r.hops, r.priority);
-  return true;
+  return {};
 }
 
 int Core::del_route(NetId net, Nid gateway) {
@@ -102,7 +102,7 @@ namespace {
 int per_cpt(int total, unsigned ncpts) { return std::max(total / static_cast<int>(ncpts), 1); }
 }  // namespace
 
-Result<bool> Core::set_buffers(const BufferConfig& b) {
+Status Core::set_buffers(const BufferConfig& b) {
   if (b.tiny < 0 || b.small < 0 || b.large < 0) return Failure{-EINVAL, "router buffer counts cannot be negative"};
   std::lock_guard g(config_mutex_);
   BufferConfig next = b;
@@ -124,7 +124,7 @@ Result<bool> Core::set_buffers(const BufferConfig& b) {
       }
     }
   }
-  return true;
+  return {};
 }
 
 BufferConfig Core::buffers() const {
@@ -132,9 +132,9 @@ BufferConfig Core::buffers() const {
   return buffers_;
 }
 
-Result<bool> Core::set_routing(bool on) {
+Status Core::set_routing(bool on) {
   std::lock_guard g(config_mutex_);
-  if (on == routing_.load()) return true;
+  if (on == routing_.load()) return {};
   if (on) {
     ExclusiveLock x(net_locks_);
     int want[kNumPools] = {buffers_.tiny, buffers_.small, buffers_.large};
@@ -152,7 +152,7 @@ Result<bool> Core::set_routing(bool on) {
   routing_.store(on, std::memory_order_release);
   refresh_ping_target();  // RTE_DISABLED changes
   LNET_LOG(Info, kLogRouter, "routing %s", on ? "enabled" : "disabled");
-  return true;
+  return {};
 }
 
 std::vector<RouterCptInfo> Core::router_pools() const {

@@ -35,14 +35,14 @@ void apply_to_peer_ni(const Core::CompiledRule& r, PeerNi* lpni, const NetTable&
 
 }  // namespace
 
-Result<bool> Core::add_udsp(const UdspRule& rule, int idx) {
+Status Core::add_udsp(const UdspRule& rule, int idx) {
   CompiledRule c{rule, {}, {}};
-  auto parse = [](const std::string& s, const char* what, std::optional<NidMatcher>& out) -> Result<bool> {
-    if (s.empty()) return true;
+  auto parse = [](const std::string& s, const char* what, std::optional<NidMatcher>& out) -> Status {
+    if (s.empty()) return {};
     auto m = NidMatcher::parse(s);
     if (!m) return Failure{-EINVAL, std::string("bad ") + what + " '" + s + "': " + m.message()};
     out = *m;
-    return true;
+    return {};
   };
   if (auto r = parse(rule.src, "src", c.src); !r) return r;
   if (auto r = parse(rule.dst, "dst", c.dst); !r) return r;
@@ -60,13 +60,13 @@ Result<bool> Core::add_udsp(const UdspRule& rule, int idx) {
       if (u.priority == rule.priority) return Failure{-EALREADY, "the same rule exists"};
       u.priority = rule.priority;  // re-adding with another priority updates in place
       apply_udsp();
-      return true;
+      return {};
     }
   }
   if (idx < 0 || static_cast<std::size_t>(idx) > udsp_.size()) idx = static_cast<int>(udsp_.size());
   udsp_.insert(udsp_.begin() + idx, rule);
   apply_udsp();
-  return true;
+  return {};
 }
 
 int Core::del_udsp(int idx) {

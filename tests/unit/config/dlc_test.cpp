@@ -144,7 +144,7 @@ class Commands : public ::testing::Test {
   void SetUp() override {
     a = Instance::create(test::fabric_config({31}), kPidLustre).value();
     b = Instance::create(test::fabric_config({32}), kPidLustre).value();
-    a->core().set_global("alive_router_check_interval", 0).value();
+    a->core().set_global("alive_router_check_interval", 0).or_throw();
   }
   dlc::Response run(Instance& i, const std::string& cmd, std::map<std::string, std::vector<std::string>> args = {},
                     std::string body = {}) {

@@ -36,7 +36,7 @@ class Routing : public ::testing::Test {
     a = Instance::create(test::fabric_config({1}, 0), kPidLustre).value();
     r = Instance::create(two_nets(2, 3, rt), kPidLustre).value();
     b = Instance::create(test::fabric_config({4}, 1), kPidLustre).value();
-    for (auto* i : {&a, &r, &b}) (*i)->core().set_global("alive_router_check_interval", 0).value();
+    for (auto* i : {&a, &r, &b}) (*i)->core().set_global("alive_router_check_interval", 0).or_throw();
     ASSERT_TRUE(a->core().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
     ASSERT_TRUE(b->core().add_route(RouteConfig{gninet(0), gni(3, 1), -1, 0}));
     ASSERT_TRUE(r->core().set_routing(true));
@@ -149,7 +149,7 @@ TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
 TEST_F(Routing, RouteSelectionFollowsPriorityAndTheChecker) {
   // A second router R2 (5@gni, 6@gni1) with a worse priority.
   auto r2 = Instance::create(two_nets(5, 6), kPidLustre).value();
-  r2->core().set_global("alive_router_check_interval", 0).value();
+  r2->core().set_global("alive_router_check_interval", 0).or_throw();
   ASSERT_TRUE(r2->core().set_routing(true));
   ASSERT_TRUE(a->core().add_route(RouteConfig{gninet(1), gni(5), -1, 1}));
   Fabric::instance().clear_sent();
