@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a == "--env") {
-      std::printf("%s%s", lnet::env_help().c_str(), lnet::mpi::env_help().c_str());
+      std::printf("%s", lnet::env_help().c_str());
       return 0;
     }
     if ((a == "--size" || a == "--count") && i + 1 < argc) {

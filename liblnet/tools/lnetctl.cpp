@@ -1,5 +1,7 @@
 // lnetctl: configures and inspects a running lnetd (or any liblnet process that serves a
-// control socket), with the command tree and YAML of the real lnetctl.
+// control socket), with the command tree and YAML of the real lnetctl. The commands and
+// their options come from liblnet's command table (<lnet/dlc.hpp>), which the daemon
+// checks requests against too.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -8,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 #include <boost/program_options.hpp>
 
 #include <lnet/dlc.hpp>
+#include <lnet/log.hpp>
 
 namespace po = boost::program_options;
 using namespace lnet;
@@ -24,131 +26,6 @@ using namespace lnet;
 namespace {
 
 constexpr const char* kDefaultSocket = "/run/lnet/lnetd.sock";
-
-struct Spec {
-  std::string name;  // "net add"
-  std::function<void(po::options_description&)> options;
-  std::vector<std::string> positional;  // names of positional arguments, last one repeats
-};
-
-void verbose_opt(po::options_description& o) {
-  o.add_options()("verbose,v", po::value<std::string>()->implicit_value("1"), "more detail (level 1 or 2)");
-}
-
-const std::vector<Spec>& specs() {
-  static const std::vector<Spec> s = {
-      {"lnet configure",
-       [](po::options_description& o) {
-         o.add_options()("all,a", "configure every network of the configuration")("large", "large NIDs (ignored)");
-       },
-       {}},
-      {"lnet unconfigure", [](po::options_description&) {}, {}},
-      {"net add",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "network, e.g. tcp1")(
-             "if", po::value<std::vector<std::string>>(), "interface(s), e.g. eth0")(
-             "nid", po::value<std::string>(), "the NID instead of an interface")("ip2net", po::value<std::string>(),
-                                                                                 "ip2nets string (not supported)")(
-             "peer-timeout", po::value<std::string>(), "seconds")("peer-credits", po::value<std::string>(), "")(
-             "peer-buffer-credits", po::value<std::string>(), "")("credits", po::value<std::string>(), "")(
-             "cpt", po::value<std::string>(), "CPT list, e.g. \"[0,1]\"")(
-             "conns-per-peer", po::value<std::string>(), "")("tos", po::value<std::string>(), "IP type of service")(
-             "skip-mr-route-setup", "ignored")("auth-key", po::value<std::string>(), "ignored")(
-             "traffic-class", po::value<std::string>(), "ignored");
-       },
-       {}},
-      {"net del",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "network")("nid", po::value<std::string>(), "one NI")(
-             "if", po::value<std::vector<std::string>>(), "the NI on this interface");
-       },
-       {}},
-      {"net show",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "only this network");
-         verbose_opt(o);
-       },
-       {}},
-      {"peer add",
-       [](po::options_description& o) {
-         o.add_options()("prim_nid", po::value<std::string>(), "primary NID")(
-             "nid", po::value<std::vector<std::string>>(), "more NIDs (comma separated)")("non_mr", "not multi-rail")(
-             "lock_prim", "ignored");
-       },
-       {}},
-      {"peer del",
-       [](po::options_description& o) {
-         o.add_options()("prim_nid", po::value<std::string>(), "primary NID")(
-             "nid", po::value<std::vector<std::string>>(), "only these NIDs")("force", "ignored");
-       },
-       {}},
-      {"peer show",
-       [](po::options_description& o) {
-         o.add_options()("nid", po::value<std::string>(), "only the peer with this NID");
-         verbose_opt(o);
-       },
-       {}},
-      {"peer list", [](po::options_description&) {}, {}},
-      {"route add",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "remote network")(
-             "gateway", po::value<std::string>(), "gateway NID")("hop", po::value<std::string>(), "hop count 1..255")(
-             "hop-count", po::value<std::string>(), "same as --hop")(
-             "priority", po::value<std::string>(), "lower is preferred")("health_sensitivity", po::value<std::string>(),
-                                                                         "ignored");
-       },
-       {}},
-      {"route del",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "remote network")("gateway", po::value<std::string>(),
-                                                                            "gateway NID");
-       },
-       {}},
-      {"route show",
-       [](po::options_description& o) {
-         o.add_options()("net", po::value<std::string>(), "")("gateway", po::value<std::string>(), "")(
-             "hop", po::value<std::string>(), "")("priority", po::value<std::string>(), "");
-         verbose_opt(o);
-       },
-       {}},
-      {"routing show", [](po::options_description&) {}, {}},
-      {"set", [](po::options_description&) {}, {"name", "value"}},
-      {"global show", [](po::options_description&) {}, {}},
-      {"stats show", [](po::options_description&) {}, {}},
-      {"stats reset", [](po::options_description&) {}, {}},
-      {"ping",
-       [](po::options_description& o) {
-         o.add_options()("timeout", po::value<std::string>(), "seconds (default 1)")("source", po::value<std::string>(),
-                                                                                     "local NID to ping from");
-       },
-       {"nid"}},
-      {"discover", [](po::options_description& o) { o.add_options()("force", "discover again"); }, {"nid"}},
-      {"import",
-       [](po::options_description& o) {
-         o.add_options()("add", "add what the file describes (default)")("del", "delete it")(
-             "show", "show the current state of it")("exec", "run it as commands (not supported)");
-       },
-       {"file"}},
-      {"export", [](po::options_description& o) { o.add_options()("backup,b", "only what configures"); }, {"file"}},
-      {"udsp add",
-       [](po::options_description& o) {
-         o.add_options()("src", po::value<std::string>(), "local NID or net pattern")(
-             "dst", po::value<std::string>(), "peer NID or net pattern")("rte", po::value<std::string>(),
-                                                                         "router pattern")(
-             "priority", po::value<std::string>(), "0 is the highest")("idx", po::value<std::string>(), "position");
-       },
-       {}},
-      {"udsp del",
-       [](po::options_description& o) {
-         o.add_options()("idx", po::value<std::string>(), "rule index")("all", "every rule");
-       },
-       {}},
-      {"udsp show",
-       [](po::options_description& o) { o.add_options()("idx", po::value<std::string>(), "rule index"); },
-       {}},
-  };
-  return s;
-}
 
 void usage() {
   std::printf(
@@ -158,14 +35,45 @@ void usage() {
       "$LNET_CTL_SOCKET, else %s). Output and errors are YAML; the exit\n"
       "status is 0 on success.\n\ncommands:\n",
       kDefaultSocket);
-  for (const auto& [name, what] : dlc::command_list()) std::printf("  %-18s %s\n", name.c_str(), what.c_str());
+  for (const dlc::CommandSpec& c : dlc::commands()) std::printf("  %-18s %s\n", c.name, c.summary);
+}
+
+// The options of `spec` for program_options; positionals go in `hidden` and `pos`.
+void describe(const dlc::CommandSpec& spec, po::options_description& opts, po::options_description& hidden,
+              po::positional_options_description& pos) {
+  using K = dlc::OptionSpec::Kind;
+  std::vector<const dlc::OptionSpec*> positionals;
+  for (const dlc::OptionSpec& o : spec.options) {
+    std::string name = o.name;
+    if (o.short_name) name += std::string(",") + o.short_name;
+    std::string help = o.help;
+    if (o.unsupported) help += " (not supported yet: " + std::string(o.unsupported) + ")";
+    switch (o.kind) {
+      case K::Flag: opts.add_options()(name.c_str(), help.c_str()); break;
+      case K::Value: opts.add_options()(name.c_str(), po::value<std::string>(), help.c_str()); break;
+      case K::Values: opts.add_options()(name.c_str(), po::value<std::vector<std::string>>(), help.c_str()); break;
+      case K::Level:
+        opts.add_options()(name.c_str(), po::value<std::string>()->implicit_value("1"), help.c_str());
+        break;
+      case K::Positional:
+        hidden.add_options()(name.c_str(), po::value<std::vector<std::string>>(), help.c_str());
+        positionals.push_back(&o);
+        break;
+    }
+  }
+  for (std::size_t k = 0; k < positionals.size(); ++k)
+    pos.add(positionals[k]->name, k + 1 == positionals.size() ? -1 : 1);
 }
 
 int talk(const std::string& path, const dlc::Request& req, dlc::Response& resp) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) return -ENAMETOOLONG;
+  if (path.size() >= sizeof a.sun_path) {
+    ::close(fd);
+    return -ENAMETOOLONG;
+  }
   std::strcpy(a.sun_path, path.c_str());
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     int err = errno;
@@ -183,14 +91,93 @@ int talk(const std::string& path, const dlc::Request& req, dlc::Response& resp) 
   return 0;
 }
 
+// The command named by args[i] (and args[i + 1]); *words gets how many it took.
+const dlc::CommandSpec* find(const std::vector<std::string>& args, std::size_t i, std::size_t* words) {
+  if (i + 1 < args.size())
+    if (const dlc::CommandSpec* c = dlc::find_command(args[i] + " " + args[i + 1])) {
+      *words = 2;
+      return c;
+    }
+  *words = 1;
+  return dlc::find_command(args[i]);
+}
+
+// A command group ("route", "net --help"): lists its commands, as lnetctl does.
+int group_help(const std::vector<std::string>& args, std::size_t i) {
+  std::vector<const dlc::CommandSpec*> group;
+  for (const dlc::CommandSpec& c : dlc::commands())
+    if (std::string(c.name).rfind(args[i] + " ", 0) == 0) group.push_back(&c);
+  if (group.empty()) {
+    std::string what = args[i] + (i + 1 < args.size() && args[i + 1][0] != '-' ? " " + args[i + 1] : "");
+    LNET_LOG(Error, kLogConfig, "unknown command '%s' (lnetctl --list-commands)", what.c_str());
+    return 2;
+  }
+  bool help = i + 1 >= args.size() || args[i + 1] == "--help" || args[i + 1] == "-h";
+  if (!help) LNET_LOG(Error, kLogConfig, "unknown command '%s %s'", args[i].c_str(), args[i + 1].c_str());
+  std::FILE* out = help ? stdout : stderr;
+  std::fprintf(out, "%s commands:\n", args[i].c_str());
+  for (const dlc::CommandSpec* c : group) std::fprintf(out, "  %-18s %s\n", c->name, c->summary);
+  return help ? 0 : 2;
+}
+
+// Turns the parsed options into a request; reads the file of `import`. 0 or an exit code.
+int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc::Request& req, std::string& out_file) {
+  req.command = spec.name;
+  for (const auto& [key, val] : vm) {
+    if (key == "help") continue;
+    std::vector<std::string> vs;
+    if (val.value().type() == typeid(std::string))
+      vs.push_back(val.as<std::string>());
+    else if (val.value().type() == typeid(std::vector<std::string>))
+      vs = val.as<std::vector<std::string>>();
+    req.args[key] = vs;
+  }
+  std::string name = spec.name;
+  if (name == "set") {
+    auto it = req.args.find("name");
+    if (it == req.args.end() || it->second.size() != 1 || !req.args.count("value")) {
+      LNET_LOG(Error, kLogConfig, "usage: lnetctl set TUNABLE VALUE (lnetctl set --help)");
+      return 2;
+    }
+  }
+  if ((name == "ping" || name == "discover") && !req.arg("nid")) {
+    LNET_LOG(Error, kLogConfig, "%s: give at least one NID (lnetctl %s --help)", name.c_str(), name.c_str());
+    return 2;
+  }
+  if (name == "import") {
+    std::string file = req.arg("file") ? *req.arg("file") : "-";
+    std::stringstream ss;
+    if (file == "-") {
+      ss << std::cin.rdbuf();
+    } else {
+      std::ifstream in(file);
+      if (!in) {
+        LNET_LOG(Error, kLogConfig, "import: cannot read %s: %s", file.c_str(), std::strerror(errno));
+        return 1;
+      }
+      ss << in.rdbuf();
+    }
+    req.body = ss.str();
+    req.args.erase("file");
+  }
+  if (name == "export" && req.arg("file")) {
+    out_file = *req.arg("file");
+    req.args.erase("file");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_log_program("lnetctl");
+  set_log_sink([](LogLevel, std::string_view line) {
+    std::fprintf(stderr, "lnetctl: %.*s\n", static_cast<int>(line.size()), line.data());
+  });
   std::string socket_path = std::getenv("LNET_CTL_SOCKET") ? std::getenv("LNET_CTL_SOCKET") : kDefaultSocket;
   std::vector<std::string> args(argv + 1, argv + argc);
-  // Global options come first.
   std::size_t i = 0;
-  for (; i < args.size(); ++i) {
+  for (; i < args.size(); ++i) {  // global options come first
     if (args[i] == "--socket" && i + 1 < args.size()) {
       socket_path = args[++i];
     } else if (args[i].rfind("--socket=", 0) == 0) {
@@ -199,7 +186,7 @@ int main(int argc, char** argv) {
       usage();
       return 0;
     } else if (args[i] == "--list-commands") {
-      for (const auto& [name, what] : dlc::command_list()) std::printf("%s\n", name.c_str());
+      for (const dlc::CommandSpec& c : dlc::commands()) std::printf("%s\n", c.name);
       return 0;
     } else if (args[i] == "--version") {
       std::printf("lnetctl (lnet-mpi) 0.1.0\n");
@@ -212,48 +199,15 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
-  // The command: one or two words.
-  const Spec* spec = nullptr;
   std::size_t words = 0;
-  for (const Spec& s : specs()) {
-    std::string two = i + 1 < args.size() ? args[i] + " " + args[i + 1] : "";
-    if (s.name == two) {
-      spec = &s;
-      words = 2;
-      break;
-    }
-    if (s.name == args[i]) {
-      spec = &s;
-      words = 1;
-    }
-  }
-  if (!spec) {
-    // A command group ("route", "net --help"): list its commands, like lnetctl does.
-    std::vector<std::pair<std::string, std::string>> group;
-    for (const auto& [name, what] : dlc::command_list())
-      if (name.rfind(args[i] + " ", 0) == 0) group.emplace_back(name, what);
-    if (!group.empty()) {
-      bool help = i + 1 >= args.size() || args[i + 1] == "--help" || args[i + 1] == "-h";
-      std::FILE* out = help ? stdout : stderr;
-      if (!help) std::fprintf(stderr, "lnetctl: unknown command '%s %s'\n", args[i].c_str(), args[i + 1].c_str());
-      std::fprintf(out, "%s commands:\n", args[i].c_str());
-      for (const auto& [name, what] : group) std::fprintf(out, "  %-18s %s\n", name.c_str(), what.c_str());
-      return help ? 0 : 2;
-    }
-    std::string what = args[i] + (i + 1 < args.size() && args[i + 1][0] != '-' ? " " + args[i + 1] : "");
-    std::fprintf(stderr, "lnetctl: unknown command '%s' (lnetctl --list-commands)\n", what.c_str());
-    return 2;
-  }
+  const dlc::CommandSpec* spec = find(args, i, &words);
+  if (!spec) return group_help(args, i);
   std::vector<std::string> rest(args.begin() + static_cast<long>(i + words), args.end());
-  po::options_description opts("lnetctl " + spec->name + " options");
-  spec->options(opts);
-  opts.add_options()("help,h", "this help");
+  po::options_description opts(std::string("lnetctl ") + spec->name + " options");
   po::options_description hidden;
   po::positional_options_description pos;
-  for (std::size_t k = 0; k < spec->positional.size(); ++k) {
-    hidden.add_options()(("pos-" + spec->positional[k]).c_str(), po::value<std::vector<std::string>>());
-    pos.add(("pos-" + spec->positional[k]).c_str(), k + 1 == spec->positional.size() ? -1 : 1);
-  }
+  describe(*spec, opts, hidden, pos);
+  opts.add_options()("help,h", "this help");
   po::options_description all;
   all.add(opts).add(hidden);
   po::variables_map vm;
@@ -261,72 +215,20 @@ int main(int argc, char** argv) {
     po::store(po::command_line_parser(rest).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::fprintf(stderr, "lnetctl %s: %s (try lnetctl %s --help)\n", spec->name.c_str(), e.what(), spec->name.c_str());
+    LNET_LOG(Error, kLogConfig, "%s: %s (try lnetctl %s --help)", spec->name, e.what(), spec->name);
     return 2;
   }
   if (vm.count("help")) {
-    std::string line;
-    for (const auto& [name, what] : dlc::command_list())
-      if (name == spec->name) line = what;
-    std::cout << "lnetctl " << spec->name << ": " << line << "\n\n" << opts << "\n";
+    std::cout << "lnetctl " << spec->name << ": " << spec->summary << "\n\n" << opts << "\n";
     return 0;
   }
-
   dlc::Request req;
-  req.command = spec->name;
-  for (const auto& [key, val] : vm) {
-    if (key == "help") continue;
-    std::vector<std::string> vs;
-    if (val.value().type() == typeid(std::string)) {
-      vs.push_back(val.as<std::string>());
-    } else if (val.value().type() == typeid(std::vector<std::string>)) {
-      vs = val.as<std::vector<std::string>>();
-    }
-    std::string name = key.rfind("pos-", 0) == 0 ? key.substr(4) : key;
-    req.args[name] = vs;
-  }
   std::string out_file;
-  if (spec->name == "set") {
-    auto it = req.args.find("name");
-    if (it == req.args.end() || it->second.size() != 1 || !req.args.count("value")) {
-      std::fprintf(stderr, "lnetctl set: usage: lnetctl set TUNABLE VALUE (lnetctl set --help)\n");
-      return 2;
-    }
-  }
-  if (spec->name == "import") {
-    if (req.flag("exec")) {
-      std::fprintf(stderr, "lnetctl import: not supported: --exec\n");
-      return 2;
-    }
-    std::string file = req.arg("file") ? *req.arg("file") : "-";
-    std::stringstream ss;
-    if (file == "-") {
-      ss << std::cin.rdbuf();
-    } else {
-      std::ifstream in(file);
-      if (!in) {
-        std::fprintf(stderr, "lnetctl import: cannot read %s: %s\n", file.c_str(), std::strerror(errno));
-        return 1;
-      }
-      ss << in.rdbuf();
-    }
-    req.body = ss.str();
-    req.args.erase("file");
-  }
-  if (spec->name == "export" && req.arg("file")) {
-    out_file = *req.arg("file");
-    req.args.erase("file");
-  }
-  if ((spec->name == "ping" || spec->name == "discover") && !req.arg("nid")) {
-    std::fprintf(stderr, "lnetctl %s: give at least one NID (lnetctl %s --help)\n", spec->name.c_str(),
-                 spec->name.c_str());
-    return 2;
-  }
-
+  if (int rc = build_request(*spec, vm, req, out_file)) return rc;
   dlc::Response resp;
   if (int rc = talk(socket_path, req, resp)) {
-    std::fprintf(
-        stderr, "lnetctl: cannot reach lnetd at %s: %s%s\n", socket_path.c_str(), std::strerror(-rc),
+    LNET_LOG(
+        Error, kLogConfig, "cannot reach lnetd at %s: %s%s", socket_path.c_str(), std::strerror(-rc),
         rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)" : "");
     return 1;
   }
@@ -334,7 +236,7 @@ int main(int argc, char** argv) {
     std::ofstream out(out_file, std::ios::trunc);
     out << resp.text;
     if (!out) {
-      std::fprintf(stderr, "lnetctl export: cannot write %s: %s\n", out_file.c_str(), std::strerror(errno));
+      LNET_LOG(Error, kLogConfig, "export: cannot write %s: %s", out_file.c_str(), std::strerror(errno));
       return 1;
     }
     return 0;

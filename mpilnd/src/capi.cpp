@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include <lnet/capi.hpp>
+#include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
 
 namespace {
@@ -20,17 +21,17 @@ int lnet_mpi_init(MPI_Comm comm) {
     if (g_session) return -EALREADY;
     auto s = lnet::mpi::Session::start(comm);
     if (!s) {
-      std::fprintf(stderr, "lnet_mpi_init: %s\n", s.message().c_str());
+      LNET_LOG(Error, lnet::kLogLnd, "lnet_mpi_init: %s", s.message().c_str());
       return s.code();
     }
     if (int rc = lnet::capi::attach(&(*s)->lnet())) {
-      std::fprintf(stderr, "lnet_mpi_init: LNet is already up in this process (LNetNIInit)\n");
+      LNET_LOG(Error, lnet::kLogLnd, "lnet_mpi_init: LNet is already up in this process (LNetNIInit)");
       return rc;  // the session ends (collectively) as `s` goes
     }
     g_session = std::move(*s);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lnet_mpi_init: %s\n", e.what());
+    LNET_LOG(Error, lnet::kLogLnd, "lnet_mpi_init: %s", e.what());
     return -ENOMEM;
   }
 }
@@ -43,7 +44,7 @@ int lnet_mpi_fini(void) {
     g_session.reset();
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lnet_mpi_fini: %s\n", e.what());
+    LNET_LOG(Error, lnet::kLogLnd, "lnet_mpi_fini: %s", e.what());
     return -EIO;
   }
 }

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include <lnet/byteorder.hpp>
+#include <lnet/lnd/byteorder.hpp>
 
 namespace lnet::mpi {
 

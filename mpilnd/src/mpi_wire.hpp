@@ -18,8 +18,8 @@
 #include <span>
 #include <string>
 
+#include <lnet/lnd/header.hpp>
 #include <lnet/result.hpp>
-#include <lnet/wire.hpp>
 
 namespace lnet::mpi {
 

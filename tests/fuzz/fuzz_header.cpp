@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <lnet/wire.hpp>
+#include <lnet/lnd/header.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   lnet::Header h;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include <lnet/lnd/header.hpp>
 #include <lnet/lnet.hpp>
 
 #include "support/fabric.hpp"

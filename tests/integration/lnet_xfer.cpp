@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   }
   Instance& lnet = **created;
   for (auto& [net, gw] : routes) {
-    auto r = lnet.core().add_route(RouteConfig{net, gw, -1, 0});
+    auto r = lnet.control().add_route(RouteConfig{net, gw, -1, 0});
     if (!r) {
       std::fprintf(stderr, "lnet_xfer: route %s via %s: %s\n", net.to_string().c_str(), gw.to_string().c_str(),
                    r.message().c_str());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <lnet/config.hpp>
+#include <lnet/control.hpp>
 #include <lnet/event.hpp>
 #include <lnet/md.hpp>
 #include <lnet/nid.hpp>
@@ -21,6 +22,7 @@ namespace lnet {
 namespace core {
 class Core;
 }
+class Lnd;
 
 // The answer to a ping: the peer's pid, features and NIDs (0@lo first).
 struct PingResult {
@@ -32,7 +34,10 @@ class Instance {
  public:
   // Brings up 0@lo and the configured networks. `pid` kPidAny: getpid() with the user
   // flag set (a userspace client); anything else is used as given (e.g. kPidLustre).
-  static Result<std::unique_ptr<Instance>> create(const Config& config = {}, Pid pid = kPidAny);
+  // `drivers` serve their net types in this instance, before the drivers registered for
+  // the process (<lnet/lnd/lnd.hpp>): a driver made for one communicator, say.
+  static Result<std::unique_ptr<Instance>> create(const Config& config = {}, Pid pid = kPidAny,
+                                                  std::vector<std::shared_ptr<Lnd>> drivers = {});
   ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
@@ -59,17 +64,18 @@ class Instance {
   // LNetPut / LNetGet. `self` Nid::any() lets multi-rail choose the local NI.
   int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
           std::uint32_t offset, std::uint64_t hdr_data);
-  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset,
-          bool recovery = false);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset);
 
   // Unmatched PUTs to a lazy portal wait for a later MD instead of being dropped.
   int set_lazy_portal(unsigned portal);
   int clear_lazy_portal(unsigned portal);
 
   // GETs the peer's ping info (portal 0, kPingMatchBits); pid kPidAny means kPidLustre.
-  // Fails with -ETIMEDOUT when no answer arrives within `timeout`. Blocks: never call it
-  // from an event handler.
-  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids = 16);
+  // `source`: the local NID to ping from (Nid::any(): multi-rail chooses). Fails with
+  // -ETIMEDOUT when no answer arrives within `timeout`. Blocks: never call it from an
+  // event handler.
+  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids = 16,
+                          Nid source = Nid::any());
   // This node's own ping info (what a ping of it answers).
   PingInfo ping_info() const;
 
@@ -87,9 +93,12 @@ class Instance {
   std::vector<NiInfo> nets() const;
   std::vector<PeerInfo> peers() const;
 
-  core::Core& core() { return *core_; }
+  // The configuration API: what lnetctl drives (networks, peers, routes, tunables).
+  Control& control();
+  const Control& control() const;
 
  private:
+  friend class core::Core;  // Core::of(): white-box tests reach the core of an instance
   explicit Instance(std::unique_ptr<core::Core> c);
   std::unique_ptr<core::Core> core_;
 };

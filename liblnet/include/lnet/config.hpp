@@ -1,5 +1,5 @@
-// The configuration object a process brings up its networks from, and the LNET_*
-// environment variables it can be read from (one table, listed by tools' --env).
+// The configuration object a process brings up its networks from, read from the LNET_*
+// environment variables (<lnet/env.hpp> lists them) or built by the program.
 #pragma once
 
 #include <algorithm>
@@ -16,10 +16,12 @@ namespace lnet {
 
 // Per-network tunables (defaults of the real LNet).
 struct NetTunables {
+  // Seconds a router keeps forwarding to a peer NI that has sent nothing and that its
+  // driver reports down (LNet's peer aliveness; 0: forever).
   int peer_timeout = 180;
-  int peer_credits = 8;
-  int peer_buffer_credits = 0;
-  int credits = 256;
+  int peer_credits = 0;         // messages in flight to one peer NI; 0: the driver's default
+  int peer_buffer_credits = 0;  // router buffers one peer NI may hold; 0: peer_credits
+  int credits = 256;            // messages in flight on the NI
   friend bool operator==(const NetTunables&, const NetTunables&) = default;
 };
 
@@ -69,24 +71,20 @@ struct BufferConfig {
 // The global tunables of `lnetctl set` / `global show`.
 struct GlobalTunables {
   int numa_range = 0;
-  int max_interfaces = 4096;
-  int discovery = 1;
+  int max_interfaces = 4096;  // NIs a peer's ping or push may list
+  // Tunables of features not built yet take only the value that says what the code does
+  // (set() refuses others: "not supported yet"): no dynamic discovery, no check of
+  // asymmetric routes, no resends, no health values that move.
+  int discovery = 0;
   int drop_asym_route = 0;
-  int retry_count = 2;
-  int transaction_timeout = 150;
-  int health_sensitivity = 100;
-  int recovery_interval = 1;
-  int router_sensitivity = 100;
-  int response_tracking = 3;
-  int recovery_limit = 0;
-  int max_recovery_ping_interval = 900;
+  int retry_count = 0;
+  int health_sensitivity = 0;
   int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
-  int router_ping_timeout = 50;
-  // Derived, as LNet does: max((transaction_timeout - 1) / (retry_count + 1), 1).
-  int lnd_timeout() const { return std::max((transaction_timeout - 1) / (retry_count + 1), 1); }
-  // Sets one tunable by its lnetctl name; fails naming the name or the value's range.
+  int router_ping_timeout = 50;          // seconds a gateway has to answer one
+  // Sets one tunable by its lnetctl name; fails naming the name and the value's range,
+  // or (-EOPNOTSUPP) a tunable or a value of a feature this build does not have.
   Status set(std::string_view name, long value);
-  // Names `set` accepts, in `global show` order.
+  // Names `set` takes, in `global show` order.
   static std::span<const char* const> names();
   Result<long> get(std::string_view name) const;
   friend bool operator==(const GlobalTunables&, const GlobalTunables&) = default;
@@ -108,21 +106,11 @@ struct Config {
   // CPU partitions (lock and queue shards); 0: one per online CPU, at most 8.
   unsigned ncpts = 0;
 
-  // Reads the LNET_* variables of env_vars(); fails naming the variable and the bad value.
+  // Reads LNET_NETWORKS, LNET_CPT_NUMBER and the tunables of those networks; fails
+  // naming the variable and the bad value.
   static Result<Config> from_env();
   // Parses an LNET_NETWORKS / "networks=" string: "tcp0(eth0,eth1)[0,1], o2ib1, mpi".
   static Result<std::vector<NetConfig>> parse_networks(std::string_view text, const NetTunables& defaults = {});
 };
-
-struct EnvVar {
-  const char* name;
-  const char* default_value;
-  const char* description;
-};
-
-// Every environment variable liblnet reads.
-std::span<const EnvVar> env_vars();
-// A printable table of env_vars() with the current values (for --env).
-std::string env_help();
 
 }  // namespace lnet

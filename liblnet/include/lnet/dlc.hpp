@@ -58,12 +58,39 @@ struct Response {
 
 // What a daemon offers beyond the instance itself.
 struct Hooks {
-  std::function<Status()> configure;    // lnet configure
+  std::function<Status()> configure;    // lnet configure --all
   std::function<Status()> unconfigure;  // lnet unconfigure
 };
 
-// Every command execute() knows, with its one-line description (for --list-commands).
-const std::vector<std::pair<std::string, std::string>>& command_list();
+// One option of a command, as lnetctl parses it and the daemon checks it.
+struct OptionSpec {
+  enum class Kind {
+    Flag,        // --name
+    Value,       // --name VALUE
+    Values,      // --name VALUE, repeatable and comma lists
+    Level,       // --name [LEVEL] (verbose: 1 when given bare)
+    Positional,  // the command's words after its options (the last one repeats)
+  };
+  const char* name;
+  char short_name;  // 0: none
+  Kind kind;
+  const char* help;
+  // Non-null: the real lnetctl has this option, this build does not take it yet; the
+  // daemon refuses it with "not supported yet: --name (why)".
+  const char* unsupported = nullptr;
+};
+
+struct CommandSpec {
+  const char* name;     // "net add"
+  const char* summary;  // one line, for --help and --list-commands
+  bool changes;         // changes the configuration (a daemon runs those one at a time)
+  std::vector<OptionSpec> options;
+};
+
+// Every command execute() knows, with its options.
+const std::vector<CommandSpec>& commands();
+const CommandSpec* find_command(std::string_view name);
+// Runs a command. Options the command does not have, or does not take yet, are refused.
 Response execute(Instance& lnet, const Request& req, const Hooks& hooks = {});
 
 std::string encode_request(const Request& r);

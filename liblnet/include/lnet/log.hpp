@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <lnet/result.hpp>
+
 namespace lnet {
 
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
@@ -21,7 +23,9 @@ inline constexpr std::uint32_t kLogDaemon = 0x10;
 inline constexpr std::uint32_t kLogAll = 0xFFFFFFFF;
 
 // Defaults: level Warn, every subsystem; LNET_LOG_LEVEL and LNET_LOG_SUBSYS (names,
-// comma-separated: core,lnd,router,config,daemon,all) override them.
+// comma-separated: core,lnd,router,config,daemon,all) override them. A bad value of
+// either is left out and reported by log_env_status() (Config::from_env fails on it).
+Status log_env_status();
 void set_log_level(LogLevel l);
 void set_log_subsystems(std::uint32_t mask);
 LogLevel log_level();
@@ -29,8 +33,11 @@ bool log_enabled(LogLevel l, std::uint32_t subsys);
 // Parses "error|warn|info|debug" and "core,lnd,..." (false on a bad name).
 bool parse_log_level(std::string_view s, LogLevel* out);
 bool parse_log_subsystems(std::string_view s, std::uint32_t* out);
-// Where lines go (default: stderr). The sink gets one line without its newline.
+// Where lines go (default: stderr, as "<seconds since the epoch> <program> <level>:
+// <text>"). The sink gets one line without its newline.
 void set_log_sink(std::function<void(LogLevel, std::string_view)> sink);
+// The program name on stderr lines (default "lnet"; tools set their own).
+void set_log_program(const char* name);
 
 void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 

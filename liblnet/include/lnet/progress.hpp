@@ -1,9 +1,11 @@
 // Progress of drivers that have no thread of their own. The MPI LND in a runtime without
 // MPI_THREAD_MULTIPLE (or with its progress thread turned off) is driven by the
-// application: it registers a progress function here, and every blocking wait of liblnet
-// (EventQueue::poll and poll_many, LNetEQPoll, Instance::ping) runs the registered
-// functions instead of sleeping. Instance::progress() (and EventQueue::poll with a zero
-// timeout) runs them once. With nothing registered, waits block on condition variables.
+// application: it asks its host to poll it (NetInterface::poll in the driver SPI), and
+// every blocking wait of liblnet (EventQueue::poll and poll_many, LNetEQPoll,
+// Instance::ping) then polls the drivers instead of sleeping. Instance::progress() (and
+// EventQueue::poll with a zero timeout) polls them once. With no such driver, waits
+// block on condition variables. An application that waits on its own condition
+// variable for LNet's events waits with wait_with_progress().
 #pragma once
 
 #include <algorithm>
@@ -13,14 +15,7 @@
 
 namespace lnet {
 
-// Runs some progress; true if it did any work (completed or started something).
-using ProgressFn = bool (*)(void* ctx);
-
-// Registers fn(ctx); returns an id for remove_progress. At most 16 at once (-ENOSPC).
-int add_progress(ProgressFn fn, void* ctx);
-// Unregisters; returns once no call of that function is running.
-void remove_progress(int id);
-// Runs every registered function once. Not re-entrant: a call from inside a progress
+// Polls every driver that needs it once. Not re-entrant: a call from inside a progress
 // function (an event handler that polls) returns false at once.
 bool drive_progress();
 // True when some driver needs to be driven.

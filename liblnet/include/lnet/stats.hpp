@@ -53,8 +53,9 @@ struct NiInfo {
   Nid nid;
   bool up = true;
   std::vector<std::string> interfaces;
-  NetTunables tunables;
+  NetTunables tunables;  // as the driver settled them
   LndTunables lnd_tunables;
+  int lnd_timeout = 0;  // seconds the driver gives a transfer on this NI (0: none of its own)
   int health = 1000;
   bool fatal_error = false;
   unsigned selection_priority = 0xFFFFFFFFu;

@@ -1,5 +1,7 @@
-// Wire structures of LNet, encoded and decoded explicitly in little-endian byte order:
-// the 72-byte message header and the ping-info buffer answered to pings and pushes.
+// What applications see of LNet's wire: message types, the limits of a message, and
+// the ping-info buffer a ping answers with (encoded and decoded explicitly, in
+// little-endian byte order). The 72-byte message header is the drivers' business:
+// <lnet/lnd/header.hpp>.
 #pragma once
 
 #include <cstddef>
@@ -15,73 +17,11 @@ namespace lnet {
 enum class MsgType : std::uint32_t { Ack = 0, Put = 1, Get = 2, Reply = 3, Hello = 4 };
 const char* msg_type_name(MsgType t);  // "ACK", "PUT", ...
 
-inline constexpr std::uint64_t kWireCookieNone = ~0ULL;
-inline constexpr std::size_t kHeaderSize = 72;
 inline constexpr std::uint32_t kMaxPayload = 1U << 20;  // LNET_MTU
 inline constexpr unsigned kMaxIov = 256;                // LNET_MAX_IOV
 inline constexpr unsigned kMaxPortals = 64;
 inline constexpr unsigned kReservedPortal = 0;
 inline constexpr std::uint64_t kPingMatchBits = 0x8000000000000000ULL;
-
-// A handle as it travels on the wire; opaque to everyone but its creator.
-struct WireHandle {
-  std::uint64_t interface_cookie;
-  std::uint64_t object_cookie;
-
-  static constexpr WireHandle none() { return {kWireCookieNone, kWireCookieNone}; }
-  constexpr bool is_none() const { return object_cookie == kWireCookieNone; }
-  friend constexpr bool operator==(const WireHandle&, const WireHandle&) = default;
-};
-
-// The classic (4-byte-address NID) LNet header. Only the union member of `type` is valid.
-struct Header {
-  struct Ack {
-    WireHandle dst_wmd;
-    std::uint64_t match_bits;
-    std::uint32_t mlength;
-  };
-  struct Put {
-    WireHandle ack_wmd;
-    std::uint64_t match_bits;
-    std::uint64_t hdr_data;
-    std::uint32_t ptl_index;
-    std::uint32_t offset;
-  };
-  struct Get {
-    WireHandle return_wmd;
-    std::uint64_t match_bits;
-    std::uint32_t ptl_index;
-    std::uint32_t src_offset;
-    std::uint32_t sink_length;
-  };
-  struct Reply {
-    WireHandle dst_wmd;
-  };
-  struct Hello {
-    std::uint64_t incarnation;
-    std::uint32_t type;
-  };
-
-  Nid dest_nid;
-  Nid src_nid;
-  Pid dest_pid = 0;
-  Pid src_pid = 0;
-  MsgType type = MsgType::Ack;
-  std::uint32_t payload_length = 0;
-  union {
-    Ack ack;
-    Put put;
-    Get get;
-    Reply reply;
-    Hello hello;
-  } msg{};
-};
-
-// Writes the 72 little-endian bytes of `h`; union bytes not used by its type are zero.
-void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out);
-// Reads a header. Fails with -EPROTO when fewer than 72 bytes are given or the type is
-// not one of ACK/PUT/GET/REPLY/HELLO; the semantic checks are the receive path's.
-int decode_header(std::span<const std::uint8_t> in, Header& out);
 
 // ---- ping info (what a ping's REPLY and a push's PUT carry) ----------------------------
 

@@ -1,5 +1,5 @@
 // The libyaml-style block printer.
-#include "config/yaml_print.hpp"
+#include "yaml_print.hpp"
 
 namespace lnet::dlc {
 
@@ -96,6 +96,41 @@ void emit_seq(const YAML::Node& n, int item, std::string& out) {
 }
 
 }  // namespace
+
+YAML::Node int_node(long v) { return YAML::Node(std::to_string(v)); }
+
+YAML::Node tunables_node(const NetTunables& t) {
+  YAML::Node n;
+  n["peer_timeout"] = int_node(t.peer_timeout);
+  n["peer_credits"] = int_node(t.peer_credits);
+  n["peer_buffer_credits"] = int_node(t.peer_buffer_credits);
+  n["credits"] = int_node(t.credits);
+  return n;
+}
+
+YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout) {
+  YAML::Node n;
+  if (net.type() == kSockLnd) {
+    n["conns_per_peer"] = int_node(t.conns_per_peer > 0 ? t.conns_per_peer : 1);  // 0 (auto) is one here
+    n["timeout"] = int_node(timeout);
+    n["tos"] = int_node(t.tos);
+  } else if (net.type() == kMpiLnd) {
+    n["timeout"] = int_node(timeout);
+  }
+  return n;
+}
+
+YAML::Node interfaces_node(const std::vector<std::string>& ifs) {
+  YAML::Node n;
+  for (std::size_t i = 0; i < ifs.size(); ++i) n[std::to_string(i)] = ifs[i];
+  return n;
+}
+
+std::string cpt_list(const std::vector<unsigned>& cpts) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < cpts.size(); ++i) s += (i ? "," : "") + std::to_string(cpts[i]);
+  return s + "]";
+}
 
 std::string print_yaml(const YAML::Node& root) {
   std::string out;

@@ -1,14 +1,31 @@
 // Prints a YAML::Node tree in the block layout of libyaml as lnetctl prints it: four
 // spaces per level, sequence items as "- " at the parent's indent plus four, insertion
-// order kept. yaml-cpp parses; this only prints.
+// order kept (yaml-cpp parses; this only prints). And the nodes that show and export
+// print alike: one builder each.
 #pragma once
 
 #include <string>
 
+#include <vector>
+
 #include <yaml-cpp/yaml.h>
+
+#include <lnet/config.hpp>
 
 namespace lnet::dlc {
 
 std::string print_yaml(const YAML::Node& root);
+
+// A number as a plain scalar.
+YAML::Node int_node(long v);
+// "tunables": peer_timeout, peer_credits, peer_buffer_credits, credits.
+YAML::Node tunables_node(const NetTunables& t);
+// "lnd tunables" of a net, those its driver has: tcp conns_per_peer, timeout (the
+// driver's, `timeout` seconds) and tos; mpi timeout; none for lo (a null node).
+YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout);
+// "interfaces": {0: eth0, 1: eth1}.
+YAML::Node interfaces_node(const std::vector<std::string>& ifs);
+// "[0,1]".
+std::string cpt_list(const std::vector<unsigned>& cpts);
 
 }  // namespace lnet::dlc

@@ -1,4 +1,4 @@
-// Bringing an instance up and down, its local NIs and peers, and the state snapshots.
+// Bringing an instance up and down, its peers, and the state snapshots.
 #include "core/core.hpp"
 
 #include <unistd.h>
@@ -8,8 +8,6 @@
 #include <thread>
 
 #include <lnet/log.hpp>
-
-#include "lnd/registry.hpp"
 
 namespace lnet::core {
 
@@ -29,44 +27,40 @@ std::uint64_t make_interface_cookie() {
 
 }  // namespace
 
-Core::Core(const Config& config, Pid pid)
+Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> drivers)
     : config_(config),
       pid_(pid),
       cpts_(default_cpts(config.ncpts)),
       net_locks_(cpts_.count()),
       counters_(cpts_.count()),
-      portals_(std::make_unique<portals::PortalTable>(cpts_, make_interface_cookie())),
-      peers_(cpts_) {
-  (void)log_enabled(LogLevel::Error, kLogCore);  // reads LNET_LOG_* now: a bad value is reported at start
+      portals_(cpts_, make_interface_cookie()),
+      peers_(cpts_),
+      rtr_buffers_(cpts_.count()) {
+  for (auto& d : drivers)
+    if (d) lnds_[d->net_type()] = std::move(d);
 }
 
 Core::~Core() { shutdown(); }
 
 Status Core::startup() {
-  std::lock_guard g(config_mutex_);
-  table_.store(tables_.emplace_back(std::make_unique<NetTable>()).get(), std::memory_order_release);
-  pools_ = std::make_unique<RtrPool[]>(cpts_.count() * kNumPools);
+  std::unique_lock lk(config_mutex_);
+  table_.store(tables_.emplace_back(std::make_unique<net::NetTable>()).get(), std::memory_order_release);
+  auto fail = [&](Failure f) -> Status {
+    lk.unlock();
+    shutdown();
+    return f;
+  };
   NetConfig lo;  // self sends take no credits; the tunables are never used
   lo.net = NetId::make(kLoLnd, 0);
   auto r = bring_up(lo);
-  if (!r) return r.failure();
+  if (!r) return fail(r.failure());
   lo_ni_ = *r;
   for (const NetConfig& nc : config_.nets) {
     if (nc.net.type() == kLoLnd) continue;  // 0@lo always exists
-    if (auto n = bring_up(nc); !n) {
-      config_mutex_.unlock();
-      shutdown();
-      config_mutex_.lock();
-      return n.failure();
-    }
+    if (auto n = bring_up(nc); !n) return fail(n.failure());
   }
   started_.store(true, std::memory_order_release);
-  if (int rc = setup_ping_target()) {
-    config_mutex_.unlock();
-    shutdown();
-    config_mutex_.lock();
-    return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
-  }
+  if (int rc = setup_ping_target()) return fail(Failure{rc, "cannot set up the ping target: " + errno_string(rc)});
   checker_ = std::thread([this] { checker_loop(); });
   return {};
 }
@@ -78,26 +72,26 @@ void Core::shutdown() {
     checker_cv_.notify_all();
   }
   if (checker_.joinable()) checker_.join();
-  MsgQueue dropped;
-  portals_->clear_all(dropped, *this);
-  while (Message* m = dropped.pop_front()) drop_rx(m);
+  portals::DeliveryQueue dropped;
+  portals_.clear_all(dropped, *this);
+  while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
   // Messages still waiting for credits or router buffers never reached a driver: fail them.
-  MsgQueue waiting;
+  Fifo<FifoLink> waiting;
   {
     ExclusiveLock x(net_locks_);
     for (auto& ni : all_nis_)
-      for (unsigned c = 0; ni->tq && c < cpts_.count(); ++c)
-        while (Message* m = ni->tq[c].delayed.pop_front()) waiting.push_back(m);
+      for (unsigned c = 0; ni->tq && c < cpts_.count(); ++c) waiting.splice(ni->tq[c].delayed);
     for (auto& p : peers_.peers()) {
       for (auto& lpni : p->nis) {
-        while (Message* m = lpni->txq.pop_front()) waiting.push_back(m);
-        while (Message* m = lpni->rtrq.pop_front()) waiting.push_back(m);
+        waiting.splice(lpni->txq);
+        waiting.splice(lpni->rtrq);
       }
     }
-    for (unsigned i = 0; pools_ && i < cpts_.count() * kNumPools; ++i)
-      while (Message* m = pools_[i].waiting.pop_front()) waiting.push_back(m);
+    for (unsigned c = 0; c < cpts_.count(); ++c)
+      for (int k = 0; k < net::kNumPools; ++k) waiting.splice(rtr_buffers_.pool(c, k).waiting);
   }
-  while (Message* m = waiting.pop_front()) {
+  while (FifoLink* l = waiting.pop_front()) {
+    Message* m = as_message(l);
     if (m->receiving) {
       drop_rx(m);  // a forwarded message still waiting for a buffer
       continue;
@@ -107,7 +101,7 @@ void Core::shutdown() {
   }
   std::lock_guard g(config_mutex_);
   for (auto& ni : all_nis_)
-    if (!ni->deleted.load()) ni->lnd->shutdown(*ni);
+    if (!ni->deleted.load()) take_down(ni.get());
   {
     ExclusiveLock x(net_locks_);
     peers_.clear();
@@ -142,6 +136,79 @@ void Core::reset_counters() {
     for (auto& lpni : p->nis) lpni->stats.reset();
 }
 
+// ---------------------------------------------------------------- peers
+
+int Core::add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) {
+  int rc = peers_.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()), peer_rtr_credits_for(nid.net()));
+  if (rc == 0) {
+    udsp_.apply_new(peers_.find(primary), table());
+    udsp_.apply_new(peers_.find(nid), table());
+  }
+  config_gen_.fetch_add(1, std::memory_order_relaxed);
+  return rc;
+}
+
+PeerNi* Core::peer_ni_for(Nid nid) {
+  {
+    std::lock_guard g(net_locks_[cpts_.of_nid(nid)]);
+    if (PeerNi* lpni = peers_.find(nid)) return lpni;
+  }
+  // First message to or from this NID: its peer is made (a configuration change).
+  ExclusiveLock x(net_locks_);
+  if (!peers_.find(nid)) (void)add_peer_ni_locked(nid, nid, false);
+  return peers_.find(nid);
+}
+
+Status Core::add_peer(const PeerConfig& p, bool configured) {
+  std::vector<Nid> all{p.primary};
+  all.insert(all.end(), p.nids.begin(), p.nids.end());
+  for (Nid nid : all) {
+    if (nid.is_any() || nid.is_lo()) return Failure{-EINVAL, "bad peer NID " + nid.to_string()};
+    if (is_local_nid(nid)) return Failure{-EINVAL, nid.to_string() + " is one of our own NIDs"};
+  }
+  ExclusiveLock x(net_locks_);
+  for (Nid nid : all) {
+    if (int rc = add_peer_ni_locked(p.primary, nid, p.multi_rail); rc)
+      return Failure{rc, "cannot add " + nid.to_string() + " to peer " + p.primary.to_string() +
+                             (rc == -EEXIST ? ": it belongs to another peer" : ": " + errno_string(rc))};
+  }
+  if (configured) peers_.find(p.primary)->peer->configured = true;
+  return {};
+}
+
+Status Core::del_peer(Nid primary, const std::vector<Nid>& nids) {
+  std::vector<PeerNi*> removed;
+  MsgQueue failed;
+  {
+    ExclusiveLock x(net_locks_);
+    if (int rc = peers_.remove(primary, nids, &removed); rc)
+      return Failure{rc, "no peer " + primary.to_string() + (nids.empty() ? "" : " with those NIDs")};
+    config_gen_.fetch_add(1, std::memory_order_relaxed);
+    for (PeerNi* lpni : removed)
+      while (FifoLink* l = lpni->txq.pop_front()) failed.push_back(as_message(l));
+  }
+  while (Message* m = failed.pop_front()) {
+    m->health = HealthStatus::LocalAborted;
+    finalize(m, -EHOSTUNREACH);
+  }
+  return {};
+}
+
+std::vector<PeerConfig> Core::configured_peers() const {
+  std::vector<PeerConfig> out;
+  ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
+  for (const auto& p : peers_.peers()) {
+    if (!p->configured) continue;
+    PeerConfig pc;
+    pc.primary = p->primary;
+    pc.multi_rail = p->multi_rail;
+    for (const auto& lpni : p->nis)
+      if (!lpni->removed && lpni->nid != p->primary) pc.nids.push_back(lpni->nid);
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
 std::vector<PeerInfo> Core::peer_info() const {
   std::vector<PeerInfo> out;
   ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
@@ -172,54 +239,6 @@ std::vector<PeerInfo> Core::peer_info() const {
   return out;
 }
 
-int Core::add_peer_ni(Nid primary, Nid nid, bool multi_rail, bool configured) {
-  if (primary.is_any() || nid.is_any() || primary.is_lo() || nid.is_lo()) return -EINVAL;
-  if (is_local_nid(primary) || is_local_nid(nid)) return -EINVAL;
-  ExclusiveLock x(net_locks_);
-  int rc = peers_.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()), peer_rtr_credits_for(nid.net()));
-  if (rc == 0) {
-    if (configured) peers_.find(primary)->peer->configured = true;
-    udsp_new_peer_ni(peers_.find(primary));
-    udsp_new_peer_ni(peers_.find(nid));
-  }
-  config_gen_.fetch_add(1, std::memory_order_relaxed);
-  return rc;
-}
-
-int Core::del_peer(Nid primary, const std::vector<Nid>& nids) {
-  std::vector<PeerNi*> removed;
-  MsgQueue failed;
-  {
-    ExclusiveLock x(net_locks_);
-    int rc = peers_.remove(primary, nids, &removed);
-    if (rc) return rc;
-    config_gen_.fetch_add(1, std::memory_order_relaxed);
-    for (PeerNi* lpni : removed) {
-      while (Message* m = lpni->txq.pop_front()) failed.push_back(m);
-    }
-  }
-  while (Message* m = failed.pop_front()) {
-    m->health = HealthStatus::LocalAborted;
-    finalize(m, -EHOSTUNREACH);
-  }
-  return 0;
-}
-
-std::vector<PeerConfig> Core::configured_peers() const {
-  std::vector<PeerConfig> out;
-  ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
-  for (const auto& p : peers_.peers()) {
-    if (!p->configured) continue;
-    PeerConfig pc;
-    pc.primary = p->primary;
-    pc.multi_rail = p->multi_rail;
-    for (const auto& lpni : p->nis)
-      if (!lpni->removed && lpni->nid != p->primary) pc.nids.push_back(lpni->nid);
-    out.push_back(std::move(pc));
-  }
-  return out;
-}
-
 PeerNi* Core::find_peer_ni(Nid nid) {
   std::lock_guard g(net_locks_[cpts_.of_nid(nid)]);
   return peers_.find(nid);
@@ -231,15 +250,15 @@ void Core::notify_peer(NetInterface&, Nid peer, bool alive) {
 }
 
 int Core::clear_lazy_portal(unsigned portal) {
-  MsgQueue dropped;
-  int rc = portals_->clear_lazy(portal, dropped);
-  while (Message* m = dropped.pop_front()) drop_rx(m);
+  portals::DeliveryQueue dropped;
+  int rc = portals_.clear_lazy(portal, dropped);
+  while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
   return rc;
 }
 
 Result<MdHandle> Core::md_attach(MeHandle me, const MdDesc& desc, Unlink unlink) {
-  MsgQueue matched, dropped;
-  auto r = portals_->md_attach(me, desc, unlink, matched, dropped);
+  portals::DeliveryQueue matched, dropped;
+  auto r = portals_.md_attach(me, desc, unlink, matched, dropped);
   receive_matched(matched, dropped);
   return r;
 }

@@ -68,17 +68,14 @@ void Core::process(Message* msg) {
   }
   if (msg->md) {
     msg->ev.status = msg->status;
-    portals_->finalize_md(msg, *this);  // delivers the event, then complete(msg)
+    portals_.finalize_md(msg, *this);  // delivers the event, then complete(msg)
   } else {
     complete(msg);
   }
 }
 
-void Core::complete(Message* msg) {
-  if (msg->event_only) {
-    msg_free(msg);
-    return;
-  }
+void Core::complete(portals::Delivery* d) {
+  Message* msg = as_message(d);
   if (msg->routing) {
     release_router_resources(msg);
     free_msg(msg);

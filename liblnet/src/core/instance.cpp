@@ -11,9 +11,10 @@ namespace lnet {
 Instance::Instance(std::unique_ptr<core::Core> c) : core_(std::move(c)) {}
 Instance::~Instance() = default;
 
-Result<std::unique_ptr<Instance>> Instance::create(const Config& config, Pid pid) {
+Result<std::unique_ptr<Instance>> Instance::create(const Config& config, Pid pid,
+                                                   std::vector<std::shared_ptr<Lnd>> drivers) {
   if (pid == kPidAny) pid = static_cast<Pid>(getpid()) | kPidUserFlag;
-  auto c = std::make_unique<core::Core>(config, pid);
+  auto c = std::make_unique<core::Core>(config, pid, std::move(drivers));
   if (auto r = c->startup(); !r) return r.failure();
   return std::unique_ptr<Instance>(new Instance(std::move(c)));
 }
@@ -42,15 +43,15 @@ int Instance::put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned 
   return core_->put(self, md, ack, target, portal, match_bits, offset, hdr_data);
 }
 int Instance::get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
-                  std::uint32_t offset, bool) {
+                  std::uint32_t offset) {
   return core_->get(self, md, target, portal, match_bits, offset);
 }
 
 int Instance::set_lazy_portal(unsigned portal) { return core_->set_lazy_portal(portal); }
 int Instance::clear_lazy_portal(unsigned portal) { return core_->clear_lazy_portal(portal); }
 
-Result<PingResult> Instance::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids) {
-  return core_->ping(target, timeout, max_nids);
+Result<PingResult> Instance::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source) {
+  return core_->ping(target, timeout, max_nids, source);
 }
 PingInfo Instance::ping_info() const { return core_->ping_info(); }
 
@@ -64,6 +65,8 @@ Counters Instance::counters() const { return core_->counters(); }
 void Instance::reset_counters() { core_->reset_counters(); }
 std::vector<NiInfo> Instance::nets() const { return core_->ni_info(); }
 std::vector<PeerInfo> Instance::peers() const { return core_->peer_info(); }
+Control& Instance::control() { return *core_; }
+const Control& Instance::control() const { return *core_; }
 
 Result<Me> Me::attach(Instance& lnet, unsigned portal, ProcessId match_id, std::uint64_t match_bits,
                       std::uint64_t ignore_bits, Unlink unlink, InsPos pos) {

@@ -1,6 +1,6 @@
 // Messages come from the process-wide Pool (per-thread caches, batched refills).
+#include <lnet/lnd/pool.hpp>
 #include "core/message.hpp"
-#include "core/pool.hpp"
 
 namespace lnet::core {
 

@@ -1,48 +1,86 @@
-// Local networks at run time: bringing NIs up and down, the published net table, and
-// the views of it (NIDs, distance, NI information, the ping buffer).
+// Local networks at run time: the drivers, bringing NIs up and down, the published net
+// table, and the views of it (NIDs, distance, NI information).
 #include <algorithm>
 
+#include <lnet/log.hpp>
+
+#include "base/lnd_registry.hpp"
+#include "base/progress_registry.hpp"
 #include "core/core.hpp"
-#include "lnd/registry.hpp"
 
 namespace lnet::core {
 
-void Core::publish(std::unique_ptr<NetTable> t) {
+namespace {
+
+constexpr int kDefaultPeerCredits = 8;  // LNet's, for a driver that names none
+
+Status check_tunables(const NetConfig& nc, unsigned ncpts) {
+  const NetTunables& t = nc.tunables;
+  std::string net = nc.net.to_string();
+  if (t.credits < 1 || t.peer_credits < 0 || t.peer_buffer_credits < 0 || t.peer_timeout < 0) {
+    return Failure{-EINVAL, "bad tunables for " + net + ": credits " + std::to_string(t.credits) + " (at least 1), " +
+                                "peer_credits " + std::to_string(t.peer_credits) + ", peer_buffer_credits " +
+                                std::to_string(t.peer_buffer_credits) + ", peer_timeout " +
+                                std::to_string(t.peer_timeout) + " (none negative)"};
+  }
+  if (nc.cpts.empty()) return {};
+  std::vector<unsigned> cpts = nc.cpts;
+  std::sort(cpts.begin(), cpts.end());
+  for (std::size_t i = 0; i < cpts.size(); ++i) {
+    if (cpts[i] >= ncpts)
+      return Failure{-EINVAL, "CPT " + std::to_string(cpts[i]) + " of " + net + " is not one of the " +
+                                  std::to_string(ncpts) + " CPTs (0.." + std::to_string(ncpts - 1) + ")"};
+    if (i && cpts[i] == cpts[i - 1])
+      return Failure{-EINVAL, "CPT " + std::to_string(cpts[i]) + " is listed twice for " + net};
+  }
+  // Naming every CPT is what an NI without a list does; fewer is not built yet.
+  if (cpts.size() != ncpts)
+    return Failure{-EOPNOTSUPP, "not supported yet: " + net + " on " + std::to_string(cpts.size()) + " of the " +
+                                    std::to_string(ncpts) + " CPTs (an NI serves every CPT)"};
+  return {};
+}
+
+}  // namespace
+
+void Core::publish(std::unique_ptr<net::NetTable> t) {
   table_.store(t.get(), std::memory_order_release);
   tables_.push_back(std::move(t));  // old snapshots stay valid for readers still using them
   ExclusiveLock x(net_locks_);
   config_gen_.fetch_add(1, std::memory_order_relaxed);
 }
 
-Result<Ni*> Core::bring_up(const NetConfig& nc) {
+Result<Lnd*> Core::driver_for(const NetConfig& nc) {
   std::uint32_t type = nc.net.type();
-  const NetTunables& t = nc.tunables;
-  if (type != kLoLnd && (t.credits < 1 || t.peer_credits < 1 || t.peer_buffer_credits < 0 || t.peer_timeout < 0)) {
-    return Failure{-EINVAL, "bad tunables for " + nc.net.to_string() + ": credits " + std::to_string(t.credits) +
-                                ", peer_credits " + std::to_string(t.peer_credits) + " (both must be >= 1)"};
-  }
   auto it = lnds_.find(type);
-  if (it == lnds_.end()) {
-    std::unique_ptr<Lnd> lnd = make_lnd(type);
-    if (!lnd) {
-      const char* name = lnd_type_name(type);
-      return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
-                                           std::string(name ? name : std::to_string(type)) + "' in this process"};
-    }
-    it = lnds_.emplace(type, std::move(lnd)).first;
+  if (it != lnds_.end()) return it->second.get();
+  std::unique_ptr<Lnd> lnd = make_lnd(type);
+  if (!lnd) {
+    const char* name = lnd_type_name(type);
+    return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
+                                         std::string(name ? name : std::to_string(type)) + "' in this process"};
   }
-  const NetTable& cur = table();
-  const NetView* view = cur.find(nc.net);
-  Net* net = view ? view->net : nullptr;
+  return lnds_.emplace(type, std::move(lnd)).first->second.get();
+}
+
+Result<Ni*> Core::bring_up(const NetConfig& nc) {
+  bool lo = nc.net.type() == kLoLnd;
+  if (!lo)
+    if (Status s = check_tunables(nc, cpts_.count()); !s) return s.failure();
+  auto lnd = driver_for(nc);
+  if (!lnd) return lnd.failure();
+  if (Status s = (*lnd)->check_config(nc); !s) return s.failure();
+  const net::NetTable& cur = table();
+  const net::NetView* view = cur.find(nc.net);
+  net::Net* net = view ? view->net : nullptr;
   if (!net) {
     for (auto& n : all_nets_)
       if (n->id == nc.net) net = n.get();  // a net brought down earlier comes back
   }
   if (!net) {
-    all_nets_.push_back(std::make_unique<Net>());
+    all_nets_.push_back(std::make_unique<net::Net>());
     net = all_nets_.back().get();
     net->id = nc.net;
-    net->lnd = it->second.get();
+    net->lnd = *lnd;
   }
   auto ni = std::make_unique<Ni>();
   ni->config = nc;
@@ -54,34 +92,47 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
     if (cur.find_ni(*nc.nid)) return Failure{-EEXIST, "NID " + nc.nid->to_string() + " is configured already"};
     ni->nid = *nc.nid;
   }
+  int rc = net->lnd->startup(*ni);
+  if (rc < 0) return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
+  auto undo = [&](Failure f) -> Result<Ni*> {
+    net->lnd->shutdown(*ni);
+    return f;
+  };
+  if (ni->nid.is_any() || ni->nid.net() != nc.net)
+    return undo(Failure{-EINVAL, "the driver of " + nc.net.to_string() + " gave no NID on that network"});
+  if (cur.find_ni(ni->nid)) return undo(Failure{-EEXIST, "NID " + ni->nid.to_string() + " is configured already"});
+  // The flow-control tunables as the driver settled them (lnet-lnd(7)).
+  NetTunables& t = ni->config.tunables;
+  if (!lo && t.peer_credits <= 0) t.peer_credits = kDefaultPeerCredits;
   int per_cpt = std::max(t.credits, 0);
   if (cpts_.count() > 1) {
     per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()), 8 * t.peer_credits));
   }
-  ni->tq = std::make_unique<TxQueue[]>(cpts_.count());
+  ni->tq = std::make_unique<net::TxQueue[]>(cpts_.count());
   for (unsigned c = 0; c < cpts_.count(); ++c)
     ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
-  int rc = net->lnd->startup(*ni);
-  if (rc < 0) return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
-  if (ni->nid.is_any() || ni->nid.net() != nc.net) {
-    net->lnd->shutdown(*ni);
-    return Failure{-EINVAL, "the driver of " + nc.net.to_string() + " gave no NID on that network"};
+  if (ni->poll) {
+    ni->poll_id = add_progress(ni->poll, ni->poll_ctx);
+    if (ni->poll_id < 0)
+      return undo(Failure{ni->poll_id, "cannot poll " + ni->nid.to_string() + ": too many drivers to poll"});
   }
-  if (cur.find_ni(ni->nid)) {
-    net->lnd->shutdown(*ni);
-    return Failure{-EEXIST, "NID " + ni->nid.to_string() + " is configured already"};
-  }
-  auto next = std::make_unique<NetTable>(cur);
-  NetView* v = nullptr;
+  auto next = std::make_unique<net::NetTable>(cur);
+  net::NetView* v = nullptr;
   for (auto& nv : next->nets)
     if (nv.net == net) v = &nv;
-  if (!v) v = &next->nets.emplace_back(NetView{net, {}});
+  if (!v) v = &next->nets.emplace_back(net::NetView{net, {}});
   v->nis.push_back(ni.get());
   next->nis.push_back(ni.get());
   Ni* raw = ni.get();
   all_nis_.push_back(std::move(ni));
   publish(std::move(next));
   return raw;
+}
+
+void Core::take_down(Ni* ni) {
+  if (ni->poll_id >= 0) remove_progress(ni->poll_id);  // returns once no poll runs
+  ni->poll_id = -1;
+  ni->lnd->shutdown(*ni);
 }
 
 Result<Nid> Core::add_ni(const NetConfig& nc) {
@@ -91,16 +142,20 @@ Result<Nid> Core::add_ni(const NetConfig& nc) {
   auto r = bring_up(nc);
   if (!r) return r.failure();
   refresh_ping_target();
-  apply_udsp();  // rules on local NIs cover the new one
+  {
+    ExclusiveLock x(net_locks_);
+    udsp_.apply(table(), peers_);  // rules on local NIs cover the new one
+    config_gen_.fetch_add(1, std::memory_order_relaxed);
+  }
   return (*r)->nid;
 }
 
-int Core::del_ni(Nid nid) {
+Status Core::del_ni(Nid nid) {
   std::lock_guard g(config_mutex_);
   Ni* ni = table().find_ni(nid);
-  if (!ni) return -ENOENT;
-  if (ni == lo_ni_) return -EINVAL;
-  auto next = std::make_unique<NetTable>(table());
+  if (!ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
+  if (ni == lo_ni_) return Failure{-EINVAL, "0@lo cannot be deleted"};
+  auto next = std::make_unique<net::NetTable>(table());
   next->nis.erase(std::remove(next->nis.begin(), next->nis.end(), ni), next->nis.end());
   for (auto it = next->nets.begin(); it != next->nets.end(); ++it) {
     if (it->net != ni->net) continue;
@@ -112,44 +167,42 @@ int Core::del_ni(Nid nid) {
   ni->deleted.store(true);
   publish(std::move(next));
   // What waits for this NI's credits will not go out: fail it; the driver fails what it holds.
-  MsgQueue failed;
+  Fifo<FifoLink> failed;
   {
     ExclusiveLock x(net_locks_);
-    for (unsigned c = 0; c < cpts_.count(); ++c)
-      while (Message* m = ni->tq[c].delayed.pop_front()) failed.push_back(m);
+    for (unsigned c = 0; c < cpts_.count(); ++c) failed.splice(ni->tq[c].delayed);
   }
-  while (Message* m = failed.pop_front()) {
+  while (FifoLink* l = failed.pop_front()) {
+    Message* m = as_message(l);
     m->health = HealthStatus::LocalAborted;
     finalize(m, -ENETDOWN);
   }
-  ni->lnd->shutdown(*ni);
+  take_down(ni);
   refresh_ping_target();
-  return 0;
+  return {};
 }
 
 std::vector<NetConfig> Core::net_configs() const {
   std::vector<NetConfig> out;
-  for (Ni* ni : table().nis) {
-    if (ni == lo_ni_) continue;
-    NetConfig nc = ni->config;
-    out.push_back(nc);
-  }
+  for (Ni* ni : table().nis)
+    if (ni != lo_ni_) out.push_back(ni->config);
   return out;
 }
 
 int Core::peer_credits_for(NetId net) const {
-  const NetView* v = find_net(net);
+  const net::NetView* v = find_net(net);
   if (v && !v->nis.empty()) {
     const NetTunables& t = v->nis.front()->config.tunables;
     return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
   }
-  return NetTunables{}.peer_credits;
+  return kDefaultPeerCredits;
 }
 
 int Core::peer_rtr_credits_for(NetId net) const {
-  const NetView* v = find_net(net);
+  const net::NetView* v = find_net(net);
   NetTunables t = v && !v->nis.empty() ? v->nis.front()->config.tunables : NetTunables{};
-  return t.peer_buffer_credits > 0 ? t.peer_buffer_credits : std::max(t.peer_credits, 1);
+  if (t.peer_buffer_credits > 0) return t.peer_buffer_credits;
+  return std::max(t.peer_credits > 0 ? t.peer_credits : kDefaultPeerCredits, 1);
 }
 
 std::vector<Nid> Core::nids() const {
@@ -160,7 +213,7 @@ std::vector<Nid> Core::nids() const {
 
 int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
   if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
-  const NetTable& t = table();
+  const net::NetTable& t = table();
   if (t.find_ni(nid) || nid == Nid::lo()) {
     if (src) *src = nid;
     if (order) *order = 0;
@@ -174,12 +227,12 @@ int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
     }
   }
   // Reachable through a router: the distance is the route's hop count plus one.
-  const RouteTable* rt = routes_.load(std::memory_order_acquire);
+  const net::RouteTable* rt = routes_.table();
   int best = -1;
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
-    const RouteEntry& r = rt->routes[i];
+    const net::RouteEntry& r = rt->routes[i];
     if (r.cfg.net != nid.net()) continue;
-    const NetView* gwnet = t.find(r.cfg.gateway.net());
+    const net::NetView* gwnet = t.find(r.cfg.gateway.net());
     if (!gwnet || gwnet->nis.empty()) continue;
     int d = (r.cfg.hops < 0 ? 1 : r.cfg.hops) + 1;
     if (best < 0 || d < best) {
@@ -201,6 +254,7 @@ std::vector<NiInfo> Core::ni_info() const {
     i.interfaces = ni->config.interfaces;
     i.tunables = ni->config.tunables;
     i.lnd_tunables = ni->config.lnd_tunables;
+    i.lnd_timeout = ni->lnd->timeout(*ni);
     i.health = ni->health.load();
     i.fatal_error = ni->fatal_error.load();
     i.selection_priority = ni->sel_priority.load();
@@ -226,10 +280,10 @@ GlobalTunables Core::globals() const {
 Status Core::set_global(std::string_view name, long value) {
   std::lock_guard g(config_mutex_);
   GlobalTunables next = globals_;
-  auto r = next.set(name, value);
-  if (!r) return r;
+  if (Status r = next.set(name, value); !r) return r;
   globals_ = next;
   numa_range_.store(next.numa_range, std::memory_order_relaxed);
+  max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};
 }

@@ -27,8 +27,8 @@ PingInfo Core::ping_info() const {
 }
 
 int Core::setup_ping_target() {
-  if (int rc = portals_->set_lazy(kReservedPortal)) return rc;
-  auto me = portals_->me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Retain, InsPos::After);
+  if (int rc = portals_.set_lazy(kReservedPortal)) return rc;
+  auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Retain, InsPos::After);
   if (!me) return me.code();
   ping_me_ = *me;
   refresh_ping_target();
@@ -58,7 +58,7 @@ void Core::refresh_ping_target() {
 
 void Core::post_push_target() {
   if (stopping_.load()) return;
-  auto me = portals_->me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
+  auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
   if (!me) return;
   MdDesc d;
   d.start = push_buf_.data();
@@ -66,21 +66,24 @@ void Core::post_push_target() {
   d.threshold = 1;
   d.options = kMdOpPut | kMdTruncate;
   d.handler = [this](const Event& ev) { on_push(ev); };
-  if (!md_attach(*me, d, Unlink::Unlink)) (void)portals_->me_unlink(*me, *this);
+  if (!md_attach(*me, d, Unlink::Unlink)) (void)portals_.me_unlink(*me, *this);
 }
 
 void Core::on_push(const Event& ev) {
   if (ev.type == EventType::Put && ev.status == 0) {
     // Discovery consumes pushes; until then a push is validated and counted.
-    if (decode_ping_info(std::span(push_buf_.data(), ev.mlength)).ok()) pushes_received_.fetch_add(1);
+    if (decode_ping_info(std::span(push_buf_.data(), ev.mlength), max_interfaces_.load()).ok())
+      pushes_received_.fetch_add(1);
   }
   if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
 }
 
-Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids) {
+Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source) {
   if (target.nid.is_any()) return Failure{-EINVAL, "ping needs a target NID"};
+  if (!source.is_any() && !find_ni(source))
+    return Failure{-EINVAL, "cannot ping from " + source.to_string() + ": not one of our NIDs"};
   if (target.pid == kPidAny) target.pid = kPidLustre;
-  max_nids = std::clamp(max_nids, 1U, kDefaultMaxInterfaces);
+  max_nids = std::clamp(max_nids, 1U, max_interfaces_.load());
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
 
   // Shared with the MD's handler: after a timeout the MD may outlive this call (its GET
@@ -118,7 +121,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
     };
     auto md = md_bind(d, Unlink::Unlink);
     if (!md) return md.failure();
-    if (int rc = get(Nid::any(), *md, target, kReservedPortal, kPingMatchBits, 0)) {
+    if (int rc = get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
       (void)md_unlink(*md);
       return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
     }
@@ -140,7 +143,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
     }
     std::size_t needed = 0;
-    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), kDefaultMaxInterfaces, &needed);
+    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), max_interfaces_.load(), &needed);
     if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
       size = needed;  // more NIs than we made room for: ask again with a big enough buffer
       continue;

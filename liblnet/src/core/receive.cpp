@@ -18,20 +18,6 @@ bool valid_for_type(const Header& h) {
 }
 }  // namespace
 
-PeerNi* Core::rx_peer(Nid from) {
-  unsigned cpt = cpts_.of_nid(from);
-  {
-    std::lock_guard g(net_locks_[cpt]);
-    if (PeerNi* lpni = peers_.find(from)) return lpni;
-  }
-  ExclusiveLock x(net_locks_);
-  if (!peers_.find(from)) {
-    if (peers_.add_ni(from, from, false, peer_credits_for(from.net()), peer_rtr_credits_for(from.net())) == 0)
-      udsp_new_peer_ni(peers_.find(from));
-  }
-  return peers_.find(from);
-}
-
 int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   Ni& ni = static_cast<Ni&>(nif);
   unsigned cpt = cpts_.of_nid(from);
@@ -45,37 +31,13 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
   if (!valid_for_type(hdr) || hdr.src_nid.is_any() || from.is_any()) return reject();
 
   bool for_me = hdr.dest_nid == ni.nid || (&ni == lo_ni_ && is_local_nid(hdr.dest_nid));
-  if (!for_me) {
-    // Something on our own net should have been sent to its NID directly.
-    if (hdr.dest_nid.net() == ni.nid.net() || is_local_nid(hdr.dest_nid)) return reject();
-    if (rdma_req && hdr.type == MsgType::Get) return reject();
-    if (!routing_.load(std::memory_order_relaxed) || &ni == lo_ni_) {
-      // Not a router: drop what is not ours.
-      counters_.add(cpt, kDropCount);
-      counters_.add(cpt, kDropLength, hdr.payload_length);
-      ni.stats.add(TypeStats::kDropped, hdr.type);
-      (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
-      return 0;
-    }
-    Message* msg = new_msg(cpt);
-    msg->receiving = true;
-    msg->routing = true;
-    msg->rxni = &ni;
-    msg->from = from;
-    msg->lnd_private = lnd_private;
-    msg->hdr = hdr;
-    msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
-    msg->rxpeer = rx_peer(from);
-    msg->rtr_cpt = msg->rxpeer->cpt;
-    ni.stats.add(TypeStats::kReceived, hdr.type);
-    msg->rxpeer->stats.add(TypeStats::kReceived, hdr.type);
-    forward(msg);
-    return 0;
-  }
+  if (!for_me) return parse_forward(ni, hdr, from, lnd_private, rdma_req);
 
   Nid initiator = hdr.src_nid;
   if (&ni != lo_ni_) {
-    PeerNi* lpni = rx_peer(from);
+    PeerNi* lpni = peer_ni_for(from);
+    if (!lpni) return reject();
+    note_alive(lpni);
     lpni->stats.add(TypeStats::kReceived, hdr.type);
     if (hdr.src_nid == from) {
       initiator = lpni->peer->primary;
@@ -133,12 +95,13 @@ void Core::drop_rx(Message* msg) {
   free_msg(msg);
 }
 
-void Core::receive_matched(MsgQueue& matched, MsgQueue& dropped) {
-  while (Message* m = matched.pop_front()) {
+void Core::receive_matched(portals::DeliveryQueue& matched, portals::DeliveryQueue& dropped) {
+  while (portals::Delivery* d = matched.pop_front()) {
+    Message* m = as_message(d);
     m->ack_wanted = !m->hdr.msg.put.ack_wmd.is_none() && !(m->md->options & kMdAckDisable);
     lnd_recv(m, true, m->md->iov, m->md->niov, m->ev.offset, m->ev.mlength, m->hdr.payload_length);
   }
-  while (Message* m = dropped.pop_front()) drop_rx(m);
+  while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
 }
 
 void Core::parse_put(Message* msg) {
@@ -147,9 +110,14 @@ void Core::parse_put(Message* msg) {
   msg->ev.pt_index = put.ptl_index;
   msg->ev.match_bits = put.match_bits;
   msg->ev.hdr_data = put.hdr_data;
-  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid,      kMdOpPut,  put.ptl_index,
-                                  put.match_bits,    msg->hdr.payload_length, put.offset};
-  switch (portals_->match_incoming(msg)) {
+  msg->match = portals::MatchInfo{.initiator = msg->ev.initiator,
+                                  .source = msg->ev.source.nid,
+                                  .op = kMdOpPut,
+                                  .portal = put.ptl_index,
+                                  .match_bits = put.match_bits,
+                                  .rlength = msg->hdr.payload_length,
+                                  .roffset = put.offset};
+  switch (portals_.match_incoming(msg)) {
     case portals::RxMatch::Matched: {
       msg->ack_wanted = !put.ack_wmd.is_none() && !(msg->md->options & kMdAckDisable);
       portals::LibMd* md = msg->md;
@@ -167,9 +135,14 @@ void Core::parse_get(Message* msg) {
   msg->ev.pt_index = get.ptl_index;
   msg->ev.match_bits = get.match_bits;
   msg->ev.rlength = get.sink_length;
-  msg->match = portals::MatchInfo{msg->ev.initiator, msg->ev.source.nid, kMdOpGet,      get.ptl_index,
-                                  get.match_bits,    get.sink_length,    get.src_offset};
-  if (get.sink_length > kMaxPayload || portals_->match_incoming(msg) != portals::RxMatch::Matched) {
+  msg->match = portals::MatchInfo{.initiator = msg->ev.initiator,
+                                  .source = msg->ev.source.nid,
+                                  .op = kMdOpGet,
+                                  .portal = get.ptl_index,
+                                  .match_bits = get.match_bits,
+                                  .rlength = get.sink_length,
+                                  .roffset = get.src_offset};
+  if (get.sink_length > kMaxPayload || portals_.match_incoming(msg) != portals::RxMatch::Matched) {
     drop_rx(msg);
     return;
   }
@@ -213,7 +186,7 @@ void Core::parse_get(Message* msg) {
 void Core::parse_reply(Message* msg) {
   msg->ev.type = EventType::Reply;
   std::uint32_t mlength = 0;
-  if (portals_->match_response(msg, msg->hdr.msg.reply.dst_wmd, true, msg->hdr.payload_length, &mlength)) {
+  if (portals_.match_response(msg, msg->hdr.msg.reply.dst_wmd, true, msg->hdr.payload_length, &mlength)) {
     drop_rx(msg);
     return;
   }
@@ -250,7 +223,7 @@ LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   ev.msg_type = MsgType::Reply;
   ev.rlength = h.payload_length;
   std::uint32_t mlength = 0;
-  if (portals_->match_response(msg, h.msg.reply.dst_wmd, true, h.payload_length, &mlength)) {
+  if (portals_.match_response(msg, h.msg.reply.dst_wmd, true, h.payload_length, &mlength)) {
     free_msg(msg);
     return nullptr;
   }
@@ -276,7 +249,7 @@ void Core::parse_ack(Message* msg) {
   msg->ev.rlength = msg->hdr.payload_length;  // 0, as LNet reports it
   msg->ev.mlength = ack.mlength;
   msg->ev.offset = 0;
-  if (portals_->match_response(msg, ack.dst_wmd, false, 0, nullptr)) {
+  if (portals_.match_response(msg, ack.dst_wmd, false, 0, nullptr)) {
     drop_rx(msg);
     return;
   }

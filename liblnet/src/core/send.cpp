@@ -4,10 +4,10 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <tuple>
+
+#include <lnet/log.hpp>
 
 #include "core/core.hpp"
-#include "select/selection.hpp"
 
 namespace lnet::core {
 
@@ -16,10 +16,14 @@ Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigne
   *rc = portal >= kMaxPortals || target.nid.is_any() ? -EINVAL : 0;
   if (*rc) return nullptr;
   Message* msg = new_msg(cpts_.current());
-  if ((*rc = portals_->commit_send(mdh, msg, kMaxPayload))) {
+  if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload))) {
     free_msg(msg);
     return nullptr;
   }
+  msg->iov = msg->md->iov;  // the MD does not change while the message holds it
+  msg->niov = msg->md->niov;
+  msg->offset = 0;
+  msg->len = msg->md->length;
   msg->hdr.type = type;
   msg->hdr.dest_pid = target.pid;
   msg->target = target;
@@ -49,7 +53,7 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
   if (!msg) return rc;
   Header& h = msg->hdr;
   h.payload_length = msg->len;
-  h.msg.put.ack_wmd = ack == AckReq::Ack ? WireHandle{portals_->interface_cookie(), mdh.cookie} : WireHandle::none();
+  h.msg.put.ack_wmd = ack == AckReq::Ack ? WireHandle{portals_.interface_cookie(), mdh.cookie} : WireHandle::none();
   h.msg.put.match_bits = match_bits;
   h.msg.put.hdr_data = hdr_data;
   h.msg.put.ptl_index = portal;
@@ -66,7 +70,7 @@ int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::ui
   if (!msg) return rc;
   Header& h = msg->hdr;
   h.payload_length = 0;
-  h.msg.get.return_wmd = WireHandle{portals_->interface_cookie(), mdh.cookie};
+  h.msg.get.return_wmd = WireHandle{portals_.interface_cookie(), mdh.cookie};
   h.msg.get.match_bits = match_bits;
   h.msg.get.ptl_index = portal;
   h.msg.get.src_offset = offset;
@@ -110,20 +114,22 @@ int Core::send(Nid self, Message* msg, Nid dst) {
   for (;;) {
     PeerNi* lpni = peers_.find(dst);
     if (!lpni) {
-      // First message to this NID: make its peer (a configuration change, all CPTs).
       lk.unlock();
-      {
-        ExclusiveLock x(net_locks_);
-        if (!peers_.find(dst)) {
-          if (peers_.add_ni(dst, dst, false, peer_credits_for(dst.net()), peer_rtr_credits_for(dst.net())) == 0)
-            udsp_new_peer_ni(peers_.find(dst));
-        }
-      }
+      if (!peer_ni_for(dst)) return -ENOMEM;
       lk.lock();
       continue;
     }
-    Path path;
-    if (int rc = select_path_locked(cpt, msg, src_ni, lpni, path)) return rc;
+    net::Selector::Query q;
+    q.cpt = cpt;
+    q.nets = &table();
+    q.dst = lpni;
+    q.src = src_ni;
+    // Responses go back exactly where the request came from; forwarded messages go to
+    // the NID their header names.
+    q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward;
+    q.numa_range = numa_range_.load(std::memory_order_relaxed);
+    net::Path path;
+    if (int rc = selector_.select(q, path)) return rc;
     if (path.lpni->cpt != cpt) {
       // Credits of the chosen peer NI live under its own CPT lock.
       std::uint64_t gen = config_gen_.load(std::memory_order_relaxed);
@@ -131,6 +137,15 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       cpt = path.lpni->cpt;
       lk = std::unique_lock(net_locks_[cpt]);
       if (config_gen_.load(std::memory_order_relaxed) != gen) continue;
+    }
+    if (forward && !next_hop_alive(msg, path.lpni)) {
+      lk.unlock();
+      counters_.add(cpt, kDropCount);
+      counters_.add(cpt, kDropLength, msg->len);
+      LNET_LOG(Warn, kLogRouter, "dropping a %s for %s: %s has been silent and down for its peer_timeout",
+               msg_type_name(msg->hdr.type), msg->target.to_string().c_str(), path.lpni->nid.to_string().c_str());
+      msg->health = HealthStatus::RemoteDropped;
+      return -EHOSTUNREACH;
     }
     msg->txni = path.ni;
     msg->txpeer = path.lpni;
@@ -154,166 +169,6 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     if (now) ni_send(msg);
     return 0;
   }
-}
-
-Ni* Core::best_ni_on(const NetView& net, unsigned cpt) {
-  const auto& nis = net.nis;
-  if (nis.empty()) return nullptr;
-  if (nis.size() == 1) {
-    Ni* ni = nis.front();
-    return ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed) ? nullptr : ni;
-  }
-  unsigned cpu = 0, node = 0;
-  (void)getcpu(&cpu, &node);
-  int best = select::best_local_ni(
-      static_cast<int>(nis.size()),
-      [&](int i) {
-        Ni* ni = nis[static_cast<std::size_t>(i)];
-        select::LocalNiScore s;
-        s.fatal = ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed);
-        s.health = ni->health.load(std::memory_order_relaxed);
-        s.priority = ni->sel_priority.load(std::memory_order_relaxed);
-        s.dev_prio = ni->dev_prio;
-        s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
-        s.credits = ni->tq[cpt].credits;
-        s.seq = ni->seq.load(std::memory_order_relaxed);
-        return s;
-      },
-      numa_range());
-  Ni* ni = nis[static_cast<std::size_t>(best)];
-  if (ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) return nullptr;
-  ni->seq.fetch_add(1, std::memory_order_relaxed);
-  return ni;
-}
-
-PeerNi* Core::best_peer_ni_on(PeerNet* pn, Ni* ni) {
-  const auto& lpnis = pn->nis;
-  int best = select::best_peer_ni(static_cast<int>(lpnis.size()), [&](int i) {
-    PeerNi* p = lpnis[static_cast<std::size_t>(i)];
-    select::PeerNiScore s;
-    s.health = p->health.load(std::memory_order_relaxed);
-    s.priority = p->sel_priority.load(std::memory_order_relaxed);
-    s.preferred = std::find(p->pref_local.begin(), p->pref_local.end(), ni->nid) != p->pref_local.end();
-    s.credits = p->tx_credits.load(std::memory_order_relaxed);
-    s.seq = p->seq.load(std::memory_order_relaxed);
-    return s;
-  });
-  if (best < 0) return nullptr;
-  PeerNi* p = lpnis[static_cast<std::size_t>(best)];
-  p->seq.fetch_add(1, std::memory_order_relaxed);
-  return p;
-}
-
-int Core::select_route_locked(unsigned cpt, Ni* src_ni, Nid dst, Path& out) {
-  // Routes in the order of lnet_compare_routes: priority, hops, gateway health, queued
-  // bytes, credits, then round robin.
-  const RouteTable* rt = routes_.load(std::memory_order_acquire);
-  PeerNi* best = nullptr;
-  const RouteEntry* best_r = nullptr;
-  const NetView* best_net = nullptr;
-  auto key = [](const RouteEntry& r, PeerNi* gw) {
-    return std::make_tuple(r.cfg.priority, r.cfg.hops < 0 ? 1 : r.cfg.hops, -gw->health.load(std::memory_order_relaxed),
-                           gw->txq_nob.load(std::memory_order_relaxed), -gw->tx_credits.load(std::memory_order_relaxed),
-                           gw->seq.load(std::memory_order_relaxed));
-  };
-  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
-    const RouteEntry& r = rt->routes[i];
-    if (r.cfg.net != dst.net() || !r.state->up.load(std::memory_order_relaxed)) continue;
-    PeerNi* gw = peers_.find(r.cfg.gateway);  // holding one net lock keeps the index still
-    if (!gw || !gw->alive.load(std::memory_order_relaxed)) continue;
-    const NetView* v = find_net(r.cfg.gateway.net());
-    if (!v || (src_ni && src_ni->net->id != v->net->id)) continue;
-    if (!best || key(r, gw) < key(*best_r, best)) {
-      best = gw;
-      best_r = &r;
-      best_net = v;
-    }
-  }
-  if (!best) return -EHOSTUNREACH;
-  Ni* ni = src_ni ? src_ni : best_ni_on(*best_net, cpt);
-  if (!ni) return -EHOSTUNREACH;
-  best->seq.fetch_add(1, std::memory_order_relaxed);
-  out = {ni, best, dst};
-  return 0;
-}
-
-int Core::select_path_locked(unsigned cpt, const Message* msg, Ni* src_ni, PeerNi* dst, Path& out) {
-  Peer* peer = dst->peer;
-  NetId dst_net = dst->nid.net();
-  // Responses go back exactly where the request came from; forwarded messages go to
-  // the NID their header names.
-  bool exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || msg->routing;
-  const NetView* local = dst_net.type() == kLoLnd ? nullptr : find_net(dst_net);
-
-  if (exact || (src_ni && !peer->multi_rail)) {
-    if (!local) return select_route_locked(cpt, src_ni, dst->nid, out);
-    Ni* ni = src_ni;
-    if (!ni || ni->net->id != dst_net) ni = best_ni_on(*local, cpt);
-    if (!ni) return -EHOSTUNREACH;
-    out = {ni, dst, dst->nid};
-    return 0;
-  }
-  if (src_ni) {
-    for (auto& pn : peer->nets) {
-      if (pn->net != src_ni->net->id) continue;
-      PeerNi* p = best_peer_ni_on(pn.get(), src_ni);
-      out = {src_ni, p, p ? p->nid : Nid::any()};
-      return p ? 0 : -EHOSTUNREACH;
-    }
-    return select_route_locked(cpt, src_ni, dst->nid, out);
-  }
-  if (!peer->multi_rail) {
-    // A non-multi-rail peer always hears from the same local NI.
-    if (!local) return select_route_locked(cpt, nullptr, dst->nid, out);
-    Ni* ni = dst->pref_ni;
-    if (!ni || ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed)) {
-      ni = best_ni_on(*local, cpt);
-      if (!ni) return -EHOSTUNREACH;
-      dst->pref_ni = ni;
-    }
-    out = {ni, dst, dst->nid};
-    return 0;
-  }
-  // Multi-rail: the best local NI over every peer net we share, then the best peer NI
-  // on that net for it.
-  PeerNet* best_pn = nullptr;
-  Ni* best_ni = nullptr;
-  std::uint32_t best_prio[2] = {UINT_MAX, UINT_MAX};
-  select::LocalNiScore best_score;
-  unsigned cpu = 0, node = 0;
-  (void)getcpu(&cpu, &node);
-  for (auto& pn : peer->nets) {
-    const NetView* net = pn->net.type() == kLoLnd ? nullptr : find_net(pn->net);
-    if (!net) continue;
-    std::uint32_t prio[2] = {pn->sel_priority, net->net->sel_priority.load(std::memory_order_relaxed)};
-    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 2, prio, prio + 2)) continue;
-    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 2, best_prio, best_prio + 2);
-    for (Ni* ni : net->nis) {
-      select::LocalNiScore s;
-      s.fatal = ni->fatal_error.load(std::memory_order_relaxed) || !ni->up.load(std::memory_order_relaxed);
-      if (s.fatal) continue;
-      s.health = ni->health.load(std::memory_order_relaxed);
-      s.priority = ni->sel_priority.load(std::memory_order_relaxed);
-      s.dev_prio = ni->dev_prio;
-      s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
-      s.credits = ni->tq[cpt].credits;
-      s.seq = ni->seq.load(std::memory_order_relaxed);
-      if (!best_ni || better_net || select::compare_local_ni(s, best_score, numa_range()) < 0) {
-        best_ni = ni;
-        best_pn = pn.get();
-        best_score = s;
-        best_prio[0] = prio[0];
-        best_prio[1] = prio[1];
-        better_net = false;
-      }
-    }
-  }
-  if (!best_ni) return select_route_locked(cpt, nullptr, dst->nid, out);
-  best_ni->seq.fetch_add(1, std::memory_order_relaxed);
-  PeerNi* lpni = best_peer_ni_on(best_pn, best_ni);
-  if (!lpni) return -EHOSTUNREACH;
-  out = {best_ni, lpni, lpni->nid};
-  return 0;
 }
 
 bool Core::post_send_locked(Message* msg) {
@@ -350,7 +205,7 @@ void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
     msg->tx_credit = false;
     if (++tq.credits <= 0) {
       // The head waiter already holds its peer credit: it can go.
-      if (Message* next = tq.delayed.pop_front()) to_send.push_back(next);
+      if (FifoLink* next = tq.delayed.pop_front()) to_send.push_back(as_message(next));
     }
   }
   if (msg->peer_tx_credit) {
@@ -358,7 +213,8 @@ void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
     lpni->txq_nob.fetch_sub(msg->len + kHeaderSize, std::memory_order_relaxed);
     int c = lpni->tx_credits.fetch_add(1, std::memory_order_relaxed) + 1;
     if (c <= 0) {
-      if (Message* next = lpni->txq.pop_front()) {
+      if (FifoLink* link = lpni->txq.pop_front()) {
+        Message* next = as_message(link);
         if (post_send_locked(next)) to_send.push_back(next);
       }
     }

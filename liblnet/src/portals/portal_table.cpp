@@ -5,12 +5,16 @@
 #include <cerrno>
 #include <climits>
 
+#include <lnet/lnd/pool.hpp>
+
 namespace lnet::portals {
 
-using core::Message;
-using core::MsgQueue;
+namespace {
+// The portals' own carrier of an UNLINK event (an MD unlinked while idle).
+struct UnlinkEvent : Delivery {};
+}  // namespace
 
-PortalTable::PortalTable(const core::CptTable& cpts, std::uint64_t interface_cookie)
+PortalTable::PortalTable(const CptTable& cpts, std::uint64_t interface_cookie)
     : cpts_(cpts),
       iface_cookie_(interface_cookie),
       res_(std::make_unique<Res[]>(cpts.count())),
@@ -131,7 +135,7 @@ void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
   md->auto_unlink = unlink == Unlink::Unlink;
   md->zombie = md->on_portal = md->dead = md->delivering = false;
   md->me = nullptr;
-  md->deferred_head = md->deferred_tail = nullptr;
+  md->deferred = {};
 }
 
 void PortalTable::fill_md_event(const LibMd* md, Event& ev) const {
@@ -230,21 +234,24 @@ bool PortalTable::retire_locked(Res& r, LibMd* md) {
   return md->has_sink();
 }
 
-void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Message* msg, MsgCompleter& c) {
+void PortalTable::finish(Delivery* d, Completer& c) {
+  if (d->event_only) {
+    Pool<UnlinkEvent>::give(static_cast<UnlinkEvent*>(d));
+    return;
+  }
+  c.complete(d);
+}
+
+void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Delivery* msg, Completer& c) {
   if (!md->has_sink()) {
     if (md->dead) free_md(r, md);
     lk.unlock();
-    c.complete(msg);
+    finish(msg, c);
     return;
   }
   if (md->delivering) {
     // Another thread runs this MD's sink: it delivers this event after its own, in order.
-    msg->next = nullptr;
-    if (md->deferred_tail)
-      md->deferred_tail->next = msg;
-    else
-      md->deferred_head = msg;
-    md->deferred_tail = msg;
+    md->deferred.push_back(msg);
     lk.unlock();
     return;
   }
@@ -253,12 +260,10 @@ void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md
   for (;;) {
     if (md->eq) md->eq->post(msg->ev);
     if (md->handler) md->handler(msg->ev);
-    c.complete(msg);
+    finish(msg, c);
     lk.lock();
-    msg = md->deferred_head;
+    msg = md->deferred.pop_front();
     if (!msg) break;
-    md->deferred_head = msg->next;
-    if (!md->deferred_head) md->deferred_tail = nullptr;
     lk.unlock();
   }
   md->delivering = false;
@@ -267,7 +272,7 @@ void PortalTable::sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md
   lk.unlock();
 }
 
-void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, MsgCompleter& c) {
+void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Completer& c) {
   md->zombie = true;
   if (md->refcount > 0) {
     // In-flight messages finish first; the last one's event says "unlinked".
@@ -280,7 +285,8 @@ void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, Lib
     lk.unlock();
     return;
   }
-  Message* carrier = core::msg_alloc();
+  Delivery* carrier = Pool<UnlinkEvent>::take();
+  *carrier = Delivery{};
   carrier->event_only = true;
   fill_md_event(md, carrier->ev);
   carrier->ev.type = EventType::Unlink;
@@ -288,7 +294,7 @@ void PortalTable::unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, Lib
   sink_event(lk, r, md, carrier, c);
 }
 
-int PortalTable::me_unlink(MeHandle meh, MsgCompleter& c) {
+int PortalTable::me_unlink(MeHandle meh, Completer& c) {
   Res* rp = res_for(meh.cookie, HandleType::Me);
   if (!rp) return -ENOENT;
   Res& r = *rp;
@@ -307,8 +313,8 @@ int PortalTable::me_unlink(MeHandle meh, MsgCompleter& c) {
   return 0;
 }
 
-Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink unlink, MsgQueue& matched,
-                                        MsgQueue& dropped) {
+Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink unlink, DeliveryQueue& matched,
+                                        DeliveryQueue& dropped) {
   if (int rc = validate(desc)) return Failure{rc, "invalid memory descriptor"};
   Res* rp = res_for(meh.cookie, HandleType::Me);
   if (!rp) return Failure{-ENOENT, "no such ME"};
@@ -331,9 +337,9 @@ Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink
   Portal& p = portals_[me->portal];
   std::lock_guard pg(p.mutex);
   p.attach_gen.fetch_add(1, std::memory_order_release);
-  MsgQueue keep;
+  DeliveryQueue keep;
   bool open = true;
-  while (Message* m = p.delayed.pop_front()) {
+  while (Delivery* m = p.delayed.pop_front()) {
     MatchResult res = open ? try_match(me, m->match) : MatchResult{};
     if (res.status == MatchStatus::None) {
       keep.push_back(m);
@@ -346,8 +352,6 @@ Result<MdHandle> PortalTable::md_attach(MeHandle meh, const MdDesc& desc, Unlink
     }
   }
   p.delayed = keep;
-  p.ndelayed = 0;
-  for (Message* m = keep.head; m; m = m->next) ++p.ndelayed;
   return h;
 }
 
@@ -366,7 +370,7 @@ Result<MdHandle> PortalTable::md_bind(const MdDesc& desc, Unlink unlink) {
   return MdHandle{md->cookie};
 }
 
-int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
+int PortalTable::md_unlink(MdHandle mdh, Completer& c) {
   Res* rp = res_for(mdh.cookie, HandleType::Md);
   if (!rp) return -ENOENT;
   Res& r = *rp;
@@ -377,7 +381,7 @@ int PortalTable::md_unlink(MdHandle mdh, MsgCompleter& c) {
   return 0;
 }
 
-int PortalTable::commit_send(MdHandle mdh, Message* msg, std::uint32_t max_length) {
+int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length) {
   Res* rp = res_for(mdh.cookie, HandleType::Md);
   if (!rp) return -ENOENT;
   Res& r = *rp;
@@ -388,15 +392,11 @@ int PortalTable::commit_send(MdHandle mdh, Message* msg, std::uint32_t max_lengt
   if (md->threshold != kMdThreshInf) md->threshold--;
   md->refcount++;
   msg->md = md;
-  msg->iov = md->iov;
-  msg->niov = md->niov;
-  msg->offset = 0;
-  msg->len = md->length;
   fill_md_event(md, msg->ev);
   return 0;
 }
 
-void PortalTable::commit(Res& r, const MatchResult& m, Message* msg) {
+void PortalTable::commit(Res& r, const MatchResult& m, Delivery* msg) {
   if (commit_match(m)) {
     m.md->zombie = true;
     detach_from_me(r, m.md, false);
@@ -407,7 +407,7 @@ void PortalTable::commit(Res& r, const MatchResult& m, Message* msg) {
   fill_md_event(m.md, msg->ev);
 }
 
-RxMatch PortalTable::match_incoming(Message* msg) {
+RxMatch PortalTable::match_incoming(Delivery* msg) {
   const MatchInfo& info = msg->match;
   if (info.portal >= kMaxPortals) return RxMatch::Dropped;
   Portal& p = portals_[info.portal];
@@ -443,14 +443,13 @@ RxMatch PortalTable::match_incoming(Message* msg) {
     if (!may_wait || !p.lazy.load(std::memory_order_relaxed)) return RxMatch::Dropped;
     std::lock_guard pg(p.mutex);
     if (p.attach_gen.load(std::memory_order_relaxed) != gen) continue;
-    if (!p.lazy.load(std::memory_order_relaxed) || p.ndelayed >= kMaxDelayedPerPortal) return RxMatch::Dropped;
+    if (!p.lazy.load(std::memory_order_relaxed) || p.delayed.size() >= kMaxDelayedPerPortal) return RxMatch::Dropped;
     p.delayed.push_back(msg);
-    ++p.ndelayed;
     return RxMatch::Delayed;
   }
 }
 
-int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, std::uint32_t rlength,
+int PortalTable::match_response(Delivery* msg, const WireHandle& wh, bool reply, std::uint32_t rlength,
                                 std::uint32_t* mlength) {
   if (wh.interface_cookie != iface_cookie_) return -ENOENT;
   std::uint64_t cookie = wh.object_cookie;
@@ -471,7 +470,7 @@ int PortalTable::match_response(Message* msg, const WireHandle& wh, bool reply, 
   return 0;
 }
 
-void PortalTable::finalize_md(Message* msg, MsgCompleter& c) {
+void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   LibMd* md = msg->md;
   msg->md = nullptr;
   Res& r = res_[md->cpt];
@@ -492,17 +491,16 @@ int PortalTable::set_lazy(unsigned portal) {
   return 0;
 }
 
-int PortalTable::clear_lazy(unsigned portal, MsgQueue& dropped) {
+int PortalTable::clear_lazy(unsigned portal, DeliveryQueue& dropped) {
   if (portal >= kMaxPortals) return -EINVAL;
   Portal& p = portals_[portal];
   std::lock_guard g(p.mutex);
   p.lazy.store(false, std::memory_order_relaxed);
-  while (Message* m = p.delayed.pop_front()) dropped.push_back(m);
-  p.ndelayed = 0;
+  dropped.splice(p.delayed);
   return 0;
 }
 
-void PortalTable::clear_all(MsgQueue& dropped, MsgCompleter& c) {
+void PortalTable::clear_all(DeliveryQueue& dropped, Completer& c) {
   for (unsigned i = 0; i < kMaxPortals; ++i) (void)clear_lazy(i, dropped);
   for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
     Res& r = res_[cpt];

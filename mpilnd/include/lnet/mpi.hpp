@@ -9,12 +9,16 @@
 //   s.reset();                                                      // collective
 //   MPI_Finalize();
 //
+// Session is the two pieces below put together, which other hosts use on their own:
+// Group, the collective set-up of a communicator (a duplicate, one pid for every rank,
+// an all-or-nothing agreement), and MpiLnd, the driver for one communicator, which any host
+// of the driver SPI runs (liblnet's Instance, or the proxy's bridge).
+//
 // Progress: with MPI_THREAD_MULTIPLE a progress thread of the LND completes MPI
-// requests and delivers events; otherwise (or with LNET_MPI_PROGRESS=poll) the
-// application drives it: EventQueue::poll, LNetEQPoll, Instance::progress() and
-// Instance::ping run MPI_Testsome (see lnet/progress.hpp). Without MPI_THREAD_MULTIPLE,
-// only the thread that started the session may drive progress; sends from other
-// threads wait for it.
+// requests and delivers events; otherwise (or with LNET_MPI_PROGRESS=poll) the host
+// polls the driver: in liblnet, EventQueue::poll, LNetEQPoll, Instance::progress() and
+// Instance::ping. Without MPI_THREAD_MULTIPLE, only the thread that started the driver
+// may drive progress; sends from other threads wait for it.
 #pragma once
 
 #include <mpi.h>
@@ -22,11 +26,12 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
-#include <span>
+#include <mutex>
 #include <string>
 
 #include <lnet/api.hpp>
 #include <lnet/config.hpp>
+#include <lnet/lnd/lnd.hpp>
 #include <lnet/result.hpp>
 
 namespace lnet::mpi {
@@ -52,11 +57,7 @@ struct Options {
   static Result<Options> from_env();
 };
 
-// The LNET_MPI_* variables (name, default, meaning) and a printable table of them.
-std::span<const EnvVar> env_vars();
-std::string env_help();
-
-// What the LND counted (all since start).
+// What the LND counted (all since its NI started).
 struct Stats {
   std::uint64_t handshakes = 0;    // peers whose handshake completed
   std::uint64_t immediate = 0;     // messages sent inline (packed ones included)
@@ -71,11 +72,78 @@ struct Stats {
   std::uint64_t mpi_errors = 0;    // MPI calls that returned an error
 };
 
+class MpiNi;
+
+// The driver for the mpi<N> network over one communicator, for any host. It does not
+// own the communicator, which must stay valid until its NI is shut down; the NI's NID
+// is <rank in comm>@mpi<opts.net_number>. One NI per driver object.
+class MpiLnd final : public Lnd {
+ public:
+  MpiLnd(MPI_Comm comm, const Options& opts);
+  ~MpiLnd() override;
+
+  std::uint32_t net_type() const override { return kMpiLnd; }
+  // Takes the LND tunable `timeout` (seconds for a handshake or a credit); nothing else.
+  Status check_config(const NetConfig& config) const override;
+  // Sets the NID, and peer_credits (when left at 0) to the credits the driver grants.
+  int startup(NetInterface& ni) override;
+  void shutdown(NetInterface& ni) override;
+  int send(NetInterface& ni, LndMessage& msg) override;
+  int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
+           std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
+  int timeout(const NetInterface& ni) const override;
+
+  // What its NI counted (zeros while it is down).
+  Stats stats() const;
+  // Whether its NI runs a progress thread (else the host polls it).
+  bool progress_thread() const;
+  // No transfer or queued send left (true while down).
+  bool idle() const;
+  // MPI_Ibarrier over the communicator, driving progress meanwhile: 0, or -ETIMEDOUT
+  // past `deadline` (or -EIO). Collective.
+  int barrier(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  MPI_Comm comm_;
+  Options opts_;
+  mutable std::mutex mutex_;  // ni_ against the queries
+  MpiNi* ni_ = nullptr;
+};
+
+// The collective set-up of LNet over a communicator, without LNet: a duplicate of it
+// with MPI_ERRORS_RETURN, one LNet pid for every rank, and an all-or-nothing agreement
+// (a rank that failed must not leave the others waiting in a later collective).
+class Group {
+ public:
+  // Collective over `comm`, after MPI_Init[_thread].
+  static Result<std::unique_ptr<Group>> create(MPI_Comm comm);
+  // Frees the duplicate (collective, as MPI_Comm_free is).
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Rank 0's process id with LNET_PID_USERFLAG (a userspace client's pid).
+  Pid pid() const { return pid_; }
+  // Collective: ok when every rank's `mine` is; else this rank's failure or, when only
+  // another rank failed, -EIO "another rank failed".
+  Status agree(const Status& mine);
+
+ private:
+  Group() = default;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  Pid pid_ = 0;
+};
+
 class Session {
  public:
-  // Collective over `comm`, after MPI_Init[_thread]: duplicates the communicator, agrees
-  // on one pid for every rank, and brings LNet up with `cfg` plus an mpi NI
-  // <rank>@mpi<net_number>. Fails (on this rank) with a message naming the problem.
+  // Collective over `comm`, after MPI_Init[_thread]: a Group, an MpiLnd for its communicator,
+  // and LNet brought up with `cfg` plus the NI <rank>@mpi<net_number>. Fails (on every
+  // rank alike) with a message naming the problem.
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm, Config cfg, Options opts);
   // The same with the LNET_* and LNET_MPI_* environment variables.
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm = MPI_COMM_WORLD);
@@ -87,25 +155,23 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   Instance& lnet() { return *lnet_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  Pid pid() const { return pid_; }
+  int rank() const { return group_->rank(); }
+  int size() const { return group_->size(); }
+  Pid pid() const { return group_->pid(); }
   Nid nid(int rank) const;  // <rank>@mpi<N>
-  ProcessId id(int rank) const { return ProcessId{nid(rank), pid_}; }
+  ProcessId id(int rank) const { return ProcessId{nid(rank), pid()}; }
   // Whether a progress thread runs (else the application drives progress).
-  bool progress_thread() const;
+  bool progress_thread() const { return lnd_->progress_thread(); }
   // The LND's duplicate communicator: for tools and tests that need to reach the LND's
   // peers directly (the bad-input tests); LNet traffic uses tag 0 and the bulk tags.
-  MPI_Comm communicator() const { return comm_; }
-  Stats stats() const;
+  MPI_Comm communicator() const { return group_->comm(); }
+  Stats stats() const { return lnd_->stats(); }
 
  private:
   Session() = default;
+  std::unique_ptr<Group> group_;
+  std::shared_ptr<MpiLnd> lnd_;
   std::unique_ptr<Instance> lnet_;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // the LND's duplicate
-  int rank_ = 0;
-  int size_ = 0;
-  Pid pid_ = 0;
   unsigned net_ = 0;
 };
 

@@ -66,8 +66,35 @@ udsp:
           priority: 0
 )";
 
-TEST(DlcParse, TheFactsExample) {
+// The same with the global tunables this build has (a real export's health and
+// discovery tunables are refused: see RealExportsNameWhatIsNotBuilt).
+std::string supported_example() {
+  std::string s = kFactsExample;
+  std::size_t g = s.find("global:\n"), u = s.find("udsp:\n");
+  return s.substr(0, g) +
+         "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 0\n    drop_asym_route: 0\n"
+         "    retry_count: 0\n    health_sensitivity: 0\n" +
+         s.substr(u);
+}
+
+TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
+  // What the kernel's lnetctl exports: discovery, resends, deadlines, health. Refused,
+  // naming the first key and its line; nothing is silently ignored.
   auto cfg = dlc::parse_config(kFactsExample);
+  ASSERT_FALSE(cfg);
+  EXPECT_EQ(cfg.code(), -EOPNOTSUPP);
+  EXPECT_NE(cfg.message().find("not supported yet: discovery 1"), std::string::npos) << cfg.message();
+  EXPECT_NE(cfg.message().find("(line 35)"), std::string::npos) << cfg.message();
+  auto tt = dlc::parse_config("global:\n    transaction_timeout: 150\n");
+  ASSERT_FALSE(tt);
+  EXPECT_NE(tt.message().find("not supported yet: transaction_timeout"), std::string::npos) << tt.message();
+  auto hs = dlc::parse_config("route:\n    - net: tcp7\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 1\n");
+  ASSERT_FALSE(hs);
+  EXPECT_NE(hs.message().find("not supported yet: a route's health_sensitivity"), std::string::npos) << hs.message();
+}
+
+TEST(DlcParse, TheFactsExample) {
+  auto cfg = dlc::parse_config(supported_example());
   ASSERT_TRUE(cfg) << cfg.message();
   ASSERT_EQ(cfg->nets.size(), 1u);
   EXPECT_EQ(cfg->nets[0].net, NetId::make(kSockLnd, 0));
@@ -82,14 +109,14 @@ TEST(DlcParse, TheFactsExample) {
   EXPECT_EQ(cfg->peers[0].nids, std::vector<Nid>{*Nid::parse("10.10.0.42@tcp1")});
   EXPECT_EQ(cfg->routing, false);
   EXPECT_EQ(cfg->buffers->small, 16384);
-  EXPECT_EQ(cfg->global->retry_count, 2);
+  EXPECT_EQ(cfg->global->max_interfaces, 4096);
   ASSERT_EQ(cfg->udsp.size(), 1u);
   EXPECT_EQ(cfg->udsp[0].src, "tcp1");
   EXPECT_EQ(cfg->udsp[0].priority, 0u);
 }
 
 TEST(DlcParse, PrintsTheLnetctlLayoutAndRoundTrips) {
-  auto cfg = dlc::parse_config(kFactsExample);
+  auto cfg = dlc::parse_config(supported_example());
   ASSERT_TRUE(cfg);
   std::string text = dlc::config_to_yaml(*cfg, true);
   EXPECT_NE(text.find("net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: eth1\n"),
@@ -114,7 +141,7 @@ TEST(DlcParse, ErrorsNameTheKeyAndLine) {
       {"net:\n    - net type: tcp\n      bogus: 1\n", "unknown key 'bogus' in a 'net' entry (line 3)"},
       {"route:\n    - net: tcp7\n      gateway: 10.9.0@tcp\n", "'gateway': bad NID '10.9.0@tcp'"},
       {"route:\n    - net: tcp7\n", "needs 'net' and 'gateway'"},
-      {"global:\n    retry_count: 500\n", "retry_count"},
+      {"global:\n    numa_range: -1\n", "numa_range -1 is outside 0.."},
       {"buffers:\n    tiny: -4\n", "'tiny' cannot be negative (line 2)"},
       {"routing:\n    enable: 7\n", "'enable' must be 0 or 1"},
       {"net: [\n", "bad YAML at line"},
@@ -144,7 +171,7 @@ class Commands : public ::testing::Test {
   void SetUp() override {
     a = Instance::create(test::fabric_config({31}), kPidLustre).value();
     b = Instance::create(test::fabric_config({32}), kPidLustre).value();
-    a->core().set_global("alive_router_check_interval", 0).or_throw();
+    a->control().set_global("alive_router_check_interval", 0).or_throw();
   }
   dlc::Response run(Instance& i, const std::string& cmd, std::map<std::string, std::vector<std::string>> args = {},
                     std::string body = {}) {
@@ -186,13 +213,62 @@ TEST_F(Commands, ErrorsAreLnetctlErrorBlocks) {
   EXPECT_EQ(s.rc, -EINVAL);
 }
 
+TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
+  // Options the real lnetctl has and this build does not take: refused, named.
+  struct Case {
+    const char* cmd;
+    std::map<std::string, std::vector<std::string>> args;
+    const char* names;
+  } cases[] = {
+      {"discover", {{"nid", {"32@gni"}}, {"force", {}}}, "not supported yet: discover --force"},
+      {"peer add", {{"prim_nid", {"40@gni"}}, {"lock_prim", {}}}, "not supported yet: peer add --lock_prim"},
+      {"peer del", {{"prim_nid", {"40@gni"}}, {"force", {}}}, "not supported yet: peer del --force"},
+      {"route add",
+       {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"health_sensitivity", {"2"}}},
+       "not supported yet: route add --health_sensitivity"},
+      {"net add", {{"net", {"gni5"}}, {"ip2net", {"x"}}}, "not supported yet: net add --ip2net"},
+      {"lnet configure", {{"large", {}}}, "not supported yet: lnet configure --large"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(*a, c.cmd, c.args);
+    EXPECT_EQ(r.rc, -EOPNOTSUPP) << c.cmd;
+    EXPECT_NE(r.text.find(c.names), std::string::npos) << r.text;
+  }
+  EXPECT_TRUE(a->control().route_configs().empty()) << "a refused command changes nothing";
+  auto unknown = run(*a, "net show", {{"bogus", {}}});
+  EXPECT_EQ(unknown.rc, -EINVAL);
+  EXPECT_NE(unknown.text.find("'net show' has no option --bogus"), std::string::npos) << unknown.text;
+  // Tunables of features not built: the value that says what the code does is taken.
+  EXPECT_EQ(run(*a, "set", {{"name", {"discovery"}}, {"value", {"0"}}}).rc, 0);
+  auto d = run(*a, "set", {{"name", {"discovery"}}, {"value", {"1"}}});
+  EXPECT_EQ(d.rc, -EOPNOTSUPP);
+  EXPECT_NE(d.text.find("not supported yet: discovery 1"), std::string::npos) << d.text;
+  auto g = run(*a, "global show");
+  EXPECT_EQ(g.text.find("transaction_timeout"), std::string::npos) << "no made-up value: " << g.text;
+  EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;
+}
+
+TEST_F(Commands, PingFromAGivenSource) {
+  ASSERT_EQ(run(*a, "net add", {{"net", {"gni"}}, {"nid", {"36@gni"}}}).rc, 0);
+  test::Fabric::instance().clear_sent();
+  auto r = run(*a, "ping", {{"nid", {"32@gni"}}, {"source", {"36@gni"}}});
+  EXPECT_EQ(r.rc, 0) << r.text;
+  bool from_36 = false;
+  for (const auto& s : test::Fabric::instance().sent())
+    from_36 = from_36 || (s.type == MsgType::Get && s.src == gni(36));
+  EXPECT_TRUE(from_36) << "the ping's GET left from --source";
+  auto bad = run(*a, "ping", {{"nid", {"32@gni"}}, {"source", {"77@gni"}}});
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.text.find("not one of our NIDs"), std::string::npos) << bad.text;
+}
+
 TEST_F(Commands, RoutesPeersSetAndShow) {
   EXPECT_EQ(run(*a, "route add", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"hop", {"2"}}, {"priority", {"3"}}}).rc,
             0);
   auto r = run(*a, "route show", {{"verbose", {"1"}}});
   EXPECT_EQ(r.text,
             "route:\n    - net: gni9\n      gateway: 32@gni\n      hop: 2\n      priority: 3\n"
-            "      health_sensitivity: 1\n      state: up\n      type: multi-hop\n");
+            "      state: up\n      type: multi-hop\n");
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, 0);
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, -ENOENT);
 
@@ -201,11 +277,11 @@ TEST_F(Commands, RoutesPeersSetAndShow) {
   EXPECT_NE(p.text.find("primary nid: 40@gni\n      Multi-Rail: True"), std::string::npos) << p.text;
   EXPECT_EQ(run(*a, "peer del", {{"prim_nid", {"40@gni"}}}).rc, 0);
 
-  EXPECT_EQ(run(*a, "set", {{"name", {"transaction_timeout"}}, {"value", {"60"}}}).rc, 0);
+  EXPECT_EQ(run(*a, "set", {{"name", {"numa_range"}}, {"value", {"60"}}}).rc, 0);
   EXPECT_EQ(run(*a, "set", {{"name", {"small_buffers"}}, {"value", {"100"}}}).rc, 0);
   EXPECT_EQ(run(*a, "set", {{"name", {"routing"}}, {"value", {"1"}}}).rc, 0);
   auto g = run(*a, "global show");
-  EXPECT_NE(g.text.find("    transaction_timeout: 60\n"), std::string::npos) << g.text;
+  EXPECT_NE(g.text.find("    numa_range: 60\n"), std::string::npos) << g.text;
   auto rs = run(*a, "routing show");
   EXPECT_NE(rs.text.find("- enable: 1"), std::string::npos) << rs.text;
   EXPECT_NE(rs.text.find("small: 100"), std::string::npos) << rs.text;
@@ -225,7 +301,7 @@ TEST_F(Commands, PingAndDiscover) {
   EXPECT_NE(r.text.find("bad process id 'nonsense'"), std::string::npos) << r.text;
   auto d = run(*a, "discover", {{"nid", {"32@gni"}}});
   EXPECT_EQ(d.rc, 0) << d.text;
-  EXPECT_NE(a->core().find_peer_ni(gni(32)), nullptr);
+  EXPECT_NE(core::Core::of(*a).find_peer_ni(gni(32)), nullptr);
 }
 
 TEST_F(Commands, ImportIsAllOrNothing) {
@@ -238,7 +314,7 @@ TEST_F(Commands, ImportIsAllOrNothing) {
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.text.find("nothing was applied"), std::string::npos) << r.text;
   EXPECT_EQ(a->nids(), before) << "the gni3 NI that came up was taken down again";
-  EXPECT_TRUE(a->core().route_info().empty());
+  EXPECT_TRUE(a->control().route_info().empty());
 }
 
 TEST_F(Commands, ExportImportExportRoundTrips) {
@@ -246,7 +322,7 @@ TEST_F(Commands, ExportImportExportRoundTrips) {
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni4"}}, {"nid", {"34@gni4"}}, {"peer-credits", {"16"}}}).rc, 0);
   ASSERT_EQ(run(*a, "route add", {{"net", {"gni8"}}, {"gateway", {"32@gni"}}, {"priority", {"1"}}}).rc, 0);
   ASSERT_EQ(run(*a, "peer add", {{"prim_nid", {"50@gni"}}, {"nid", {"51@gni"}}}).rc, 0);
-  ASSERT_EQ(run(*a, "set", {{"name", {"retry_count"}}, {"value", {"3"}}}).rc, 0);
+  ASSERT_EQ(run(*a, "set", {{"name", {"max_interfaces"}}, {"value", {"300"}}}).rc, 0);
   ASSERT_EQ(run(*a, "set", {{"name", {"routing"}}, {"value", {"1"}}}).rc, 0);
   ASSERT_EQ(run(*a, "udsp add", {{"src", {"gni4"}}, {"priority", {"0"}}}).rc, 0);
   std::string first = run(*a, "export", {{"backup", {}}}).text;
@@ -263,21 +339,21 @@ TEST_F(Commands, ExportImportExportRoundTrips) {
   // --del takes the items away again.
   auto del = run(*c, "import", {{"del", {}}}, "route:\n    - net: gni8\n      gateway: 32@gni\n");
   EXPECT_EQ(del.rc, 0) << del.text;
-  EXPECT_TRUE(c->core().route_info().empty());
+  EXPECT_TRUE(c->control().route_info().empty());
 }
 
 TEST_F(Commands, UdspPrioritiesReachSelection) {
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni"}}, {"nid", {"35@gni"}}}).rc, 0);
   ASSERT_EQ(run(*a, "udsp add", {{"src", {"35@gni"}}, {"priority", {"0"}}}).rc, 0);
-  EXPECT_EQ(a->core().find_ni(gni(35))->sel_priority.load(), 0u);
-  EXPECT_EQ(a->core().find_ni(gni(31))->sel_priority.load(), UINT_MAX);
+  EXPECT_EQ(core::Core::of(*a).find_ni(gni(35))->sel_priority.load(), 0u);
+  EXPECT_EQ(core::Core::of(*a).find_ni(gni(31))->sel_priority.load(), UINT_MAX);
   EXPECT_EQ(run(*a, "udsp add", {{"src", {"35@gni"}}, {"priority", {"0"}}}).rc, -EALREADY);
   auto show = run(*a, "udsp show");
   EXPECT_NE(show.text.find("udsp:\n    - idx: 0\n      src: 35@gni\n      action:\n          priority: 0\n"),
             std::string::npos)
       << show.text;
   EXPECT_EQ(run(*a, "udsp del", {{"all", {}}}).rc, 0);
-  EXPECT_EQ(a->core().find_ni(gni(35))->sel_priority.load(), UINT_MAX) << "deleting reverts";
+  EXPECT_EQ(core::Core::of(*a).find_ni(gni(35))->sel_priority.load(), UINT_MAX) << "deleting reverts";
   EXPECT_EQ(run(*a, "udsp add", {{"dst", {"gni"}}, {"rte", {"32@gni"}}}).rc, -EOPNOTSUPP);
 }
 

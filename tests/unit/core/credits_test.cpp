@@ -4,6 +4,7 @@
 
 #include <deque>
 
+#include <lnet/lnd/header.hpp>
 #include <lnet/lnet.hpp>
 
 #include "support/event_log.hpp"

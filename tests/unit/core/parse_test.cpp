@@ -2,6 +2,7 @@
 // for nobody are dropped and counted; nothing crashes and the instance keeps working.
 #include <gtest/gtest.h>
 
+#include <lnet/lnd/header.hpp>
 #include <lnet/lnet.hpp>
 
 #include "support/event_log.hpp"

@@ -9,21 +9,21 @@
 #include <lnet/lnet.hpp>
 
 #include "core/core.hpp"
-#include "select/selection.hpp"
+#include "net/selection.hpp"
 #include "support/event_log.hpp"
 #include "support/fabric.hpp"
 
 namespace lnet {
 namespace {
 
-using select::LocalNiScore;
-using select::PeerNiScore;
+using net::LocalNiScore;
+using net::PeerNiScore;
 using test::Fabric;
 
 TEST(LocalNiOrder, EachCriterionOutranksTheNext) {
   LocalNiScore base;
   base.credits = 10;
-  auto better = [](LocalNiScore a, LocalNiScore b, int range = 0) { return select::compare_local_ni(a, b, range) < 0; };
+  auto better = [](LocalNiScore a, LocalNiScore b, int range = 0) { return net::compare_local_ni(a, b, range) < 0; };
   LocalNiScore x = base, y = base;
   // fatal error beats everything else
   y.fatal = true;
@@ -50,11 +50,11 @@ TEST(LocalNiOrder, EachCriterionOutranksTheNext) {
   EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 0, 5, 9}, LocalNiScore{false, 1000, 1, 0, 0, 4, 0}));
   // the lower sequence breaks a tie
   EXPECT_TRUE(better(LocalNiScore{false, 1000, 1, 0, 0, 5, 1}, LocalNiScore{false, 1000, 1, 0, 0, 5, 2}));
-  EXPECT_EQ(select::compare_local_ni(base, base, 0), 0);
+  EXPECT_EQ(net::compare_local_ni(base, base, 0), 0);
 }
 
 TEST(PeerNiOrder, EachCriterionOutranksTheNext) {
-  auto better = [](PeerNiScore a, PeerNiScore b) { return select::compare_peer_ni(a, b) < 0; };
+  auto better = [](PeerNiScore a, PeerNiScore b) { return net::compare_peer_ni(a, b) < 0; };
   EXPECT_TRUE(better(PeerNiScore{1000, 9, false, 0, 9}, PeerNiScore{999, 0, true, 99, 0}));
   EXPECT_TRUE(better(PeerNiScore{1000, 1, false, 0, 9}, PeerNiScore{1000, 2, true, 99, 0}));
   EXPECT_TRUE(better(PeerNiScore{1000, 1, true, 0, 9}, PeerNiScore{1000, 1, false, 99, 0}));
@@ -67,10 +67,10 @@ TEST(BestOf, PicksTheBestAndKeepsTheFirstOnTies) {
   v[0].credits = 1;
   v[1].credits = 3;
   v[2].credits = 3;
-  EXPECT_EQ(select::best_local_ni(
+  EXPECT_EQ(net::best_local_ni(
                 3, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0),
             1);
-  EXPECT_EQ(select::best_local_ni(
+  EXPECT_EQ(net::best_local_ni(
                 0, [&](int i) { return v[static_cast<std::size_t>(i)]; }, 0),
             -1);
 }
@@ -118,7 +118,7 @@ class MultiRail : public ::testing::Test {
       if (s.type == MsgType::Put) m[{s.src, s.next_hop}]++;
     return m;
   }
-  core::Ni* ni(Instance& i, Nid n) { return i.core().find_ni(n); }
+  core::Ni* ni(Instance& i, Nid n) { return core::Core::of(i).find_ni(n); }
 
   std::unique_ptr<Instance> a, b;
   char sink[64] = {};
@@ -135,7 +135,7 @@ TEST_F(MultiRail, NonMultiRailPeerAlwaysUsesOnePath) {
 }
 
 TEST_F(MultiRail, MultiRailPeerRoundRobinsOverBothRails) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   for (int i = 0; i < 8; ++i) send(gni(2));
   auto p = pairs();
   int from1 = 0, from11 = 0, to2 = 0, to12 = 0;
@@ -151,8 +151,8 @@ TEST_F(MultiRail, MultiRailPeerRoundRobinsOverBothRails) {
 }
 
 TEST_F(MultiRail, ReceiverNamesTheInitiatorByItsPrimaryNid) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
-  ASSERT_EQ(b->core().add_peer_ni(gni(1), gni(11), true), 0);
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
+  ASSERT_EQ(b->control().add_peer(PeerConfig{gni(1), true, {gni(11)}}).code(), 0);
   for (int i = 0; i < 4; ++i) send(gni(2));
   std::set<Nid> sources;
   for (auto& e : blog.events()) {
@@ -163,17 +163,17 @@ TEST_F(MultiRail, ReceiverNamesTheInitiatorByItsPrimaryNid) {
 }
 
 TEST_F(MultiRail, HealthierLocalNiWins) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   ni(*a, gni(1))->health = 500;
   for (int i = 0; i < 6; ++i) send(gni(2));
   for (auto& [k, n] : pairs()) EXPECT_EQ(k.first, gni(11));
 }
 
 TEST_F(MultiRail, SelectionPriorityOutranksCredits) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   ni(*a, gni(11))->sel_priority = 0;
-  a->core().find_peer_ni(gni(2))->sel_priority = 1;
-  a->core().find_peer_ni(gni(12))->sel_priority = 2;
+  core::Core::of(*a).find_peer_ni(gni(2))->sel_priority = 1;
+  core::Core::of(*a).find_peer_ni(gni(12))->sel_priority = 2;
   for (int i = 0; i < 6; ++i) send(gni(2));
   auto p = pairs();
   ASSERT_EQ(p.size(), 1u);
@@ -181,7 +181,7 @@ TEST_F(MultiRail, SelectionPriorityOutranksCredits) {
 }
 
 TEST_F(MultiRail, MoreCreditsWinBeforeRoundRobin) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   Fabric::instance().hold(true);
   send(gni(2), gni(1));  // occupies a credit of 1@gni (and of one peer NI)
   Fabric::instance().clear_sent();
@@ -193,8 +193,8 @@ TEST_F(MultiRail, MoreCreditsWinBeforeRoundRobin) {
 }
 
 TEST_F(MultiRail, PreferredLocalNidSteersThePeerNi) {
-  ASSERT_EQ(a->core().add_peer_ni(gni(2), gni(12), true), 0);
-  a->core().find_peer_ni(gni(12))->pref_local = {gni(11)};
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
+  core::Core::of(*a).find_peer_ni(gni(12))->pref_local = {gni(11)};
   for (int i = 0; i < 6; ++i) send(gni(2), gni(11));
   for (auto& [k, n] : pairs()) EXPECT_EQ(k.second, gni(12));
 }

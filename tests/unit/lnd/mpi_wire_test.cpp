@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include <lnet/byteorder.hpp>
+#include <lnet/lnd/byteorder.hpp>
 
 #include "mpi_wire.hpp"
 

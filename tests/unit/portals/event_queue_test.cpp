@@ -7,6 +7,8 @@
 #include <lnet/event.hpp>
 #include <lnet/progress.hpp>
 
+#include "base/progress_registry.hpp"
+
 namespace lnet {
 namespace {
 

@@ -196,10 +196,10 @@ TEST_F(Matching, ManageRemoteUsesTheRequestOffset) {
 
 TEST_F(Matching, ThresholdAndAutoUnlink) {
   char buf[32] = {};
-  std::size_t mes = lnet->core().portals().live_mes();
-  std::size_t mds = lnet->core().portals().live_mds();
+  std::size_t mes = core::Core::of(*lnet).portals().live_mes();
+  std::size_t mds = core::Core::of(*lnet).portals().live_mds();
   target(buf, sizeof buf, kMdOpPut, 0x77, 2, ProcessId::any(), 0, Unlink::Unlink, Unlink::Unlink);
-  EXPECT_EQ(lnet->core().portals().live_mes(), mes + 1);
+  EXPECT_EQ(core::Core::of(*lnet).portals().live_mes(), mes + 1);
   ASSERT_EQ(put("1"), 0);
   ASSERT_EQ(put("2"), 0);
   auto evs = tlog.events();
@@ -207,8 +207,8 @@ TEST_F(Matching, ThresholdAndAutoUnlink) {
   EXPECT_FALSE(evs[0].unlinked);
   EXPECT_TRUE(evs[1].unlinked);
   EXPECT_EQ(evs[1].md_threshold, 0);
-  EXPECT_EQ(lnet->core().portals().live_mes(), mes);
-  EXPECT_EQ(lnet->core().portals().live_mds(), mds);
+  EXPECT_EQ(core::Core::of(*lnet).portals().live_mes(), mes);
+  EXPECT_EQ(core::Core::of(*lnet).portals().live_mds(), mds);
   std::uint64_t before = drops();
   ASSERT_EQ(put("3"), 0);
   EXPECT_EQ(drops(), before + 1);
@@ -660,7 +660,7 @@ TEST_F(Matching, AHandlerMayOwnLnetObjects) {
 
 TEST_F(Matching, RaiiHandlesFollowTheMeUnlinkMode) {
   char buf[4] = {};
-  std::size_t mes = lnet->core().portals().live_mes();
+  std::size_t mes = core::Core::of(*lnet).portals().live_mes();
   {
     auto me = Me::attach(*lnet, kPortal, ProcessId::any(), 0x5, 0, Unlink::Retain).value();
     MdDesc d;
@@ -670,9 +670,9 @@ TEST_F(Matching, RaiiHandlesFollowTheMeUnlinkMode) {
     auto md = Md::attach(*lnet, me, d, Unlink::Retain).value();
     EXPECT_TRUE(me.handle().is_valid()) << "a Retain ME stays with its owner";
     md.reset();
-    EXPECT_EQ(lnet->core().portals().live_mes(), mes + 1);
+    EXPECT_EQ(core::Core::of(*lnet).portals().live_mes(), mes + 1);
   }
-  EXPECT_EQ(lnet->core().portals().live_mes(), mes) << "and goes when the owner does";
+  EXPECT_EQ(core::Core::of(*lnet).portals().live_mes(), mes) << "and goes when the owner does";
 }
 
 TEST_F(Matching, CountersFollowTraffic) {

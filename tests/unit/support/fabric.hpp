@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include <lnet/lnd/fragments.hpp>
+#include <lnet/lnd/lnd.hpp>
 #include <lnet/lnet.hpp>
 
 namespace lnet::test {

@@ -4,7 +4,7 @@
 #include <array>
 #include <vector>
 
-#include <lnet/wire.hpp>
+#include <lnet/lnd/header.hpp>
 
 namespace lnet {
 namespace {

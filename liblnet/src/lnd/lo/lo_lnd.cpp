@@ -1,6 +1,8 @@
-// Loopback driver: send hands the header straight to the host's parse with the sending
-// message as the driver-private cookie; recv copies from it and finalizes both.
-#include "lnd/lo/lo_lnd.hpp"
+// The loopback LND (0@lo): send hands the header straight to the host's parse with the
+// sending message as the driver-private cookie; recv copies from it and finalizes both.
+// Registers itself for the lo net type when liblnet is loaded.
+#include <lnet/lnd/fragments.hpp>
+#include <lnet/lnd/lnd.hpp>
 
 namespace lnet {
 
@@ -30,8 +32,12 @@ class LoLnd final : public Lnd {
   }
 };
 
-}  // namespace
+const struct Registrar {
+  Registrar() {
+    register_lnd(kLoLnd, [] { return std::unique_ptr<Lnd>(new LoLnd); });
+  }
+} registrar;
 
-std::unique_ptr<Lnd> make_lo_lnd() { return std::make_unique<LoLnd>(); }
+}  // namespace
 
 }  // namespace lnet

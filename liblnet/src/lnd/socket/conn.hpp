@@ -11,9 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "lnd/socket/sock_lnd.hpp"
+#include "sock_lnd.hpp"
 
 namespace lnet::sock {
+
+// Fragments gathered into one sendmsg/recvmsg at most.
+inline constexpr int kMaxSegments = 64;
+// "10.0.0.1" (host order in).
+std::string ip_string(std::uint32_t ip);
+// Fills `out` (at most `max`) with the fragments covering [off, off + len) of (iov, niov).
+int slice(const iovec* iov, unsigned niov, std::uint64_t off, std::uint64_t len, iovec* out, int max);
 
 class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
  public:

@@ -1,5 +1,5 @@
 // The epoll loop.
-#include "lnd/socket/io_thread.hpp"
+#include "io_thread.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

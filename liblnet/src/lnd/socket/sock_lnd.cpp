@@ -1,5 +1,5 @@
 // The socket LND: NIs, peers, the acceptor, connection management and the send path.
-#include "lnd/socket/sock_lnd.hpp"
+#include "sock_lnd.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -12,30 +12,47 @@
 #include <cstring>
 #include <future>
 
+#include <lnet/env.hpp>
+#include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
 
-#include "core/pool.hpp"
-#include "lnd/socket/conn.hpp"
-#include "nid/text.hpp"
+#include "conn.hpp"
 
 namespace lnet {
 
 // ---------------------------------------------------------------- parameters
 
 namespace {
+
+constexpr int kDefaultPeerCredits = 8;  // ksocklnd's peer_credits
+
 std::mutex g_params_mutex;
 std::unique_ptr<SocketParams> g_params;
 
-Result<int> env_int(const char* name, int def, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return def;
-  std::uint32_t u = 0;
-  if (!text::parse_u32(text::trim(v), 0x7FFFFFFF, u) || static_cast<int>(u) < lo || static_cast<int>(u) > hi) {
-    return Failure{-EINVAL, std::string(name) + "='" + v + "' is not a number in " + std::to_string(lo) + ".." +
-                                std::to_string(hi)};
-  }
-  return static_cast<int>(u);
-}
+// The module parameters of the kernel's acceptor and ksocklnd, as variables.
+const EnvVar kAccept{"LNET_ACCEPT", "secure",
+                     "tcp: accept connections from secure (privileged ports only) | all | none"};
+const EnvVar kAcceptPort{"LNET_ACCEPT_PORT", "988", "tcp: port the acceptor listens on and connections go to"};
+const EnvVar kAcceptTimeout{"LNET_ACCEPT_TIMEOUT", "5", "tcp: seconds a connecting peer has to identify itself"};
+const EnvVar kAcceptBacklog{"LNET_ACCEPT_BACKLOG", "127", "tcp: listen() backlog"};
+const EnvVar kTimeout{"LNET_SOCK_TIMEOUT", "50",
+                      "tcp: seconds before a stuck connection is closed and its messages fail"};
+const EnvVar kKeepalive{"LNET_SOCK_KEEPALIVE", "30", "tcp: seconds of silence before a keepalive NOOP (0: none)"};
+const EnvVar kTypedConns{"LNET_SOCK_TYPED_CONNS", "1",
+                         "tcp: 1 = CONTROL, BULK_IN and BULK_OUT connections per peer; 0 = one"};
+const EnvVar kNscheds{"LNET_SOCK_NSCHEDS", "1", "tcp: epoll I/O threads"};
+const EnvVar kKeepaliveIdle{"LNET_SOCK_KEEPALIVE_IDLE", "30", "tcp: TCP keepalive idle seconds"};
+const EnvVar kKeepaliveCount{"LNET_SOCK_KEEPALIVE_COUNT", "5", "tcp: TCP keepalive probes"};
+const EnvVar kKeepaliveIntvl{"LNET_SOCK_KEEPALIVE_INTVL", "5", "tcp: seconds between TCP keepalive probes"};
+const EnvVar kMinBulk{"LNET_SOCK_MIN_BULK", "1024", "tcp: messages this big or bigger go on the BULK connections"};
+const EnvVar kTxBufferSize{"LNET_SOCK_TX_BUFFER_SIZE", "0", "tcp: SO_SNDBUF bytes (0: system default)"};
+const EnvVar kRxBufferSize{"LNET_SOCK_RX_BUFFER_SIZE", "0", "tcp: SO_RCVBUF bytes (0: system default)"};
+const EnvVar kNagle{"LNET_SOCK_NAGLE", "0", "tcp: 1 = leave Nagle's algorithm on"};
+const EnvVar kEnableCsum{"LNET_SOCK_ENABLE_CSUM", "0", "tcp: 1 = checksum messages (protocol V2 connections only)"};
+const EnvVar kMinReconnectms{"LNET_SOCK_MIN_RECONNECTMS", "1000",
+                             "tcp: first reconnect delay in ms (doubles up to the max)"};
+const EnvVar kMaxReconnectms{"LNET_SOCK_MAX_RECONNECTMS", "60000", "tcp: longest reconnect delay in ms"};
+
 }  // namespace
 
 const char* accept_mode_name(AcceptMode m) {
@@ -49,54 +66,42 @@ const char* accept_mode_name(AcceptMode m) {
 
 Result<SocketParams> SocketParams::from_env() {
   SocketParams p;
-  if (const char* a = std::getenv("LNET_ACCEPT"); a && *a) {
-    std::string_view v = text::trim(a);
-    if (v == "secure")
-      p.accept = AcceptMode::Secure;
-    else if (v == "all")
-      p.accept = AcceptMode::All;
-    else if (v == "none")
-      p.accept = AcceptMode::None;
-    else
-      return Failure{-EINVAL, std::string("LNET_ACCEPT='") + a + "' is not secure, all or none"};
-  }
+  auto accept = kAccept.choice({"secure", "all", "none"});
+  if (!accept) return accept.failure();
+  p.accept = static_cast<AcceptMode>(*accept);
   struct Int {
-    const char* name;
+    const EnvVar& var;
     int* field;
     int lo, hi;
   } ints[] = {
-      {"LNET_ACCEPT_PORT", &p.port, 1, 65535},
-      {"LNET_ACCEPT_TIMEOUT", &p.accept_timeout, 1, 3600},
-      {"LNET_ACCEPT_BACKLOG", &p.accept_backlog, 1, 65535},
-      {"LNET_SOCK_TIMEOUT", &p.timeout, 1, 3600},
-      {"LNET_SOCK_KEEPALIVE", &p.keepalive, 0, 3600},
-      {"LNET_SOCK_NSCHEDS", &p.nscheds, 1, 64},
-      {"LNET_SOCK_KEEPALIVE_IDLE", &p.keepalive_idle, 1, 32767},
-      {"LNET_SOCK_KEEPALIVE_COUNT", &p.keepalive_count, 1, 127},
-      {"LNET_SOCK_KEEPALIVE_INTVL", &p.keepalive_intvl, 1, 32767},
-      {"LNET_SOCK_MIN_BULK", &p.min_bulk, 0, 1 << 20},
-      {"LNET_SOCK_TX_BUFFER_SIZE", &p.tx_buffer_size, 0, 1 << 30},
-      {"LNET_SOCK_RX_BUFFER_SIZE", &p.rx_buffer_size, 0, 1 << 30},
-      {"LNET_SOCK_MIN_RECONNECTMS", &p.min_reconnectms, 1, 3600000},
-      {"LNET_SOCK_MAX_RECONNECTMS", &p.max_reconnectms, 1, 3600000},
+      {kAcceptPort, &p.port, 1, 65535},
+      {kAcceptTimeout, &p.accept_timeout, 1, 3600},
+      {kAcceptBacklog, &p.accept_backlog, 1, 65535},
+      {kTimeout, &p.timeout, 1, 3600},
+      {kKeepalive, &p.keepalive, 0, 3600},
+      {kNscheds, &p.nscheds, 1, 64},
+      {kKeepaliveIdle, &p.keepalive_idle, 1, 32767},
+      {kKeepaliveCount, &p.keepalive_count, 1, 127},
+      {kKeepaliveIntvl, &p.keepalive_intvl, 1, 32767},
+      {kMinBulk, &p.min_bulk, 0, 1 << 20},
+      {kTxBufferSize, &p.tx_buffer_size, 0, 1 << 30},
+      {kRxBufferSize, &p.rx_buffer_size, 0, 1 << 30},
+      {kMinReconnectms, &p.min_reconnectms, 1, 3600000},
+      {kMaxReconnectms, &p.max_reconnectms, 1, 3600000},
   };
   for (auto& i : ints) {
-    auto r = env_int(i.name, *i.field, i.lo, i.hi);
+    auto r = i.var.number(i.lo, i.hi);
     if (!r) return r.failure();
-    *i.field = *r;
+    *i.field = static_cast<int>(*r);
   }
   struct Flag {
-    const char* name;
+    const EnvVar& var;
     bool* field;
-  } flags[] = {
-      {"LNET_SOCK_TYPED_CONNS", &p.typed_conns},
-      {"LNET_SOCK_NAGLE", &p.nagle},
-      {"LNET_SOCK_ENABLE_CSUM", &p.enable_csum},
-  };
+  } flags[] = {{kTypedConns, &p.typed_conns}, {kNagle, &p.nagle}, {kEnableCsum, &p.enable_csum}};
   for (auto& f : flags) {
-    auto r = env_int(f.name, *f.field ? 1 : 0, 0, 1);
+    auto r = f.var.flag();
     if (!r) return r.failure();
-    *f.field = *r == 1;
+    *f.field = *r;
   }
   if (p.min_reconnectms > p.max_reconnectms)
     return Failure{-EINVAL, "LNET_SOCK_MIN_RECONNECTMS (" + std::to_string(p.min_reconnectms) +
@@ -125,12 +130,12 @@ SocketParams socket_params() {
 namespace lnet::sock {
 
 Tx* tx_alloc() {
-  Tx* t = core::Pool<Tx>::take();
+  Tx* t = Pool<Tx>::take();
   *t = Tx{};
   return t;
 }
 
-void tx_free(Tx* t) { core::Pool<Tx>::give(t); }
+void tx_free(Tx* t) { Pool<Tx>::give(t); }
 
 HealthStatus health_of_errno(int err) {
   if (err < 0) err = -err;
@@ -238,10 +243,8 @@ int SocketLnd::startup(NetInterface& ni) {
   clock_gettime(CLOCK_REALTIME, &ts);
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
-  if (ni.config.lnd_tunables.conns_per_peer > 1)
-    LNET_LOG(Warn, kLogLnd,
-             "%s: conns_per_peer %d: one connection of each type per peer is used (more is not implemented)",
-             ni.config.net.to_string().c_str(), ni.config.lnd_tunables.conns_per_peer);
+  // The NI's peer_credits when the configuration left them: ksocklnd's default.
+  if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = kDefaultPeerCredits;
 
   if (io_.empty()) {
     for (int i = 0; i < params_.nscheds; ++i) {
@@ -545,7 +548,7 @@ void SocketLnd::tick(Clock::time_point now) {
       }
       if (!expired.empty()) {
         LNET_LOG(Warn, kLogLnd, "no connection to %s within %d s: %zu message(s) fail", peer->nid.to_string().c_str(),
-                 sni->timeout, expired.count);
+                 sni->timeout, expired.size());
         fail_txs(expired, -ETIMEDOUT, HealthStatus::RemoteTimeout);
       }
     }
@@ -579,6 +582,31 @@ int SocketLnd::recv(NetInterface&, void* lnd_private, LndMessage* msg, bool, con
   return static_cast<Conn*>(lnd_private)->recv(msg, iov, niov, offset, mlen, rlen);
 }
 
-std::unique_ptr<Lnd> make_socket_lnd() { return std::make_unique<SocketLnd>(); }
+Status SocketLnd::check_config(const NetConfig& config) const {
+  const LndTunables& t = config.lnd_tunables;
+  std::string net = config.net.to_string();
+  if (t.conns_per_peer > 1)
+    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer " + std::to_string(t.conns_per_peer) + " on " + net +
+                                    " (one connection of each type per peer)"};
+  if (t.conns_per_peer < 0)
+    return Failure{-EINVAL, "conns_per_peer " + std::to_string(t.conns_per_peer) + " on " + net};
+  if (t.timeout < 0) return Failure{-EINVAL, "LND timeout " + std::to_string(t.timeout) + " on " + net};
+  if (t.tos < -1 || t.tos > 255)
+    return Failure{-EINVAL, "tos " + std::to_string(t.tos) + " on " + net + " is not -1 or 0..255"};
+  return {};
+}
+
+int SocketLnd::timeout(const NetInterface& ni) const {
+  const auto* sni = static_cast<const SockNi*>(ni.lnd_data);
+  return sni ? sni->timeout : params_.timeout;
+}
+
+namespace {
+const struct Registrar {
+  Registrar() {
+    register_lnd(kSockLnd, [] { return std::unique_ptr<Lnd>(new SocketLnd); });
+  }
+} registrar;
+}  // namespace
 
 }  // namespace lnet::sock

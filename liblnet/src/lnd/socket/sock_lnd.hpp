@@ -17,11 +17,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include <lnet/lnd.hpp>
+#include <lnet/lnd/fifo.hpp>
+#include <lnet/lnd/lnd.hpp>
 #include <lnet/socklnd.hpp>
 
-#include "lnd/socket/io_thread.hpp"
-#include "lnd/socket/sock_wire.hpp"
+#include "io_thread.hpp"
+#include "sock_wire.hpp"
 
 namespace lnet::sock {
 
@@ -43,31 +44,7 @@ struct Tx {
   Clock::time_point deadline;
 };
 
-struct TxList {
-  Tx* head = nullptr;
-  Tx* tail = nullptr;
-  std::size_t count = 0;
-  bool empty() const { return head == nullptr; }
-  void push_back(Tx* t) {
-    t->next = nullptr;
-    if (tail)
-      tail->next = t;
-    else
-      head = t;
-    tail = t;
-    ++count;
-  }
-  Tx* pop_front() {
-    Tx* t = head;
-    if (t) {
-      head = t->next;
-      if (!head) tail = nullptr;
-      t->next = nullptr;
-      --count;
-    }
-    return t;
-  }
-};
+using TxList = Fifo<Tx>;
 
 Tx* tx_alloc();
 void tx_free(Tx* t);
@@ -116,7 +93,8 @@ class SocketLnd final : public Lnd {
   int send(NetInterface& ni, LndMessage& msg) override;
   int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
-  int timeout() const override { return params_.timeout; }
+  Status check_config(const NetConfig& config) const override;
+  int timeout(const NetInterface& ni) const override;
 
   const SocketParams& params() const { return params_; }
   IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }
@@ -144,8 +122,6 @@ class SocketLnd final : public Lnd {
   std::vector<SockNi*> nis_;
   std::vector<std::unique_ptr<Listener>> listeners_;
 };
-
-std::unique_ptr<Lnd> make_socket_lnd();
 
 // How a socket error maps to a health status (facts §5.3).
 HealthStatus health_of_errno(int err);

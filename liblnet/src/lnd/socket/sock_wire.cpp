@@ -1,9 +1,9 @@
 // Codecs of the ksocklnd wire structures.
-#include "lnd/socket/sock_wire.hpp"
+#include "sock_wire.hpp"
 
 #include <array>
 
-#include <lnet/byteorder.hpp>
+#include <lnet/lnd/byteorder.hpp>
 
 namespace lnet::sock {
 

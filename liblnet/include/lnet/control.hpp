@@ -1,0 +1,67 @@
+// The configuration API of a running instance (what LNet's DLC ioctls are to the kernel,
+// and what lnetctl drives through lnetd): networks, peers, routes and router buffers,
+// global tunables, selection rules, counters. Instance::control() gives it.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <lnet/config.hpp>
+#include <lnet/nid.hpp>
+#include <lnet/result.hpp>
+#include <lnet/stats.hpp>
+
+namespace lnet {
+
+class Control {
+ public:
+  // ---- local networks ----
+  // Brings an NI up; returns its NID.
+  virtual Result<Nid> add_ni(const NetConfig& nc) = 0;
+  // Takes an NI down (0@lo cannot go); what waits for it fails.
+  virtual Status del_ni(Nid nid) = 0;
+  // The NIs as configured (0@lo left out; tunables as the driver settled them).
+  virtual std::vector<NetConfig> net_configs() const = 0;
+  virtual std::vector<NiInfo> ni_info() const = 0;
+
+  // ---- peers ----
+  // Adds the peer `p` (its primary NID first when it is new) and its other NIDs.
+  // `configured`: exported and kept as configuration, not merely met.
+  virtual Status add_peer(const PeerConfig& p, bool configured = true) = 0;
+  // Removes NIDs of a peer (the whole peer when `nids` is empty or holds the primary);
+  // messages waiting for them fail.
+  virtual Status del_peer(Nid primary, const std::vector<Nid>& nids) = 0;
+  virtual std::vector<PeerConfig> configured_peers() const = 0;
+  virtual std::vector<PeerInfo> peer_info() const = 0;
+
+  // ---- routes, routing and router buffers ----
+  virtual Status add_route(const RouteConfig& r) = 0;
+  // gateway ANY: every route to `net`.
+  virtual Status del_route(NetId net, Nid gateway) = 0;
+  virtual std::vector<RouteConfig> route_configs() const = 0;
+  virtual std::vector<RouteInfo> route_info() const = 0;
+  virtual Status set_routing(bool on) = 0;
+  virtual bool routing() const = 0;
+  virtual Status set_buffers(const BufferConfig& b) = 0;
+  virtual BufferConfig buffers() const = 0;
+  virtual std::vector<RouterCptInfo> router_pools() const = 0;
+
+  // ---- global tunables, selection rules, counters ----
+  virtual GlobalTunables globals() const = 0;
+  // Sets one tunable by its lnetctl name (GlobalTunables::set says which it takes).
+  virtual Status set_global(std::string_view name, long value) = 0;
+  // Inserts a selection rule at `idx` (-1: at the end).
+  virtual Status add_udsp(const UdspRule& rule, int idx) = 0;
+  // Removes the rule at `idx` (-1: every rule).
+  virtual Status del_udsp(int idx) = 0;
+  virtual std::vector<UdspRule> udsp_rules() const = 0;
+  virtual Counters counters() const = 0;
+  virtual void reset_counters() = 0;
+  // CPU partitions the instance shards its locks and queues over.
+  virtual unsigned cpt_count() const = 0;
+
+ protected:
+  ~Control() = default;
+};
+
+}  // namespace lnet

@@ -1,0 +1,221 @@
+// The configuration object: parsing of "networks" strings, the LNET_* variables of the
+// networks, and the global tunables.
+#include <lnet/config.hpp>
+
+#include <lnet/env.hpp>
+#include <lnet/log.hpp>
+
+#include "base/text.hpp"
+
+namespace lnet {
+
+namespace {
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// Splits on commas and whitespace outside () and [].
+std::vector<std::string_view> split_top(std::string_view s, bool& unbalanced) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  std::size_t start = 0;
+  unbalanced = false;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    char c = i < s.size() ? s[i] : ',';
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') {
+      if (--depth < 0) unbalanced = true;
+    }
+    if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == ';')) {
+      std::string_view item = text::trim(s.substr(start, i - start));
+      if (!item.empty()) out.push_back(item);
+      start = i + 1;
+    }
+  }
+  if (depth != 0) unbalanced = true;
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, const NetTunables& defaults) {
+  std::vector<NetConfig> out;
+  bool unbalanced = false;
+  auto items = split_top(text, unbalanced);
+  if (unbalanced) return Failure{-EINVAL, "bad networks " + quoted(text) + ": unbalanced brackets"};
+  for (std::string_view item : items) {
+    NetConfig nc;
+    nc.tunables = defaults;
+    std::size_t paren = item.find('(');
+    std::size_t bracket = item.find('[');
+    std::size_t name_end = std::min(paren, bracket);
+    auto net = NetId::parse(item.substr(0, name_end));
+    if (!net) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": " + net.message()};
+    nc.net = *net;
+    std::string_view rest = item.substr(name_end == std::string_view::npos ? item.size() : name_end);
+    if (!rest.empty() && rest.front() == '(') {
+      std::size_t close = rest.find(')');
+      if (close == std::string_view::npos)
+        return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": missing ')'"};
+      std::string_view ifs = rest.substr(1, close - 1);
+      for (;;) {
+        std::size_t comma = ifs.find(',');
+        std::string_view ifname = text::trim(ifs.substr(0, comma));
+        if (std::string why = text::bad_interface_name(ifname); !why.empty())
+          return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": " + why};
+        nc.interfaces.emplace_back(ifname);
+        if (comma == std::string_view::npos) break;
+        ifs.remove_prefix(comma + 1);
+      }
+      rest.remove_prefix(close + 1);
+    }
+    if (!rest.empty() && rest.front() == '[') {
+      if (rest.back() != ']')
+        return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": junk after the CPT list"};
+      std::string_view cpts = rest.substr(1, rest.size() - 2);
+      for (;;) {
+        std::size_t comma = cpts.find(',');
+        std::string_view c = text::trim(cpts.substr(0, comma));
+        std::uint32_t v = 0;
+        if (!text::parse_u32(c, 255, v)) {
+          return Failure{-EINVAL,
+                         "bad networks entry " + quoted(item) + ": CPT " + quoted(c) + " is not a number in 0..255"};
+        }
+        nc.cpts.push_back(v);
+        if (comma == std::string_view::npos) break;
+        cpts.remove_prefix(comma + 1);
+      }
+      rest = {};
+    }
+    if (!rest.empty()) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": unexpected " + quoted(rest)};
+    out.push_back(std::move(nc));
+  }
+  return out;
+}
+
+namespace {
+
+// The variables of client processes (and lnetd): the networks of LNET_NETWORKS come up
+// as kernel LNet's "networks=" module parameter brings them up, with these tunables.
+const EnvVar kNetworksVar{"LNET_NETWORKS", "",
+                          "networks to bring up besides 0@lo, e.g. \"tcp0(eth0),tcp1(eth1)\" (default: loopback only)"};
+const EnvVar kCptNumberVar{"LNET_CPT_NUMBER", "0",
+                           "CPU partitions for locks, queues and counters (0: one per CPU, at most 8)"};
+const EnvVar kCreditsVar{"LNET_CREDITS", "256", "tx credits of each NI of LNET_NETWORKS"};
+const EnvVar kPeerCreditsVar{"LNET_PEER_CREDITS", "0",
+                             "tx credits per peer NI on the networks of LNET_NETWORKS (0: the driver's default)"};
+const EnvVar kPeerBufferCreditsVar{"LNET_PEER_BUFFER_CREDITS", "0",
+                                   "router buffer credits per peer NI on those networks (0: peer credits)"};
+const EnvVar kPeerTimeoutVar{"LNET_PEER_TIMEOUT", "180",
+                             "seconds a router keeps forwarding to a peer NI whose driver reports it down, after "
+                             "the last message from it (0: always)"};
+
+}  // namespace
+
+Result<Config> Config::from_env() {
+  if (Status s = log_env_status(); !s) return s.failure();
+  Config cfg;
+  NetTunables t;
+  auto credits = kCreditsVar.number(1, 1 << 20);
+  if (!credits) return credits.failure();
+  auto peer_credits = kPeerCreditsVar.number(0, 1 << 16);
+  if (!peer_credits) return peer_credits.failure();
+  auto pbc = kPeerBufferCreditsVar.number(0, 1 << 16);
+  if (!pbc) return pbc.failure();
+  auto timeout = kPeerTimeoutVar.number(0, 1 << 20);
+  if (!timeout) return timeout.failure();
+  auto ncpts = kCptNumberVar.number(0, 255);
+  if (!ncpts) return ncpts.failure();
+  t.credits = static_cast<int>(*credits);
+  t.peer_credits = static_cast<int>(*peer_credits);
+  t.peer_buffer_credits = static_cast<int>(*pbc);
+  t.peer_timeout = static_cast<int>(*timeout);
+  cfg.ncpts = static_cast<unsigned>(*ncpts);
+  if (const char* nets = kNetworksVar.value()) {
+    auto parsed = parse_networks(nets, t);
+    if (!parsed) return Failure{parsed.code(), "LNET_NETWORKS: " + parsed.message()};
+    cfg.nets = std::move(*parsed);
+  }
+  return cfg;
+}
+
+}  // namespace lnet
+
+namespace lnet {
+
+namespace {
+
+struct Tunable {
+  const char* name;
+  int GlobalTunables::*field;
+  long lo;
+  long hi;
+  const char* fixed;  // non-null: only the default is supported; why
+};
+constexpr Tunable kTunables[] = {
+    {"numa_range", &GlobalTunables::numa_range, 0, 1 << 30, nullptr},
+    {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
+    {"discovery", &GlobalTunables::discovery, 0, 1, "dynamic discovery is not built: peers come from configuration"},
+    {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, "asymmetric routes are not checked"},
+    {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, "messages are not resent (health is not built)"},
+    {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000,
+     "health values do not move (health is not built)"},
+    {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
+    {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},
+};
+constexpr const char* kNames[] = {"numa_range",
+                                  "max_interfaces",
+                                  "discovery",
+                                  "drop_asym_route",
+                                  "retry_count",
+                                  "health_sensitivity",
+                                  "alive_router_check_interval",
+                                  "router_ping_timeout"};
+// The kernel's tunables of features this build does not have: refused, with why.
+struct Unsupported {
+  const char* name;
+  const char* why;
+};
+constexpr Unsupported kUnsupported[] = {
+    {"transaction_timeout", "message deadlines and response tracking are not built"},
+    {"response_tracking", "message deadlines and response tracking are not built"},
+    {"recovery_interval", "health recovery is not built"},
+    {"recovery_limit", "health recovery is not built"},
+    {"max_recovery_ping_interval", "health recovery is not built"},
+    {"router_sensitivity", "route health is not built"},
+    {"lnd_timeout", "it is derived from transaction_timeout, which is not built"},
+};
+
+Failure unknown(std::string_view name) {
+  for (const Unsupported& u : kUnsupported)
+    if (name == u.name) return Failure{-EOPNOTSUPP, "not supported yet: " + std::string(name) + " (" + u.why + ")"};
+  return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
+}
+
+}  // namespace
+
+std::span<const char* const> GlobalTunables::names() { return kNames; }
+
+Result<long> GlobalTunables::get(std::string_view name) const {
+  for (const Tunable& t : kTunables)
+    if (name == t.name) return static_cast<long>(this->*t.field);
+  return unknown(name);
+}
+
+Status GlobalTunables::set(std::string_view name, long value) {
+  for (const Tunable& t : kTunables) {
+    if (name != t.name) continue;
+    if (value < t.lo || value > t.hi) {
+      return Failure{-EINVAL, std::string(name) + " " + std::to_string(value) + " is outside " + std::to_string(t.lo) +
+                                  ".." + std::to_string(t.hi)};
+    }
+    GlobalTunables def;
+    if (t.fixed && value != def.*t.field)
+      return Failure{-EOPNOTSUPP, "not supported yet: " + std::string(name) + " " + std::to_string(value) + " (" +
+                                      t.fixed + "; only " + std::to_string(def.*t.field) + ")"};
+    this->*t.field = static_cast<int>(value);
+    return {};
+  }
+  return unknown(name);
+}
+
+}  // namespace lnet

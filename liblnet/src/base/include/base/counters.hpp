@@ -1,0 +1,88 @@
+// Message counters: relaxed atomics sharded per CPT (no shared cache line on the data
+// path), summed when read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <lnet/lnd/lnd.hpp>
+#include <lnet/stats.hpp>
+#include <lnet/wire.hpp>
+
+#include "base/cpt.hpp"
+
+namespace lnet {
+
+enum Ctr : unsigned {
+  kMsgsAlloc,
+  kMsgsMax,
+  kRstAlloc,
+  kErrors,
+  kSendCount,
+  kResendCount,
+  kResponseTimeout,
+  kLocalInterrupt,
+  kLocalDropped,
+  kLocalAborted,
+  kLocalNoRoute,
+  kLocalTimeout,
+  kLocalError,
+  kRemoteDropped,
+  kRemoteError,
+  kRemoteTimeout,
+  kNetworkTimeout,
+  kRecvCount,
+  kRouteCount,
+  kDropCount,
+  kSendLength,
+  kRecvLength,
+  kRouteLength,
+  kDropLength,
+  kNumCtr
+};
+
+class GlobalCounters {
+ public:
+  explicit GlobalCounters(unsigned ncpts) : n_(ncpts), shards_(std::make_unique<Shard[]>(ncpts)) {}
+
+  void add(unsigned cpt, Ctr c, std::int64_t v = 1) { shards_[cpt].v[c].fetch_add(v, std::memory_order_relaxed); }
+  void msg_alloc(unsigned cpt) {
+    Shard& s = shards_[cpt];
+    std::int64_t now = s.v[kMsgsAlloc].fetch_add(1, std::memory_order_relaxed) + 1;
+    if (now > s.v[kMsgsMax].load(std::memory_order_relaxed)) s.v[kMsgsMax].store(now, std::memory_order_relaxed);
+  }
+  void msg_free(unsigned cpt) { shards_[cpt].v[kMsgsAlloc].fetch_sub(1, std::memory_order_relaxed); }
+  // Counts a failed transmission by its health status.
+  void health(unsigned cpt, HealthStatus h);
+
+  Counters snapshot() const;
+  void reset();
+
+ private:
+  struct alignas(kCacheLine) Shard {
+    std::atomic<std::int64_t> v[kNumCtr] = {};
+  };
+  unsigned n_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+// sent / received / dropped counts per message type, for NIs and peer NIs.
+class TypeStats {
+ public:
+  enum Kind { kSent = 0, kReceived = 1, kDropped = 2 };
+  void add(Kind k, MsgType t) { v_[k][static_cast<unsigned>(t)].fetch_add(1, std::memory_order_relaxed); }
+  MsgTypeStats get(Kind k) const {
+    auto at = [&](MsgType t) { return v_[k][static_cast<unsigned>(t)].load(std::memory_order_relaxed); };
+    return {at(MsgType::Put), at(MsgType::Get), at(MsgType::Reply), at(MsgType::Ack), at(MsgType::Hello)};
+  }
+  void reset() {
+    for (auto& row : v_)
+      for (auto& x : row) x.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uint64_t> v_[3][5] = {};
+};
+
+}  // namespace lnet

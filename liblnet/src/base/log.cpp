@@ -1,0 +1,138 @@
+// The logger: atomics for the fast "is it on" check, a mutex around the sink.
+#include <lnet/env.hpp>
+#include <lnet/log.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace lnet {
+
+namespace {
+
+const EnvVar kLogLevelVar{"LNET_LOG_LEVEL", "warn", "messages logged: error | warn | info | debug"};
+const EnvVar kLogSubsysVar{"LNET_LOG_SUBSYS", "all",
+                           "subsystems logged: comma list of core, lnd, router, config, daemon, or all"};
+
+struct State {
+  std::atomic<int> level{static_cast<int>(LogLevel::Warn)};
+  std::atomic<std::uint32_t> mask{kLogAll};
+  std::mutex mutex;
+  std::function<void(LogLevel, std::string_view)> sink;
+  const char* program = "lnet";
+  Status env;  // what was wrong with LNET_LOG_LEVEL / LNET_LOG_SUBSYS
+  State() {
+    LogLevel l;
+    if (const char* v = kLogLevelVar.value()) {
+      if (parse_log_level(v, &l))
+        level = static_cast<int>(l);
+      else
+        env = Failure{-EINVAL, std::string("LNET_LOG_LEVEL='") + v + "' is not error, warn, info or debug"};
+    }
+    std::uint32_t m;
+    if (const char* v = kLogSubsysVar.value()) {
+      if (parse_log_subsystems(v, &m))
+        mask = m;
+      else if (env.ok())
+        env = Failure{-EINVAL, std::string("LNET_LOG_SUBSYS='") + v +
+                                   "' is not a comma list of core, lnd, router, config, daemon or all"};
+    }
+  }
+};
+
+State& state() {
+  static State* s = new State;  // usable from any destructor at exit
+  return *s;
+}
+
+const char* level_name(LogLevel l) {
+  switch (l) {
+    case LogLevel::Error: return "error";
+    case LogLevel::Warn: return "warn";
+    case LogLevel::Info: return "info";
+    case LogLevel::Debug: return "debug";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Status log_env_status() { return state().env; }
+void set_log_level(LogLevel l) { state().level = static_cast<int>(l); }
+void set_log_subsystems(std::uint32_t mask) { state().mask = mask; }
+LogLevel log_level() { return static_cast<LogLevel>(state().level.load()); }
+
+bool log_enabled(LogLevel l, std::uint32_t subsys) {
+  State& s = state();
+  return static_cast<int>(l) <= s.level.load(std::memory_order_relaxed) &&
+         (subsys & s.mask.load(std::memory_order_relaxed)) != 0;
+}
+
+bool parse_log_level(std::string_view v, LogLevel* out) {
+  for (LogLevel l : {LogLevel::Error, LogLevel::Warn, LogLevel::Info, LogLevel::Debug}) {
+    if (v == level_name(l)) {
+      *out = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_log_subsystems(std::string_view v, std::uint32_t* out) {
+  struct Name {
+    const char* name;
+    std::uint32_t bit;
+  };
+  static const Name names[] = {{"core", kLogCore},     {"lnd", kLogLnd},       {"router", kLogRouter},
+                               {"config", kLogConfig}, {"daemon", kLogDaemon}, {"all", kLogAll}};
+  std::uint32_t mask = 0;
+  while (!v.empty()) {
+    std::size_t comma = v.find(',');
+    std::string_view name = v.substr(0, comma);
+    bool found = false;
+    for (const Name& n : names) {
+      if (name == n.name) {
+        mask |= n.bit;
+        found = true;
+      }
+    }
+    if (!found) return false;
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  *out = mask;
+  return true;
+}
+
+void set_log_sink(std::function<void(LogLevel, std::string_view)> sink) {
+  State& s = state();
+  std::lock_guard g(s.mutex);
+  s.sink = std::move(sink);
+}
+
+void set_log_program(const char* name) {
+  State& s = state();
+  std::lock_guard g(s.mutex);
+  s.program = name;
+}
+
+void log_write(LogLevel l, std::uint32_t, const char* fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  State& s = state();
+  std::lock_guard g(s.mutex);
+  if (s.sink) {
+    s.sink(l, line);
+    return;
+  }
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::fprintf(stderr, "%lld.%06ld %s %s: %s\n", static_cast<long long>(ts.tv_sec), ts.tv_nsec / 1000, s.program,
+               level_name(l), line);
+}
+
+}  // namespace lnet

@@ -1,0 +1,253 @@
+// Parser and matcher of NID range expressions (numbers, ranges with steps, '*').
+#include <lnet/nid_range.hpp>
+
+#include "base/text.hpp"
+
+namespace lnet {
+
+namespace {
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+Failure bad(std::string_view what, std::string_view input, const std::string& why) {
+  return Failure{-EINVAL, "bad " + std::string(what) + " " + quoted(input) + ": " + why};
+}
+
+Result<NumberExpr::Range> parse_range(std::string_view item, std::uint32_t max) {
+  item = text::trim(item);
+  if (item.empty()) return Failure{-EINVAL, "empty item in list"};
+  NumberExpr::Range r;
+  std::size_t dash = item.find('-');
+  std::size_t slash = item.find('/');
+  std::string_view lo = item.substr(0, dash);
+  if (dash == std::string_view::npos && slash != std::string_view::npos) {
+    return Failure{-EINVAL, "step without a range in " + quoted(item)};
+  }
+  auto number = [&](std::string_view s, std::uint32_t& out) -> Status {
+    s = text::trim(s);
+    if (!text::parse_u32(s, 0xFFFFFFFFu, out)) return Failure{-EINVAL, quoted(s) + " is not a number"};
+    if (out > max) return Failure{-EINVAL, "value " + std::string(s) + " is above " + std::to_string(max)};
+    return {};
+  };
+  if (auto ok = number(lo, r.lo); !ok) return ok.failure();
+  r.hi = r.lo;
+  if (dash != std::string_view::npos) {
+    std::string_view hi =
+        item.substr(dash + 1, slash == std::string_view::npos ? std::string_view::npos : slash - dash - 1);
+    if (auto ok = number(hi, r.hi); !ok) return ok.failure();
+    if (r.hi < r.lo) return Failure{-EINVAL, "range " + quoted(item) + " has its start above its end"};
+    if (slash != std::string_view::npos) {
+      if (auto ok = number(item.substr(slash + 1), r.step); !ok) return ok.failure();
+      if (r.step == 0) return Failure{-EINVAL, "step 0 in " + quoted(item) + " must be at least 1"};
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<NumberExpr> NumberExpr::parse(std::string_view input, std::uint32_t max) {
+  std::string_view s = text::trim(input);
+  if (s.empty()) return bad("number expression", input, "empty");
+  if (s == "*") return NumberExpr();
+  std::vector<Range> ranges;
+  if (s.front() == '[') {
+    if (s.back() != ']') return bad("number expression", input, "missing ']'");
+    std::string_view body = s.substr(1, s.size() - 2);
+    if (text::trim(body).empty()) return bad("number expression", input, "empty list");
+    while (true) {
+      std::size_t comma = body.find(',');
+      auto r = parse_range(body.substr(0, comma), max);
+      if (!r) return bad("number expression", input, r.message());
+      ranges.push_back(*r);
+      if (comma == std::string_view::npos) break;
+      body.remove_prefix(comma + 1);
+    }
+  } else {
+    std::uint32_t v = 0;
+    if (!text::parse_u32(s, 0xFFFFFFFFu, v)) return bad("number expression", input, quoted(s) + " is not a number");
+    if (v > max) return bad("number expression", input, "value " + std::string(s) + " is above " + std::to_string(max));
+    ranges.push_back(Range{v, v, 1});
+  }
+  return NumberExpr(std::move(ranges));
+}
+
+bool NumberExpr::matches(std::uint32_t v) const {
+  if (ranges_.empty()) return true;
+  for (const auto& r : ranges_) {
+    if (v >= r.lo && v <= r.hi && (v - r.lo) % r.step == 0) return true;
+  }
+  return false;
+}
+
+std::string NumberExpr::to_string() const {
+  if (ranges_.empty()) return "*";
+  if (ranges_.size() == 1 && ranges_[0].lo == ranges_[0].hi) return std::to_string(ranges_[0].lo);
+  std::string out = "[";
+  for (std::size_t i = 0; i < ranges_.size(); ++i) {
+    const Range& r = ranges_[i];
+    if (i) out += ",";
+    out += std::to_string(r.lo);
+    if (r.hi != r.lo) {
+      out += "-" + std::to_string(r.hi);
+      if (r.step != 1) out += "/" + std::to_string(r.step);
+    }
+  }
+  return out + "]";
+}
+
+bool operator==(const NumberExpr& a, const NumberExpr& b) {
+  if (a.ranges_.size() != b.ranges_.size()) return false;
+  for (std::size_t i = 0; i < a.ranges_.size(); ++i) {
+    const auto& x = a.ranges_[i];
+    const auto& y = b.ranges_[i];
+    if (x.lo != y.lo || x.hi != y.hi || (x.lo != x.hi && x.step != y.step)) return false;
+  }
+  return true;
+}
+
+NetPattern NetPattern::exact(NetId net) {
+  NetPattern p;
+  p.type_ = net.type();
+  p.num_ = NumberExpr::single(net.num());
+  return p;
+}
+
+Result<NetPattern> NetPattern::parse(std::string_view input) {
+  std::string_view s = text::trim(input);
+  if (s.empty()) return bad("network pattern", input, "empty");
+  std::string_view rest;
+  auto type = text::parse_net_name(s, rest);
+  if (!type) return bad("network pattern", input, type.message());
+  NetPattern p;
+  p.type_ = type->type;
+  if (!rest.empty()) {
+    if (p.type_ == kLoLnd) return bad("network pattern", input, "lo takes no network number");
+    auto num = NumberExpr::parse(rest, 0xFFFF);
+    if (!num) return bad("network pattern", input, "network number: " + num.message());
+    p.num_ = *num;
+  }
+  return p;
+}
+
+bool NetPattern::is_single() const { return num_.ranges().size() == 1 && num_.ranges()[0].lo == num_.ranges()[0].hi; }
+
+std::string NetPattern::to_string() const {
+  const char* name = lnd_type_name(type_);
+  std::string base = name ? name : "<" + std::to_string(type_) + ">";
+  if (is_single() && num_.ranges()[0].lo == 0) return base;
+  return base + num_.to_string();
+}
+
+Result<NidPattern> NidPattern::parse(std::string_view input) {
+  std::string_view s = text::trim(input);
+  std::size_t at = s.find('@');
+  if (at == std::string_view::npos) return bad("NID range", input, "missing '@<network>'");
+  auto net = NetPattern::parse(s.substr(at + 1));
+  if (!net) return bad("NID range", input, net.message());
+  NidPattern p;
+  p.net_ = *net;
+  std::string_view addr = text::trim(s.substr(0, at));
+  if (addr.empty()) return bad("NID range", input, "missing address before '@'");
+  bool ip = lnd_type_uses_ip(p.net_.type());
+  if (addr == "*") {
+    p.addr_.assign(ip ? 4 : 1, NumberExpr());
+    return p;
+  }
+  if (!ip) {
+    auto e = NumberExpr::parse(addr, p.net_.type() == kLoLnd ? 0 : 0xFFFFFFFFu);
+    if (!e) return bad("NID range", input, "address: " + e.message());
+    p.addr_.push_back(*e);
+    return p;
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::size_t dot = addr.find('.');
+    if (i < 3 && dot == std::string_view::npos) {
+      return bad("NID range", input, "address " + quoted(s.substr(0, at)) + " does not have four octets");
+    }
+    std::string_view octet = i < 3 ? addr.substr(0, dot) : addr;
+    auto e = NumberExpr::parse(octet, 255);
+    if (!e) return bad("NID range", input, "octet " + std::to_string(i + 1) + ": " + e.message());
+    p.addr_.push_back(*e);
+    if (i < 3) addr.remove_prefix(dot + 1);
+  }
+  return p;
+}
+
+bool NidPattern::matches(Nid nid) const {
+  if (nid.is_any() || !net_.matches(nid.net())) return false;
+  std::uint32_t a = nid.addr();
+  if (addr_.size() == 1) return addr_[0].matches(a);
+  for (int i = 0; i < 4; ++i) {
+    if (!addr_[static_cast<std::size_t>(i)].matches((a >> (24 - 8 * i)) & 0xFF)) return false;
+  }
+  return true;
+}
+
+std::string NidPattern::to_string() const {
+  std::string a;
+  bool all_any = true;
+  for (const auto& e : addr_) all_any = all_any && e.is_any();
+  if (all_any) {
+    a = "*";
+  } else {
+    for (std::size_t i = 0; i < addr_.size(); ++i) {
+      if (i) a += ".";
+      a += addr_[i].to_string();
+    }
+  }
+  return a + "@" + net_.to_string();
+}
+
+Result<NidRangeList> NidRangeList::parse(std::string_view input) {
+  NidRangeList list;
+  std::size_t i = 0;
+  while (i < input.size()) {
+    while (i < input.size() && (input[i] == ' ' || input[i] == '\t' || input[i] == '\n')) ++i;
+    if (i >= input.size()) break;
+    std::size_t start = i;
+    int depth = 0;
+    while (i < input.size() && (depth > 0 || (input[i] != ' ' && input[i] != '\t' && input[i] != '\n'))) {
+      if (input[i] == '[') ++depth;
+      if (input[i] == ']') --depth;
+      ++i;
+    }
+    auto p = NidPattern::parse(input.substr(start, i - start));
+    if (!p) return p.failure();
+    list.patterns_.push_back(*p);
+  }
+  if (list.patterns_.empty()) return bad("NID range list", input, "empty");
+  return list;
+}
+
+bool NidRangeList::matches(Nid nid) const {
+  for (const auto& p : patterns_)
+    if (p.matches(nid)) return true;
+  return false;
+}
+
+std::string NidRangeList::to_string() const {
+  std::string out;
+  for (const auto& p : patterns_) {
+    if (!out.empty()) out += " ";
+    out += p.to_string();
+  }
+  return out;
+}
+
+Result<NidMatcher> NidMatcher::parse(std::string_view input) {
+  NidMatcher m;
+  if (input.find('@') != std::string_view::npos) {
+    auto p = NidPattern::parse(input);
+    if (!p) return p.failure();
+    m.has_nid_ = true;
+    m.nid_ = *p;
+  } else {
+    auto p = NetPattern::parse(input);
+    if (!p) return p.failure();
+    m.net_ = *p;
+  }
+  return m;
+}
+
+}  // namespace lnet

@@ -1,0 +1,152 @@
+// Applying a document to a running instance: add, delete or show what it names, all
+// of it or nothing.
+#include <lnet/dlc.hpp>
+
+#include <functional>
+
+namespace lnet::dlc {
+
+namespace {
+
+// Show: the current state of what the document names.
+std::string show_named(Instance& lnet, const SystemConfig& cfg) {
+  SystemConfig now = export_config(lnet);
+  SystemConfig sel;
+  for (const auto& nc : now.nets)
+    for (const auto& want : cfg.nets)
+      if (want.net == nc.net) {
+        sel.nets.push_back(nc);
+        break;
+      }
+  for (const auto& r : now.routes)
+    for (const auto& want : cfg.routes)
+      if (want.net == r.net && want.gateway == r.gateway) sel.routes.push_back(r);
+  for (const auto& p : now.peers)
+    for (const auto& want : cfg.peers)
+      if (want.primary == p.primary) sel.peers.push_back(p);
+  if (cfg.routing) sel.routing = now.routing;
+  if (cfg.buffers) sel.buffers = now.buffers;
+  if (cfg.global) sel.global = now.global;
+  return config_to_yaml(sel, true);
+}
+
+// Delete: everything named must exist before anything goes.
+Status delete_named(Control& c, const SystemConfig& cfg) {
+  auto nis = c.ni_info();
+  for (const auto& nc : cfg.nets) {
+    bool found = false;
+    for (const auto& i : nis) found = found || i.nid.net() == nc.net;
+    if (!found) return Failure{-ENOENT, "no network " + nc.net.to_string() + " to delete"};
+  }
+  auto routes = c.route_configs();
+  for (const auto& r : cfg.routes) {
+    bool found = false;
+    for (const auto& x : routes) found = found || (x.net == r.net && x.gateway == r.gateway);
+    if (!found) return Failure{-ENOENT, "no route to " + r.net.to_string() + " via " + r.gateway.to_string()};
+  }
+  for (const auto& r : cfg.routes) (void)c.del_route(r.net, r.gateway);
+  for (const auto& p : cfg.peers) (void)c.del_peer(p.primary, p.nids);
+  for (const auto& nc : cfg.nets) {
+    for (const auto& i : nis) {
+      if (i.nid.net() != nc.net) continue;
+      if (nc.nid && *nc.nid != i.nid) continue;
+      if (!nc.interfaces.empty() && i.interfaces != nc.interfaces) continue;
+      (void)c.del_ni(i.nid);
+    }
+  }
+  return {};
+}
+
+// Add, in order; a failure undoes what was done, last first.
+class Adder {
+ public:
+  explicit Adder(Control& c) : c_(c) {}
+  ~Adder() {
+    if (!done_)
+      for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+  }
+  Status run(const SystemConfig& cfg) {
+    if (cfg.global)
+      if (Status s = global(*cfg.global); !s) return s;
+    if (cfg.buffers)
+      if (Status s = buffers(*cfg.buffers); !s) return s;
+    for (const auto& nc : cfg.nets)
+      if (Status s = net(nc); !s) return s;
+    for (const auto& rt : cfg.routes)
+      if (Status s = route(rt); !s) return s;
+    for (const auto& p : cfg.peers)
+      if (Status s = peer(p); !s) return s;
+    for (const auto& u : cfg.udsp)
+      if (Status s = udsp(u); !s) return s;
+    if (cfg.routing)
+      if (Status s = routing(*cfg.routing); !s) return s;
+    done_ = true;
+    return {};
+  }
+
+ private:
+  Status global(const GlobalTunables& g) {
+    GlobalTunables before = c_.globals();
+    for (const char* name : GlobalTunables::names())
+      if (Status s = c_.set_global(name, *g.get(name)); !s) return s;
+    undo_.push_back([this, before] {
+      for (const char* name : GlobalTunables::names()) (void)c_.set_global(name, *before.get(name));
+    });
+    return {};
+  }
+  Status buffers(const BufferConfig& b) {
+    BufferConfig before = c_.buffers();
+    if (Status s = c_.set_buffers(b); !s) return s;
+    undo_.push_back([this, before] { (void)c_.set_buffers(before); });
+    return {};
+  }
+  Status net(const NetConfig& nc) {
+    auto r = c_.add_ni(nc);
+    if (!r) return Failure{r.code(), "cannot add " + nc.net.to_string() + ": " + r.message()};
+    Nid nid = *r;
+    undo_.push_back([this, nid] { (void)c_.del_ni(nid); });
+    return {};
+  }
+  Status route(const RouteConfig& rt) {
+    if (Status s = c_.add_route(rt); !s) return s;
+    undo_.push_back([this, rt] { (void)c_.del_route(rt.net, rt.gateway); });
+    return {};
+  }
+  Status peer(const PeerConfig& p) {
+    bool existed = false;
+    for (const auto& x : c_.configured_peers()) existed = existed || x.primary == p.primary;
+    if (Status s = c_.add_peer(p, true); !s) return s;
+    if (!existed) undo_.push_back([this, p] { (void)c_.del_peer(p.primary, {}); });
+    return {};
+  }
+  Status udsp(const UdspRule& u) {
+    if (Status s = c_.add_udsp(u, -1); !s) return s;
+    undo_.push_back([this] { (void)c_.del_udsp(static_cast<int>(c_.udsp_rules().size()) - 1); });
+    return {};
+  }
+  Status routing(bool on) {
+    bool before = c_.routing();
+    if (Status s = c_.set_routing(on); !s) return s;
+    undo_.push_back([this, before] { (void)c_.set_routing(before); });
+    return {};
+  }
+
+  Control& c_;
+  std::vector<std::function<void()>> undo_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown) {
+  switch (mode) {
+    case ImportMode::Show:
+      if (shown) *shown = show_named(lnet, cfg);
+      return {};
+    case ImportMode::Del: return delete_named(lnet.control(), cfg);
+    case ImportMode::Add: return Adder(lnet.control()).run(cfg);
+  }
+  return {};
+}
+
+}  // namespace lnet::dlc

@@ -1,0 +1,235 @@
+// The lnetctl commands: one table of their options (lnetctl parses its command line from
+// it, the daemon checks requests against it) and the handler of each, and the commands
+// that act on the whole configuration (lnet configure, import, export).
+#include <algorithm>
+
+#include <lnet/log.hpp>
+
+#include "commands.hpp"
+#include "yaml_print.hpp"
+
+namespace lnet::dlc {
+
+namespace {
+
+using K = OptionSpec::Kind;
+
+const OptionSpec kVerbose{"verbose", 'v', K::Level, "more detail (level 1 or 2)"};
+
+struct Entry {
+  CommandSpec spec;
+  Handler handler;
+};
+
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> t = {
+      {{"lnet configure",
+        "with --all: bring up the networks, routes and tunables of the daemon's configuration",
+        true,
+        {{"all", 'a', K::Flag, "bring up the daemon's configuration (else LNet, which is up, stays as it is)"},
+         {"large", 0, K::Flag, "large NIDs", "large (IPv6) NIDs are not built"}}},
+       lnet_configure},
+      {{"lnet unconfigure", "take every network but 0@lo down, with routes, peers, rules and routing", true, {}},
+       lnet_unconfigure},
+      {{"net add",
+        "add a local NI",
+        true,
+        {{"net", 0, K::Value, "network, e.g. tcp1"},
+         {"if", 0, K::Values, "interface(s), e.g. eth0"},
+         {"nid", 0, K::Value, "the NID instead of an interface"},
+         {"ip2net", 0, K::Value, "an ip2nets string", "ip2nets strings are not built"},
+         {"peer-timeout", 0, K::Value, "seconds a router forwards to a silent peer NI its driver reports down"},
+         {"peer-credits", 0, K::Value, "messages in flight to one peer NI"},
+         {"peer-buffer-credits", 0, K::Value, "router buffers one peer NI may hold"},
+         {"credits", 0, K::Value, "messages in flight on the NI"},
+         {"cpt", 0, K::Value, "CPT list, e.g. \"[0,1]\" (every CPT: an NI serves all of them)"},
+         {"conns-per-peer", 0, K::Value, "tcp: connections of each type per peer (1)"},
+         {"tos", 0, K::Value, "tcp: IP type of service"},
+         {"skip-mr-route-setup", 0, K::Flag, "set up no IP routing rules (always so: lnetd sets up none)"},
+         {"auth-key", 0, K::Value, "kfi authentication key", "there is no kfi driver"},
+         {"traffic-class", 0, K::Value, "o2ib/kfi traffic class", "there is no o2ib or kfi driver"}}},
+       net_add},
+      {{"net del",
+        "delete local NIs",
+        true,
+        {{"net", 0, K::Value, "network"},
+         {"nid", 0, K::Value, "only this NI"},
+         {"if", 0, K::Values, "only the NI on this interface"}}},
+       net_del},
+      {{"net show", "show local NIs", false, {{"net", 0, K::Value, "only this network"}, kVerbose}}, net_show},
+      {{"peer add",
+        "add a peer",
+        true,
+        {{"prim_nid", 0, K::Value, "primary NID"},
+         {"nid", 0, K::Values, "more NIDs (comma separated)"},
+         {"non_mr", 0, K::Flag, "not multi-rail"},
+         {"lock_prim", 0, K::Flag, "lock the primary NID", "primary NIDs are not locked (discovery is not built)"}}},
+       peer_add},
+      {{"peer del",
+        "delete a peer or some of its NIDs",
+        true,
+        {{"prim_nid", 0, K::Value, "primary NID"},
+         {"nid", 0, K::Values, "only these NIDs"},
+         {"force", 0, K::Flag, "delete a locked primary NID", "primary NIDs are not locked (discovery is not built)"}}},
+       peer_del},
+      {{"peer show", "show peers", false, {{"nid", 0, K::Value, "only the peer with this NID"}, kVerbose}}, peer_show},
+      {{"peer list", "list the primary NIDs of the peers", false, {}}, peer_list},
+      {{"route add",
+        "add a route",
+        true,
+        {{"net", 0, K::Value, "remote network"},
+         {"gateway", 0, K::Value, "gateway NID"},
+         {"hop", 0, K::Value, "hop count 1..255"},
+         {"hop-count", 0, K::Value, "same as --hop"},
+         {"priority", 0, K::Value, "lower is preferred"},
+         {"health_sensitivity", 0, K::Value, "route health sensitivity", "route health is not built"}}},
+       route_add},
+      {{"route del",
+        "delete a route",
+        true,
+        {{"net", 0, K::Value, "remote network"}, {"gateway", 0, K::Value, "gateway NID"}}},
+       route_del},
+      {{"route show",
+        "show routes",
+        false,
+        {{"net", 0, K::Value, "only to this network"},
+         {"gateway", 0, K::Value, "only through this gateway"},
+         {"hop", 0, K::Value, "only of this hop count"},
+         {"priority", 0, K::Value, "only of this priority"},
+         kVerbose}},
+       route_show},
+      {{"routing show", "show the router buffer pools and whether this node routes", false, {}}, routing_show},
+      {{"set",
+        "set a tunable: routing, tiny_buffers, small_buffers, large_buffers or a global tunable (global show)",
+        true,
+        {{"name", 0, K::Positional, "tunable"}, {"value", 0, K::Positional, "value"}}},
+       set_tunable},
+      {{"global show", "show the global tunables", false, {}}, global_show},
+      {{"stats show", "show the LNet counters", false, {}}, stats_show},
+      {{"stats reset", "zero the LNet counters", true, {}}, stats_reset},
+      {{"ping",
+        "ping NIDs",
+        false,
+        {{"timeout", 0, K::Value, "seconds (default 1)"},
+         {"source", 0, K::Value, "local NID to ping from"},
+         {"nid", 0, K::Positional, "NID[s] to ping"}}},
+       ping},
+      {{"discover",
+        "ping NIDs and record the NIs they answer with as peers",
+        true,
+        {{"force", 0, K::Flag, "discover again", "discovery is not built: every discover pings afresh"},
+         {"nid", 0, K::Positional, "NID[s] to discover"}}},
+       discover},
+      {{"import",
+        "apply a YAML configuration",
+        true,
+        {{"add", 0, K::Flag, "add what the document describes (default)"},
+         {"del", 0, K::Flag, "delete it"},
+         {"show", 0, K::Flag, "show the current state of it"},
+         {"exec", 0, K::Flag, "run it as commands", "running a document as commands is not built"},
+         {"file", 0, K::Positional, "the document (- or none: standard input)"}}},
+       import_yaml},
+      {{"export",
+        "print the configuration as YAML",
+        false,
+        {{"backup", 'b', K::Flag, "only what configures"}, {"file", 0, K::Positional, "write it here"}}},
+       export_yaml},
+      {{"udsp add",
+        "add a selection rule",
+        true,
+        {{"src", 0, K::Value, "local NID or net pattern"},
+         {"dst", 0, K::Value, "peer NID or net pattern"},
+         {"rte", 0, K::Value, "router pattern"},
+         {"priority", 0, K::Value, "0 is the highest"},
+         {"idx", 0, K::Value, "position"}}},
+       udsp_add},
+      {{"udsp del",
+        "delete selection rules",
+        true,
+        {{"idx", 0, K::Value, "rule index"}, {"all", 0, K::Flag, "every rule"}}},
+       udsp_del},
+      {{"udsp show", "show selection rules", false, {{"idx", 0, K::Value, "rule index"}}}, udsp_show},
+  };
+  return t;
+}
+
+const Entry* find_entry(std::string_view name) {
+  for (const Entry& e : table())
+    if (e.spec.name == name) return &e;
+  return nullptr;
+}
+
+// Every option of the request is one the command has and takes.
+Response check_options(const Request& r, const CommandSpec& spec) {
+  for (const auto& [name, values] : r.args) {
+    auto it =
+        std::find_if(spec.options.begin(), spec.options.end(), [&](const OptionSpec& o) { return name == o.name; });
+    if (it == spec.options.end())
+      return error_block("manage", "command", -EINVAL, "'" + r.command + "' has no option --" + name);
+    if (it->unsupported)
+      return error_block("manage", "command", -EOPNOTSUPP,
+                         "not supported yet: " + r.command + " --" + name + " (" + it->unsupported + ")");
+  }
+  return Response{};
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> specs = [] {
+    std::vector<CommandSpec> v;
+    for (const Entry& e : table()) v.push_back(e.spec);
+    return v;
+  }();
+  return specs;
+}
+
+const CommandSpec* find_command(std::string_view name) {
+  const Entry* e = find_entry(name);
+  return e ? &e->spec : nullptr;
+}
+
+Response execute(Instance& lnet, const Request& r, const Hooks& hooks) {
+  const Entry* e = find_entry(r.command);
+  if (!e) return error_block("manage", "command", -ENOSYS, "unknown command '" + r.command + "'");
+  if (Response bad = check_options(r, e->spec); bad.rc) return bad;
+  try {
+    return e->handler(lnet, r, hooks);
+  } catch (const std::exception& ex) {
+    LNET_LOG(Error, kLogConfig, "%s: internal error: %s", r.command.c_str(), ex.what());
+    return error_block("manage", "command", -EIO, std::string("internal error: ") + ex.what());
+  }
+}
+
+// ---- commands on the whole configuration ----
+
+Response lnet_configure(Instance&, const Request& r, const Hooks& hooks) {
+  if (!r.flag("all")) return ok(YAML::Node());  // LNet is up; without --all nothing more comes up
+  if (!hooks.configure)
+    return error_block("configure", "lnet", -EOPNOTSUPP, "not supported here: this process has no configuration");
+  if (Status s = hooks.configure(); !s) return error_block("configure", "lnet", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response lnet_unconfigure(Instance&, const Request&, const Hooks& hooks) {
+  if (!hooks.unconfigure)
+    return error_block("unconfigure", "lnet", -EOPNOTSUPP, "not supported here: this process cannot unconfigure");
+  if (Status s = hooks.unconfigure(); !s) return error_block("unconfigure", "lnet", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response import_yaml(Instance& lnet, const Request& r, const Hooks&) {
+  auto cfg = parse_config(r.body);
+  if (!cfg) return error_block("import", "yaml", cfg.code(), cfg.message());
+  ImportMode mode = r.flag("del") ? ImportMode::Del : r.flag("show") ? ImportMode::Show : ImportMode::Add;
+  std::string shown;
+  if (Status s = apply_config(lnet, *cfg, mode, &shown); !s)
+    return error_block("import", "yaml", s.code(), s.message() + " (nothing was applied)");
+  return Response{0, shown};
+}
+
+Response export_yaml(Instance& lnet, const Request& r, const Hooks&) {
+  return Response{0, config_to_yaml(export_config(lnet), r.flag("backup"))};
+}
+
+}  // namespace lnet::dlc

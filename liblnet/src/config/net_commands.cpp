@@ -1,0 +1,163 @@
+// lnetctl net show | add | del.
+#include <algorithm>
+#include <map>
+
+#include "base/text.hpp"
+#include "commands.hpp"
+#include "yaml_print.hpp"
+
+namespace lnet::dlc {
+
+namespace {
+
+YAML::Node type_stats(const MsgTypeStats& s) {
+  YAML::Node n;
+  n["put"] = num(static_cast<long>(s.put));
+  n["get"] = num(static_cast<long>(s.get));
+  n["reply"] = num(static_cast<long>(s.reply));
+  n["ack"] = num(static_cast<long>(s.ack));
+  n["hello"] = num(static_cast<long>(s.hello));
+  return n;
+}
+
+// The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
+void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
+  YAML::Node st;
+  st["send_count"] = num(static_cast<long>(i.sent.total()));
+  st["recv_count"] = num(static_cast<long>(i.received.total()));
+  st["drop_count"] = num(static_cast<long>(i.dropped.total()));
+  ni["statistics"] = st;
+  ni["sent_stats"] = type_stats(i.sent);
+  ni["received_stats"] = type_stats(i.received);
+  ni["dropped_stats"] = type_stats(i.dropped);
+  // What the NI holds; the per-cause failure counts and recovery pings of LNet's health
+  // are not built, so they are not shown.
+  YAML::Node h;
+  h["fatal_error"] = num(i.fatal_error ? 1 : 0);
+  h["health value"] = num(i.health);
+  ni["health stats"] = h;
+  if (!i.nid.is_lo()) {
+    ni["tunables"] = tunables_node(i.tunables);
+    YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables, i.lnd_timeout);
+    if (lt.size() > 0) ni["lnd tunables"] = lt;
+  }
+  ni["dev cpt"] = num(-1);  // no NI knows its device's CPT
+  std::vector<unsigned> all(ncpts);
+  for (unsigned k = 0; k < ncpts; ++k) all[k] = k;
+  ni["CPT"] = cpt_list(all);  // every NI serves every CPT
+}
+
+}  // namespace
+
+Response net_show(Instance& lnet, const Request& r, const Hooks&) {
+  std::optional<NetId> filter;
+  if (const std::string* n = r.arg("net")) {
+    auto net = NetId::parse(*n);
+    if (!net) return error_block("show", "net", -EINVAL, net.message());
+    filter = *net;
+  }
+  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  if (!verbose) return error_block("show", "net", verbose.code(), verbose.message());
+  const Control& c = lnet.control();
+  std::vector<NetId> order;
+  std::map<NetId, YAML::Node> groups;
+  for (const NiInfo& i : c.ni_info()) {
+    NetId id = i.nid.net();
+    if (filter && *filter != id) continue;
+    if (!groups.count(id)) {
+      order.push_back(id);
+      groups[id] = YAML::Node(YAML::NodeType::Sequence);
+    }
+    YAML::Node ni;
+    ni["nid"] = i.nid.to_string();
+    ni["status"] = i.up ? "up" : "down";
+    if (!i.interfaces.empty()) ni["interfaces"] = interfaces_node(i.interfaces);
+    if (*verbose > 0) verbose_ni(ni, i, c.cpt_count());
+    if (*verbose > 1) {
+      ni["max_tx_credits"] = num(i.max_tx_credits);
+      ni["available_tx_credits"] = num(i.tx_credits);
+      ni["min_tx_credits"] = num(i.min_tx_credits);
+    }
+    groups[id].push_back(ni);
+  }
+  if (filter && order.empty()) return error_block("show", "net", -ENOENT, "no network " + filter->to_string());
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (NetId id : order) {
+    YAML::Node net;
+    net["net type"] = id.to_string();
+    net["local NI(s)"] = groups[id];
+    list.push_back(net);
+  }
+  YAML::Node root;
+  root["net"] = list;
+  return ok(root);
+}
+
+Response net_add(Instance& lnet, const Request& r, const Hooks&) {
+  const std::string* net = r.arg("net");
+  if (!net) return error_block("add", "net", -EINVAL, "net add needs --net");
+  NetConfig nc;
+  auto id = NetId::parse(*net);
+  if (!id) return error_block("add", "net", -EINVAL, id.message());
+  nc.net = *id;
+  nc.interfaces = list_arg(r, "if");
+  for (const std::string& i : nc.interfaces)
+    if (std::string why = text::bad_interface_name(i); !why.empty())
+      return error_block("add", "net", -EINVAL, "--if: " + why);
+  if (const std::string* nid = r.arg("nid")) {
+    auto n = Nid::parse(*nid);
+    if (!n) return error_block("add", "net", -EINVAL, n.message());
+    if (n->net() != nc.net) return error_block("add", "net", -EINVAL, "--nid " + *nid + " is not on " + *net);
+    nc.nid = *n;
+  }
+  struct IntArg {
+    const char* name;
+    int* field;
+    long lo, hi;
+  } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, 0, 1 << 20},
+              {"peer-credits", &nc.tunables.peer_credits, 1, 1 << 16},
+              {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 1 << 16},
+              {"credits", &nc.tunables.credits, 1, 1 << 20},
+              {"conns-per-peer", &nc.lnd_tunables.conns_per_peer, 0, 127},
+              {"tos", &nc.lnd_tunables.tos, -1, 255}};
+  for (auto& a : ints) {
+    auto v = int_arg(r, a.name, *a.field, a.lo, a.hi);
+    if (!v) return error_block("add", "net", v.code(), v.message());
+    *a.field = static_cast<int>(*v);
+  }
+  if (const std::string* cpt = r.arg("cpt")) {
+    auto parsed = Config::parse_networks(*net + *cpt);
+    if (!parsed || parsed->empty()) return error_block("add", "net", -EINVAL, "bad --cpt '" + *cpt + "'");
+    nc.cpts = parsed->front().cpts;
+  }
+  auto added = lnet.control().add_ni(nc);
+  if (!added) return error_block("add", "net", added.code(), added.message());
+  return ok(YAML::Node());
+}
+
+Response net_del(Instance& lnet, const Request& r, const Hooks&) {
+  const std::string* net = r.arg("net");
+  if (!net) return error_block("del", "net", -EINVAL, "net del needs --net");
+  auto id = NetId::parse(*net);
+  if (!id) return error_block("del", "net", -EINVAL, id.message());
+  std::optional<Nid> nid;
+  if (const std::string* n = r.arg("nid")) {
+    auto p = Nid::parse(*n);
+    if (!p) return error_block("del", "net", -EINVAL, p.message());
+    nid = *p;
+  }
+  auto ifs = list_arg(r, "if");
+  Control& c = lnet.control();
+  int deleted = 0;
+  for (const NiInfo& i : c.ni_info()) {
+    if (i.nid.net() != *id || (nid && *nid != i.nid)) continue;
+    if (!ifs.empty() && (i.interfaces.empty() || std::find(ifs.begin(), ifs.end(), i.interfaces[0]) == ifs.end()))
+      continue;
+    if (Status s = c.del_ni(i.nid); !s) return error_block("del", "net", s.code(), s.message());
+    ++deleted;
+  }
+  if (!deleted) return error_block("del", "net", -ENOENT, "no matching NI on " + id->to_string());
+  return ok(YAML::Node());
+}
+
+}  // namespace lnet::dlc

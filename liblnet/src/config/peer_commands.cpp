@@ -1,0 +1,209 @@
+// lnetctl peer show | list | add | del, ping and discover.
+#include "commands.hpp"
+#include "yaml_print.hpp"
+
+namespace lnet::dlc {
+
+namespace {
+
+YAML::Node type_stats(const MsgTypeStats& s) {
+  YAML::Node n;
+  n["put"] = num(static_cast<long>(s.put));
+  n["get"] = num(static_cast<long>(s.get));
+  n["reply"] = num(static_cast<long>(s.reply));
+  n["ack"] = num(static_cast<long>(s.ack));
+  n["hello"] = num(static_cast<long>(s.hello));
+  return n;
+}
+
+YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
+  YAML::Node e;
+  e["nid"] = i.nid.to_string();
+  e["state"] = i.up ? "up" : "down";
+  if (verbose > 0) {
+    e["max_ni_tx_credits"] = num(i.max_tx_credits);
+    e["available_tx_credits"] = num(i.tx_credits);
+    e["min_tx_credits"] = num(i.min_tx_credits);
+    e["tx_q_num_of_buf"] = num(static_cast<long>(i.tx_q_nob));
+    e["available_rtr_credits"] = num(i.rtr_credits);
+    e["min_rtr_credits"] = num(i.min_rtr_credits);
+    YAML::Node st;
+    st["send_count"] = num(static_cast<long>(i.sent.total()));
+    st["recv_count"] = num(static_cast<long>(i.received.total()));
+    st["drop_count"] = num(static_cast<long>(i.dropped.total()));
+    e["statistics"] = st;
+    e["sent_stats"] = type_stats(i.sent);
+    e["received_stats"] = type_stats(i.received);
+    e["dropped_stats"] = type_stats(i.dropped);
+    // The value selection uses; LNet's per-cause counts and recovery pings are not built.
+    YAML::Node h;
+    h["health value"] = num(i.health);
+    e["health stats"] = h;
+  }
+  return e;
+}
+
+YAML::Node peer_node(const PeerInfo& p, int verbose) {
+  YAML::Node n;
+  n["primary nid"] = p.primary_nid.to_string();
+  n["Multi-Rail"] = p.multi_rail ? "True" : "False";
+  YAML::Node nis(YAML::NodeType::Sequence);
+  for (const PeerNiInfo& i : p.nis) nis.push_back(peer_ni_node(i, verbose));
+  n["peer ni"] = nis;
+  return n;
+}
+
+Result<std::vector<Nid>> nids_arg(const Request& r, const std::string& name) {
+  std::vector<Nid> out;
+  for (const std::string& s : list_arg(r, name)) {
+    auto n = Nid::parse(s);
+    if (!n) return n.failure();
+    out.push_back(*n);
+  }
+  return out;
+}
+
+// A failed ping or discover of one NID, as the error list lnetctl prints.
+YAML::Node ping_error(const char* what, int rc, const std::string& descr) {
+  YAML::Node e;
+  e["errno"] = num(rc);
+  YAML::Node d(descr);
+  d.SetTag("!quoted");
+  e["descr"] = d;
+  YAML::Node item;
+  item[what] = e;
+  return item;
+}
+
+// ping and discover: each NID pinged; discover records what it answers as peer NIs.
+Response ping_nids(Instance& lnet, const Request& r, bool discover) {
+  const char* what = discover ? "discover" : "ping";
+  auto nids = list_arg(r, "nid");
+  if (nids.empty()) return error_block("manage", what, -EINVAL, std::string(what) + " needs at least one NID");
+  auto timeout = int_arg(r, "timeout", discover ? 10 : 1, 1, 3600);
+  if (!timeout) return error_block("manage", what, timeout.code(), timeout.message());
+  Nid source = Nid::any();
+  if (const std::string* src = r.arg("source")) {
+    auto s = Nid::parse(*src);
+    if (!s) return error_block("manage", what, -EINVAL, "--source: " + s.message());
+    source = *s;
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  YAML::Node errors(YAML::NodeType::Sequence);
+  int first_rc = 0;
+  for (const std::string& s : nids) {
+    auto id = ProcessId::parse(s);
+    if (!id) {
+      errors.push_back(ping_error(what, -EINVAL, id.message()));
+      if (!first_rc) first_rc = -EINVAL;
+      continue;
+    }
+    auto res = lnet.ping(*id, std::chrono::seconds(*timeout), 256, source);
+    if (!res) {
+      errors.push_back(ping_error(what, res.code(),
+                                  "failed to " + std::string(what) + " " + id->nid.to_string() + ": " + res.message()));
+      if (!first_rc) first_rc = res.code();
+      continue;
+    }
+    const PingInfo& info = res->info;
+    Nid primary = info.nis.size() > 1 ? info.nis[1].nid : id->nid;
+    YAML::Node p;
+    p["primary nid"] = primary.to_string();
+    p["Multi-Rail"] = (info.features & kPingFeatMultiRail) ? "True" : "False";
+    YAML::Node pnis(YAML::NodeType::Sequence);
+    for (std::size_t i = 1; i < info.nis.size(); ++i) {
+      YAML::Node e;
+      e["nid"] = info.nis[i].nid.to_string();
+      pnis.push_back(e);
+    }
+    p["peer ni"] = pnis;
+    list.push_back(p);
+    if (discover) {
+      // What the peer says it has, as one peer (multi-rail when it says it is).
+      PeerConfig pc{primary, (info.features & kPingFeatMultiRail) != 0, {}};
+      for (std::size_t i = 2; i < info.nis.size(); ++i)
+        if (info.nis[i].status == kNiStatusUp) pc.nids.push_back(info.nis[i].nid);
+      (void)lnet.control().add_peer(pc, false);
+    }
+  }
+  std::string text;
+  if (list.size() > 0) {
+    YAML::Node root;
+    root[what] = list;
+    text = print_yaml(root);
+  }
+  if (errors.size() > 0) {
+    YAML::Node root;
+    root["manage"] = errors;
+    text += print_yaml(root);
+  }
+  return Response{first_rc, text};
+}
+
+}  // namespace
+
+Response peer_show(Instance& lnet, const Request& r, const Hooks&) {
+  std::optional<Nid> filter;
+  if (const std::string* n = r.arg("nid")) {
+    auto p = Nid::parse(*n);
+    if (!p) return error_block("show", "peer", -EINVAL, p.message());
+    filter = *p;
+  }
+  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  if (!verbose) return error_block("show", "peer", verbose.code(), verbose.message());
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const PeerInfo& p : lnet.control().peer_info()) {
+    if (filter) {
+      bool has = false;
+      for (const auto& i : p.nis) has = has || i.nid == *filter;
+      if (!has) continue;
+    }
+    list.push_back(peer_node(p, static_cast<int>(*verbose)));
+  }
+  if (filter && list.size() == 0)
+    return error_block("show", "peer", -ENOENT, "no peer with NID " + filter->to_string());
+  YAML::Node root;
+  root["peer"] = list;
+  return ok(root);
+}
+
+Response peer_list(Instance& lnet, const Request&, const Hooks&) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const PeerInfo& p : lnet.control().peer_info()) {
+    YAML::Node e;
+    e["nid"] = p.primary_nid.to_string();
+    list.push_back(e);
+  }
+  YAML::Node root;
+  root["peer list"] = list;
+  return ok(root);
+}
+
+Response peer_add(Instance& lnet, const Request& r, const Hooks&) {
+  const std::string* prim = r.arg("prim_nid");
+  if (!prim) return error_block("add", "peer_ni", -EINVAL, "peer add needs --prim_nid");
+  auto primary = Nid::parse(*prim);
+  if (!primary) return error_block("add", "peer_ni", -EINVAL, primary.message());
+  auto nids = nids_arg(r, "nid");
+  if (!nids) return error_block("add", "peer_ni", -EINVAL, nids.message());
+  Status s = lnet.control().add_peer(PeerConfig{*primary, !r.flag("non_mr"), *nids}, true);
+  if (!s) return error_block("add", "peer_ni", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response peer_del(Instance& lnet, const Request& r, const Hooks&) {
+  const std::string* prim = r.arg("prim_nid");
+  if (!prim) return error_block("del", "peer_ni", -EINVAL, "peer del needs --prim_nid");
+  auto primary = Nid::parse(*prim);
+  if (!primary) return error_block("del", "peer_ni", -EINVAL, primary.message());
+  auto nids = nids_arg(r, "nid");
+  if (!nids) return error_block("del", "peer_ni", -EINVAL, nids.message());
+  Status s = lnet.control().del_peer(*primary, *nids);
+  if (!s) return error_block("del", "peer_ni", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response ping(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, false); }
+Response discover(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, true); }
+
+}  // namespace lnet::dlc

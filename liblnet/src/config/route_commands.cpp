@@ -1,0 +1,120 @@
+// lnetctl route show | add | del, and routing show.
+#include "commands.hpp"
+#include "yaml_print.hpp"
+
+namespace lnet::dlc {
+
+namespace {
+
+Result<std::pair<NetId, Nid>> route_args(const Request& r, const char* verb) {
+  const std::string* net = r.arg("net");
+  const std::string* gw = r.arg("gateway");
+  if (!net || !gw) return Failure{-EINVAL, std::string("route ") + verb + " needs --net and --gateway"};
+  auto n = NetId::parse(*net);
+  if (!n) return n.failure();
+  auto g = Nid::parse(*gw);
+  if (!g) return g.failure();
+  return std::make_pair(*n, *g);
+}
+
+}  // namespace
+
+Response route_show(Instance& lnet, const Request& r, const Hooks&) {
+  std::optional<NetId> net;
+  std::optional<Nid> gw;
+  if (const std::string* s = r.arg("net")) {
+    auto n = NetId::parse(*s);
+    if (!n) return error_block("show", "route", -EINVAL, n.message());
+    net = *n;
+  }
+  if (const std::string* s = r.arg("gateway")) {
+    auto n = Nid::parse(*s);
+    if (!n) return error_block("show", "route", -EINVAL, n.message());
+    gw = *n;
+  }
+  auto hop = int_arg(r, "hop", -2, -1, 255);
+  auto prio = int_arg(r, "priority", -1, 0, UINT32_MAX);
+  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  for (const auto* a : {&hop, &prio, &verbose})
+    if (!*a) return error_block("show", "route", a->code(), a->message());
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const RouteInfo& ri : lnet.control().route_info()) {
+    if ((net && *net != ri.net) || (gw && *gw != ri.gateway) || (*hop != -2 && *hop != ri.hops) ||
+        (*prio >= 0 && static_cast<unsigned>(*prio) != ri.priority)) {
+      continue;
+    }
+    YAML::Node e;
+    e["net"] = ri.net.to_string();
+    e["gateway"] = ri.gateway.to_string();
+    if (*verbose > 0) {
+      e["hop"] = num(ri.hops);
+      e["priority"] = num(ri.priority);
+      e["state"] = ri.up ? "up" : "down";
+      e["type"] = ri.multi_hop ? "multi-hop" : "single-hop";
+    }
+    list.push_back(e);
+  }
+  YAML::Node root;
+  root["route"] = list;
+  return ok(root);
+}
+
+Response route_add(Instance& lnet, const Request& r, const Hooks&) {
+  auto ng = route_args(r, "add");
+  if (!ng) return error_block("add", "route", ng.code(), ng.message());
+  const std::string* hop_text = r.arg("hop") ? r.arg("hop") : r.arg("hop-count");
+  Request hr;
+  if (hop_text) hr.args["hop"] = {*hop_text};
+  auto hop = int_arg(hr, "hop", -1, -1, 255);
+  auto prio = int_arg(r, "priority", 0, 0, UINT32_MAX);
+  if (!hop) return error_block("add", "route", hop.code(), hop.message());
+  if (!prio) return error_block("add", "route", prio.code(), prio.message());
+  if (*hop == 0) return error_block("add", "route", -EINVAL, "--hop 0 is not 1..255");
+  RouteConfig rc{ng->first, ng->second, static_cast<int>(*hop), static_cast<unsigned>(*prio)};
+  if (Status s = lnet.control().add_route(rc); !s) return error_block("add", "route", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response route_del(Instance& lnet, const Request& r, const Hooks&) {
+  auto ng = route_args(r, "del");
+  if (!ng) return error_block("del", "route", ng.code(), ng.message());
+  if (Status s = lnet.control().del_route(ng->first, ng->second); !s)
+    return error_block("del", "route", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response routing_show(Instance& lnet, const Request&, const Hooks&) {
+  const Control& c = lnet.control();
+  YAML::Node list(YAML::NodeType::Sequence);
+  auto pools = c.router_pools();
+  static const char* names[] = {"tiny", "small", "large"};
+  for (std::size_t cpt = 0; cpt < pools.size(); ++cpt) {
+    YAML::Node cn;
+    for (int k = 0; k < 3; ++k) {
+      const RouterPoolInfo& p = pools[cpt].pools[k];
+      YAML::Node pn;
+      pn["npages"] = num(p.npages);
+      pn["nbuffers"] = num(p.nbuffers);
+      pn["credits"] = num(p.credits);
+      pn["mincredits"] = num(p.min_credits);
+      cn[names[k]] = pn;
+    }
+    YAML::Node item;
+    item["cpt[" + std::to_string(cpt) + "]"] = cn;
+    list.push_back(item);
+  }
+  YAML::Node en;
+  en["enable"] = num(c.routing() ? 1 : 0);
+  list.push_back(en);
+  YAML::Node root;
+  root["routing"] = list;
+  YAML::Node b;
+  BufferConfig bc = c.buffers();
+  b["tiny"] = num(bc.tiny);
+  b["small"] = num(bc.small);
+  b["large"] = num(bc.large);
+  root["buffers"] = b;
+  return ok(root);
+}
+
+}  // namespace lnet::dlc

@@ -1,0 +1,432 @@
+// Reading documents in the lnetctl YAML schema: every key checked and every value
+// validated before anything is applied, failures naming the key and its line.
+#include <lnet/dlc.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include <lnet/nid_range.hpp>
+
+#include "base/text.hpp"
+#include "yaml_print.hpp"
+
+namespace lnet::dlc {
+
+namespace {
+
+std::string where(const YAML::Node& n) {
+  YAML::Mark m = n.Mark();
+  return m.line >= 0 ? " (line " + std::to_string(m.line + 1) + ")" : "";
+}
+
+Failure bad(const YAML::Node& n, const std::string& what) { return Failure{-EINVAL, what + where(n)}; }
+
+Result<long> as_int(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a number");
+  const std::string& s = n.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(s.c_str(), &end, 0);
+  if (s.empty() || *end || errno) return bad(n, "'" + key + "': '" + s + "' is not a number");
+  return v;
+}
+
+Result<bool> as_bool(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be True/False or 1/0");
+  std::string s = n.Scalar();
+  if (s == "True" || s == "true" || s == "1" || s == "yes") return true;
+  if (s == "False" || s == "false" || s == "0" || s == "no") return false;
+  return bad(n, "'" + key + "': '" + s + "' is not True/False or 1/0");
+}
+
+Result<Nid> as_nid(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a NID");
+  auto r = Nid::parse(n.Scalar());
+  if (!r) return bad(n, "'" + key + "': " + r.message());
+  return *r;
+}
+
+Result<NetId> as_net(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a network");
+  auto r = NetId::parse(n.Scalar());
+  if (!r) return bad(n, "'" + key + "': " + r.message());
+  return *r;
+}
+
+// Keys that show/export print and an import ignores.
+bool runtime_key(const std::string& k) {
+  static const std::set<std::string> keys = {"status",
+                                             "statistics",
+                                             "sent_stats",
+                                             "received_stats",
+                                             "dropped_stats",
+                                             "health stats",
+                                             "dev cpt",
+                                             "udsp info",
+                                             "tcp bonding",
+                                             "state",
+                                             "type",
+                                             "peer state",
+                                             "max_ni_tx_credits",
+                                             "available_tx_credits",
+                                             "min_tx_credits",
+                                             "tx_q_num_of_buf",
+                                             "available_rtr_credits",
+                                             "min_rtr_credits",
+                                             "refcount",
+                                             "lnd_timeout"};
+  return keys.count(k) > 0;
+}
+
+Status check_map(const YAML::Node& n, const std::string& what) {
+  if (!n.IsMap()) return bad(n, what + " must be a mapping");
+  return {};
+}
+
+Status parse_tunables(const YAML::Node& n, NetTunables& t) {
+  if (auto r = check_map(n, "'tunables'"); !r) return r;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    if (k == "peer_timeout")
+      t.peer_timeout = static_cast<int>(*v);
+    else if (k == "peer_credits")
+      t.peer_credits = static_cast<int>(*v);
+    else if (k == "peer_buffer_credits")
+      t.peer_buffer_credits = static_cast<int>(*v);
+    else if (k == "credits")
+      t.credits = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown tunable '" + k + "'");
+  }
+  return {};
+}
+
+Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
+  if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    if (k == "conns_per_peer")
+      t.conns_per_peer = static_cast<int>(*v);
+    else if (k == "timeout")
+      t.timeout = static_cast<int>(*v);
+    else if (k == "tos")
+      t.tos = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown LND tunable '" + k + "'");
+  }
+  return {};
+}
+
+Status parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
+  // "[0,1]"
+  if (!n.IsScalar()) return bad(n, "'CPT' must be a list like \"[0,1]\"");
+  std::string s = n.Scalar();
+  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return bad(n, "'CPT': '" + s + "' is not like \"[0,1]\"");
+  std::string body = s.substr(1, s.size() - 2);
+  std::size_t i = 0;
+  while (i < body.size()) {
+    std::size_t j = body.find(',', i);
+    std::string item = body.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 0 || v > 255) return bad(n, "'CPT': '" + item + "' is not a CPT number");
+    cpts.push_back(static_cast<unsigned>(v));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return {};
+}
+
+Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
+  if (!n.IsSequence()) return bad(n, "'net' must be a list");
+  for (const auto& e : n) {
+    if (auto r = check_map(e, "a 'net' entry"); !r) return r;
+    if (!e["net type"]) return bad(e, "a 'net' entry without 'net type'");
+    auto net = as_net(e["net type"], "net type");
+    if (!net) return net.failure();
+    if (net->type() == kLoLnd) continue;  // 0@lo always exists
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      if (k != "net type" && k != "local NI(s)") return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
+    }
+    const YAML::Node nis = e["local NI(s)"];
+    if (!nis) {
+      NetConfig nc;
+      nc.net = *net;
+      cfg.nets.push_back(nc);
+      continue;
+    }
+    if (!nis.IsSequence()) return bad(nis, "'local NI(s)' must be a list");
+    for (const auto& ni : nis) {
+      if (auto r = check_map(ni, "a 'local NI(s)' entry"); !r) return r;
+      NetConfig nc;
+      nc.net = *net;
+      for (const auto& kv : ni) {
+        std::string k = kv.first.Scalar();
+        const YAML::Node& v = kv.second;
+        if (k == "nid") {
+          auto nid = as_nid(v, k);
+          if (!nid) return nid.failure();
+          if (nid->net() != *net) return bad(v, "'nid' " + nid->to_string() + " is not on " + net->to_string());
+          nc.nid = *nid;
+        } else if (k == "interfaces") {
+          if (!v.IsMap() && !v.IsSequence()) return bad(v, "'interfaces' must be a mapping like {0: eth0}");
+          for (const auto& i2 : v) {
+            const YAML::Node& name = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
+            if (!name.IsScalar()) return bad(name, "an interface must be a name");
+            if (std::string why = text::bad_interface_name(name.Scalar()); !why.empty()) return bad(name, why);
+            nc.interfaces.push_back(name.Scalar());
+          }
+        } else if (k == "tunables") {
+          if (auto r = parse_tunables(v, nc.tunables); !r) return r;
+        } else if (k == "lnd tunables") {
+          if (auto r = parse_lnd_tunables(v, nc.lnd_tunables); !r) return r;
+        } else if (k == "CPT") {
+          if (auto r = parse_cpts(v, nc.cpts); !r) return r;
+        } else if (!runtime_key(k)) {
+          return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
+        }
+      }
+      cfg.nets.push_back(nc);
+    }
+  }
+  return {};
+}
+
+Status parse_routes(const YAML::Node& n, SystemConfig& cfg) {
+  if (!n.IsSequence()) return bad(n, "'route' must be a list");
+  for (const auto& e : n) {
+    if (auto r = check_map(e, "a 'route' entry"); !r) return r;
+    RouteConfig rc;
+    bool has_net = false, has_gw = false;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "net") {
+        auto net = as_net(v, k);
+        if (!net) return net.failure();
+        rc.net = *net;
+        has_net = true;
+      } else if (k == "gateway") {
+        auto gw = as_nid(v, k);
+        if (!gw) return gw.failure();
+        rc.gateway = *gw;
+        has_gw = true;
+      } else if (k == "hop") {
+        auto h = as_int(v, k);
+        if (!h) return h.failure();
+        if (*h != -1 && (*h < 1 || *h > 255)) return bad(v, "'hop' " + std::to_string(*h) + " is not -1 or 1..255");
+        rc.hops = static_cast<int>(*h);
+      } else if (k == "priority") {
+        auto p = as_int(v, k);
+        if (!p) return p.failure();
+        if (*p < 0) return bad(v, "'priority' cannot be negative");
+        rc.priority = static_cast<unsigned>(*p);
+      } else if (k == "health_sensitivity") {
+        return Failure{-EOPNOTSUPP,
+                       "not supported yet: a route's health_sensitivity (route health is not built)" + where(kv.first)};
+      } else if (!runtime_key(k)) {
+        return bad(kv.first, "unknown key '" + k + "' in a 'route' entry");
+      }
+    }
+    if (!has_net || !has_gw) return bad(e, "a 'route' entry needs 'net' and 'gateway'");
+    cfg.routes.push_back(rc);
+  }
+  return {};
+}
+
+Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
+  if (!n.IsSequence()) return bad(n, "'peer' must be a list");
+  for (const auto& e : n) {
+    if (auto r = check_map(e, "a 'peer' entry"); !r) return r;
+    PeerConfig pc;
+    bool has_primary = false;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "primary nid") {
+        auto nid = as_nid(v, k);
+        if (!nid) return nid.failure();
+        pc.primary = *nid;
+        has_primary = true;
+      } else if (k == "Multi-Rail") {
+        auto b = as_bool(v, k);
+        if (!b) return b.failure();
+        pc.multi_rail = *b;
+      } else if (k == "peer ni") {
+        if (!v.IsSequence()) return bad(v, "'peer ni' must be a list");
+        for (const auto& p : v) {
+          if (auto r = check_map(p, "a 'peer ni' entry"); !r) return r;
+          if (!p["nid"]) return bad(p, "a 'peer ni' entry without 'nid'");
+          auto nid = as_nid(p["nid"], "nid");
+          if (!nid) return nid.failure();
+          for (const auto& i2 : p) {
+            std::string k2 = i2.first.Scalar();
+            if (k2 != "nid" && !runtime_key(k2)) return bad(i2.first, "unknown key '" + k2 + "' in a 'peer ni' entry");
+          }
+          pc.nids.push_back(*nid);
+        }
+      } else if (!runtime_key(k)) {
+        return bad(kv.first, "unknown key '" + k + "' in a 'peer' entry");
+      }
+    }
+    if (!has_primary) return bad(e, "a 'peer' entry without 'primary nid'");
+    pc.nids.erase(std::remove(pc.nids.begin(), pc.nids.end(), pc.primary), pc.nids.end());
+    cfg.peers.push_back(pc);
+  }
+  return {};
+}
+
+Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
+  auto take = [&](const YAML::Node& en) -> Status {
+    auto v = as_int(en, "enable");
+    if (!v) return v.failure();
+    if (*v != 0 && *v != 1) return bad(en, "'enable' must be 0 or 1");
+    cfg.routing = *v == 1;
+    return {};
+  };
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      std::string k = kv.first.Scalar();
+      if (k == "enable") {
+        if (auto r = take(kv.second); !r) return r;
+      } else if (k.rfind("cpt[", 0) != 0) {
+        return bad(kv.first, "unknown key '" + k + "' in 'routing'");
+      }
+    }
+    return {};
+  }
+  if (n.IsSequence()) {  // the show form: - cpt[0]: ..., - enable: 1
+    for (const auto& e : n) {
+      if (!e.IsMap()) return bad(e, "a 'routing' entry must be a mapping");
+      for (const auto& kv : e) {
+        std::string k = kv.first.Scalar();
+        if (k == "enable") {
+          if (auto r = take(kv.second); !r) return r;
+        } else if (k.rfind("cpt[", 0) != 0) {
+          return bad(kv.first, "unknown key '" + k + "' in 'routing'");
+        }
+      }
+    }
+    return {};
+  }
+  return bad(n, "'routing' must be a mapping like {enable: 1}");
+}
+
+Status parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'buffers'"); !r) return r;
+  BufferConfig b;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    if (*v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
+    if (k == "tiny")
+      b.tiny = static_cast<int>(*v);
+    else if (k == "small")
+      b.small = static_cast<int>(*v);
+    else if (k == "large")
+      b.large = static_cast<int>(*v);
+    else
+      return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
+  }
+  cfg.buffers = b;
+  return {};
+}
+
+Status parse_global(const YAML::Node& n, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'global'"); !r) return r;
+  GlobalTunables g;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    if (k == "lnd_timeout") continue;  // what lnetctl shows, derived: read-only
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    // Unknown tunables and those of features not built fail here, naming the key.
+    if (Status r = g.set(k, *v); !r) return Failure{r.code(), "'global': " + r.message() + where(kv.first)};
+  }
+  cfg.global = g;
+  return {};
+}
+
+Status parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
+  if (!n.IsSequence()) return bad(n, "'udsp' must be a list");
+  for (const auto& e : n) {
+    if (auto r = check_map(e, "a 'udsp' entry"); !r) return r;
+    UdspRule u;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "src" || k == "dst" || k == "rte") {
+        auto m = NidMatcher::parse(v.Scalar());
+        if (!m) return bad(v, "'" + k + "': " + m.message());
+        (k == "src" ? u.src : k == "dst" ? u.dst : u.rte) = v.Scalar();
+      } else if (k == "action") {
+        if (!v.IsMap()) return bad(v, "'action' must be a mapping like {priority: 0}");
+        for (const auto& a : v) {
+          std::string ak = a.first.Scalar();
+          if (ak == "priority") {
+            auto p = as_int(a.second, ak);
+            if (!p) return p.failure();
+            if (*p < 0) return bad(a.second, "'priority' cannot be negative");
+            u.priority = static_cast<unsigned>(*p);
+          } else if (ak != "pref") {
+            return bad(a.first, "unknown action '" + ak + "'");
+          }
+        }
+      } else if (k != "idx" && k != "src_nid" && k != "dst_nid") {
+        return bad(kv.first, "unknown key '" + k + "' in a 'udsp' entry");
+      }
+    }
+    cfg.udsp.push_back(u);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<SystemConfig> parse_config(std::string_view yaml) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Failure{-EINVAL, "bad YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                                std::to_string(e.mark.column + 1) + ": " + e.msg};
+  }
+  SystemConfig cfg;
+  if (!doc || doc.IsNull()) return cfg;
+  if (!doc.IsMap()) return bad(doc, "the document must be a mapping of net, route, peer, routing, buffers, global");
+  try {
+    for (const auto& kv : doc) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      Status r;
+      if (k == "net")
+        r = parse_nets(v, cfg);
+      else if (k == "route")
+        r = parse_routes(v, cfg);
+      else if (k == "peer")
+        r = parse_peers(v, cfg);
+      else if (k == "routing")
+        r = parse_routing(v, cfg);
+      else if (k == "buffers")
+        r = parse_buffers(v, cfg);
+      else if (k == "global")
+        r = parse_global(v, cfg);
+      else if (k == "udsp")
+        r = parse_udsp(v, cfg);
+      else
+        return bad(kv.first, "unknown section '" + k + "'");
+      if (!r) return r.failure();
+    }
+  } catch (const YAML::Exception& e) {
+    return Failure{-EINVAL, "bad YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg};
+  }
+  return cfg;
+}
+
+}  // namespace lnet::dlc

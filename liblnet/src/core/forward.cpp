@@ -1,0 +1,161 @@
+// Forwarding on a router: a message for another node takes a router credit of the peer
+// it came from and a buffer of the pool that fits it (both may queue), is received into
+// the buffer, and is sent on towards its destination with its header unchanged.
+#include <time.h>
+
+#include "core/core.hpp"
+
+namespace lnet::core {
+
+namespace {
+
+// Seconds on the monotonic clock at its tick resolution: peer aliveness counts seconds.
+std::int64_t coarse_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec);
+}
+
+}  // namespace
+
+int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
+  unsigned cpt = cpts_.of_nid(from);
+  auto reject = [&]() {
+    counters_.add(cpt, kErrors);
+    counters_.add(cpt, kDropCount);
+    counters_.add(cpt, kDropLength, hdr.payload_length);
+    ni.stats.add(TypeStats::kDropped, hdr.type);
+    return -EPROTO;
+  };
+  // Something on our own net should have been sent to its NID directly.
+  if (hdr.dest_nid.net() == ni.nid.net() || is_local_nid(hdr.dest_nid)) return reject();
+  if (rdma_req && hdr.type == MsgType::Get) return reject();
+  if (!routing_.load(std::memory_order_relaxed) || &ni == lo_ni_) {
+    // Not a router: drop what is not ours.
+    counters_.add(cpt, kDropCount);
+    counters_.add(cpt, kDropLength, hdr.payload_length);
+    ni.stats.add(TypeStats::kDropped, hdr.type);
+    (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
+    return 0;
+  }
+  PeerNi* rxpeer = peer_ni_for(from);
+  if (!rxpeer) return reject();
+  note_alive(rxpeer);
+  Message* msg = new_msg(cpt);
+  msg->receiving = true;
+  msg->routing = true;
+  msg->rxni = &ni;
+  msg->from = from;
+  msg->lnd_private = lnd_private;
+  msg->hdr = hdr;
+  msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+  msg->rxpeer = rxpeer;
+  msg->rtr_cpt = rxpeer->cpt;
+  ni.stats.add(TypeStats::kReceived, hdr.type);
+  rxpeer->stats.add(TypeStats::kReceived, hdr.type);
+  forward(msg);
+  return 0;
+}
+
+void Core::note_alive(PeerNi* lpni) {
+  if (routing_.load(std::memory_order_relaxed)) lpni->last_alive.store(coarse_seconds(), std::memory_order_relaxed);
+}
+
+bool Core::next_hop_alive(const Message* msg, const PeerNi* lpni) const {
+  // LNet's peer aliveness on routers: responses always go, and a userspace target is
+  // not judged; otherwise a next hop that has sent us nothing for its net's
+  // peer_timeout goes only while its driver does not report it down.
+  if (msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply) return true;
+  if (msg->target.pid & kPidUserFlag) return true;
+  const net::NetView* v = find_net(lpni->nid.net());
+  int timeout = v && !v->nis.empty() ? v->nis.front()->config.tunables.peer_timeout : 0;
+  if (timeout <= 0) return true;
+  if (coarse_seconds() - lpni->last_alive.load(std::memory_order_relaxed) < timeout) return true;
+  return lpni->alive.load(std::memory_order_relaxed);
+}
+
+bool Core::take_router_resources_locked(Message* msg) {
+  PeerNi* lp = msg->rxpeer;
+  if (!msg->rtr_credit) {
+    msg->rtr_credit = true;
+    if (--lp->rtr_credits < lp->min_rtr_credits) lp->min_rtr_credits = lp->rtr_credits;
+    if (lp->rtr_credits < 0) {
+      lp->rtrq.push_back(msg);
+      return false;
+    }
+  }
+  int kind = net::pool_for(msg->hdr.payload_length);
+  net::RtrPool& pool = rtr_buffers_.pool(msg->rtr_cpt, kind);
+  if (msg->rtr_pool < 0) {
+    msg->rtr_pool = kind;
+    if (--pool.credits < pool.min_credits) pool.min_credits = pool.credits;
+    if (pool.credits < 0) {
+      pool.waiting.push_back(msg);
+      return false;
+    }
+  }
+  msg->rtrbuf = rtr_buffers_.take(pool, kind);  // made the first time it is needed
+  return true;
+}
+
+void Core::router_recv(Message* msg) {
+  std::uint32_t len = msg->hdr.payload_length;
+  lnd_recv(msg, false, &msg->rtrbuf->iov, 1, 0, len, len);
+}
+
+void Core::forward(Message* msg) {
+  bool ready;
+  {
+    std::lock_guard g(net_locks_[msg->rtr_cpt]);
+    ready = take_router_resources_locked(msg);
+  }
+  // When it waits, the driver keeps the payload until a credit or a buffer comes back.
+  if (ready) router_recv(msg);
+}
+
+void Core::forward_received(Message* msg) {
+  msg->receiving = false;
+  msg->sending = true;
+  msg->iov = &msg->rtrbuf->iov;
+  msg->niov = 1;
+  msg->offset = 0;
+  msg->len = msg->hdr.payload_length;
+  if (int rc = send(Nid::any(), msg, msg->hdr.dest_nid)) {
+    if (msg->health == HealthStatus::Ok) msg->health = HealthStatus::LocalNoRoute;
+    finalize(msg, rc);
+  }
+}
+
+void Core::release_router_resources(Message* msg) {
+  MsgQueue ready;
+  {
+    std::lock_guard g(net_locks_[msg->rtr_cpt]);
+    if (msg->rtr_pool >= 0) {
+      net::RtrPool& pool = rtr_buffers_.pool(msg->rtr_cpt, msg->rtr_pool);
+      if (msg->rtrbuf) {
+        rtr_buffers_.give(pool, msg->rtrbuf);
+        msg->rtrbuf = nullptr;
+      }
+      msg->rtr_pool = -1;
+      if (++pool.credits <= 0) {
+        if (FifoLink* l = pool.waiting.pop_front()) {
+          Message* w = as_message(l);
+          if (take_router_resources_locked(w)) ready.push_back(w);
+        }
+      }
+    }
+    if (msg->rtr_credit) {
+      msg->rtr_credit = false;
+      PeerNi* lp = msg->rxpeer;
+      if (++lp->rtr_credits <= 0) {
+        if (FifoLink* l = lp->rtrq.pop_front()) {
+          Message* w = as_message(l);
+          if (take_router_resources_locked(w)) ready.push_back(w);
+        }
+      }
+    }
+  }
+  while (Message* w = ready.pop_front()) router_recv(w);
+}
+
+}  // namespace lnet::core

@@ -1,0 +1,228 @@
+// The LNet core of one instance: the message lifecycle (commit, send, parse, forward,
+// finalize) over the portals and the net layer's NIs, peers, selector, routes and
+// selection rules. It is the LndHost its drivers call back and the Control that
+// configures it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <lnet/api.hpp>
+#include <lnet/config.hpp>
+#include <lnet/control.hpp>
+#include <lnet/lnd/lnd.hpp>
+
+#include "base/counters.hpp"
+#include "base/cpt.hpp"
+#include "core/message.hpp"
+#include "net/ni.hpp"
+#include "net/peer_table.hpp"
+#include "net/routing.hpp"
+#include "net/selection.hpp"
+#include "net/udsp.hpp"
+#include "portals/portal_table.hpp"
+
+namespace lnet::core {
+
+using net::Ni;
+using net::PeerNi;
+using net::TxQueue;
+
+class Core final : public LndHost, public Control, private portals::Completer {
+ public:
+  Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> drivers);
+  ~Core() override;
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // The core of an instance (white-box tests; liblnet itself goes through Instance).
+  static Core& of(Instance& lnet) { return *lnet.core_; }
+
+  // Brings up 0@lo, the configured NIs and the ping/push targets.
+  Status startup();
+  void shutdown();
+
+  Pid pid() const { return pid_; }
+  std::vector<Nid> nids() const;
+  int dist(Nid nid, Nid* src, std::uint32_t* order) const;
+
+  // ---- API (see lnet::Instance) ----
+  Result<MeHandle> me_attach(unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore, Unlink unlink,
+                             InsPos pos) {
+    return portals_.me_attach(portal, id, bits, ignore, unlink, pos);
+  }
+  Result<MeHandle> me_insert(MeHandle cur, ProcessId id, std::uint64_t bits, std::uint64_t ignore, Unlink unlink,
+                             InsPos pos) {
+    return portals_.me_insert(cur, id, bits, ignore, unlink, pos);
+  }
+  int me_unlink(MeHandle me) { return portals_.me_unlink(me, *this); }
+  Result<MdHandle> md_attach(MeHandle me, const MdDesc& desc, Unlink unlink);
+  Result<MdHandle> md_bind(const MdDesc& desc, Unlink unlink) { return portals_.md_bind(desc, unlink); }
+  int md_unlink(MdHandle md) { return portals_.md_unlink(md, *this); }
+  int set_lazy_portal(unsigned portal) { return portals_.set_lazy(portal); }
+  int clear_lazy_portal(unsigned portal);
+  int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
+          std::uint32_t offset, std::uint64_t hdr_data);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset);
+  Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source);
+  PingInfo ping_info() const;
+
+  // ---- Control ----
+  Result<Nid> add_ni(const NetConfig& nc) override;
+  Status del_ni(Nid nid) override;
+  std::vector<NetConfig> net_configs() const override;
+  std::vector<NiInfo> ni_info() const override;
+  Status add_peer(const PeerConfig& p, bool configured) override;
+  Status del_peer(Nid primary, const std::vector<Nid>& nids) override;
+  std::vector<PeerConfig> configured_peers() const override;
+  std::vector<PeerInfo> peer_info() const override;
+  Status add_route(const RouteConfig& r) override;
+  Status del_route(NetId net, Nid gateway) override;
+  std::vector<RouteConfig> route_configs() const override { return routes_.configs(); }
+  std::vector<RouteInfo> route_info() const override;
+  Status set_routing(bool on) override;
+  bool routing() const override { return routing_.load(std::memory_order_relaxed); }
+  Status set_buffers(const BufferConfig& b) override;
+  BufferConfig buffers() const override;
+  std::vector<RouterCptInfo> router_pools() const override;
+  GlobalTunables globals() const override;
+  Status set_global(std::string_view name, long value) override;
+  Status add_udsp(const UdspRule& rule, int idx) override;
+  Status del_udsp(int idx) override;
+  std::vector<UdspRule> udsp_rules() const override;
+  Counters counters() const override { return counters_.snapshot(); }
+  void reset_counters() override;
+  unsigned cpt_count() const override { return cpts_.count(); }
+
+  // ---- LndHost ----
+  int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
+  void finalize(LndMessage* msg, int status) override;
+  void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
+  LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
+  void set_reply_length(LndMessage& reply, std::uint32_t len) override;
+
+  // ---- internals for tests ----
+  const CptTable& cpts() const { return cpts_; }
+  portals::PortalTable& portals() { return portals_; }
+  // The NI with this NID (nullptr if none); NIs live until shutdown.
+  Ni* find_ni(Nid nid) const { return table().find_ni(nid); }
+  PeerNi* find_peer_ni(Nid nid);
+  // Pings every gateway once now (the router checker's work; tests call it directly).
+  void check_routers();
+
+ private:
+  void complete(portals::Delivery* d) override;  // portals::Completer
+  void process(Message* msg);
+
+  Message* new_msg(unsigned cpt);
+  void free_msg(Message* msg);
+  const net::NetTable& table() const { return *table_.load(std::memory_order_acquire); }
+  const net::NetView* find_net(NetId id) const { return table().find(id); }
+  bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
+
+  // Local NIs (nets.cpp); under config_mutex_.
+  Result<Lnd*> driver_for(const NetConfig& nc);
+  Result<Ni*> bring_up(const NetConfig& nc);
+  void take_down(Ni* ni);
+  void publish(std::unique_ptr<net::NetTable> t);
+  void refresh_ping_target();
+
+  // Peers. The peer NI of `nid`, made (single-rail, unconfigured) if missing; takes every
+  // net lock to make one. nullptr: it could not be made.
+  PeerNi* peer_ni_for(Nid nid);
+  int add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail);  // under every net lock
+  int peer_credits_for(NetId net) const;
+  int peer_rtr_credits_for(NetId net) const;
+
+  // Sending (send.cpp).
+  // A PUT/GET message with its MD committed and its SEND event prepared; nullptr and *rc
+  // (-EINVAL, -ENOENT, -EMSGSIZE) when it cannot be made.
+  Message* new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
+                       std::uint32_t offset, int* rc);
+  void launch(Nid self, Message* msg);  // sends; a failure is reported by the SEND event
+  int send(Nid self, Message* msg, Nid dst);
+  int send_local(Message* msg, Nid dst);
+  bool post_send_locked(Message* msg);  // true: send now; false: queued for credits
+  void return_credits_locked(Message* msg, MsgQueue& to_send);
+  void ni_send(Message* msg);
+
+  // Receiving (receive.cpp).
+  void parse_put(Message* msg);
+  void parse_get(Message* msg);
+  void parse_reply(Message* msg);
+  void parse_ack(Message* msg);
+  void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+                std::uint32_t rlen);
+  void drop_rx(Message* msg);
+  void receive_matched(portals::DeliveryQueue& matched, portals::DeliveryQueue& dropped);
+
+  // Forwarding (forward.cpp).
+  int parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
+  void forward(Message* msg);
+  // Takes the router credit, then a buffer; false: the message waits for one of them.
+  bool take_router_resources_locked(Message* msg);
+  void forward_received(Message* msg);  // the payload is in the buffer: send it on
+  void release_router_resources(Message* msg);
+  void router_recv(Message* msg);  // hand the payload to its buffer
+  // Whether a router may still send `msg` (forwarded) to its next hop `lpni`: not when
+  // the peer NI has been silent for longer than its net's peer_timeout and its driver
+  // reports it down (LNet's peer aliveness on routers).
+  bool next_hop_alive(const Message* msg, const PeerNi* lpni) const;
+  // A message came from `lpni`: a router notes when (for next_hop_alive()).
+  void note_alive(PeerNi* lpni);
+
+  // Ping and push targets (ping.cpp).
+  int setup_ping_target();
+  void post_push_target();
+  void on_push(const Event& ev);
+
+  // The router checker (routing.cpp).
+  void checker_loop();
+
+  Config config_;
+  Pid pid_;
+  CptTable cpts_;
+  CptLocks net_locks_;
+  GlobalCounters counters_;
+  portals::PortalTable portals_;
+  net::PeerTable peers_;
+  net::Routes routes_;
+  net::RouterBuffers rtr_buffers_;
+  net::Selector selector_{peers_, routes_};
+  std::atomic<std::uint64_t> config_gen_{0};
+  std::atomic<int> numa_range_{0};
+  std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
+
+  // Configuration: changes are serialised by config_mutex_; readers use snapshots.
+  mutable std::mutex config_mutex_;
+  std::map<std::uint32_t, std::shared_ptr<Lnd>> lnds_;  // drivers in use, by net type
+  std::vector<std::unique_ptr<net::Net>> all_nets_;
+  std::vector<std::unique_ptr<Ni>> all_nis_;
+  std::atomic<const net::NetTable*> table_{nullptr};
+  std::vector<std::unique_ptr<net::NetTable>> tables_;
+  Ni* lo_ni_ = nullptr;
+  GlobalTunables globals_;
+  net::UdspRules udsp_;
+
+  // Routing.
+  std::atomic<bool> routing_{false};
+  BufferConfig buffers_;
+  std::thread checker_;
+  std::mutex checker_mutex_;
+  std::condition_variable checker_cv_;
+  std::atomic<std::uint32_t> ping_seq_{1};
+
+  MeHandle ping_me_;
+  MdHandle ping_md_;
+  std::vector<std::uint8_t> push_buf_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> pushes_received_{0};
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace lnet::core

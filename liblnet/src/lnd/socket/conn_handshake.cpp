@@ -1,0 +1,366 @@
+// Socket LND connections: establishing them. Active: connect, send the acceptor
+// request and our HELLO, await the peer's. Passive: read the request and the HELLO,
+// answer. Everything here runs on the connection's I/O thread.
+#include "conn.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <lnet/lnd/byteorder.hpp>
+#include <lnet/lnd/fragments.hpp>
+#include <lnet/log.hpp>
+
+namespace lnet::sock {
+
+namespace {
+
+void set_socket_options(int fd, const SocketParams& p, int timeout_s, int tos) {
+  int one = 1;
+  if (!p.nagle) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &p.keepalive_idle, sizeof p.keepalive_idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &p.keepalive_intvl, sizeof p.keepalive_intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &p.keepalive_count, sizeof p.keepalive_count);
+  // Unacknowledged data older than the LND timeout fails the connection (a cut link is
+  // noticed without waiting for TCP's own retransmission limit).
+  unsigned user_timeout = static_cast<unsigned>(timeout_s) * 1000U;
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+  if (p.tx_buffer_size > 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &p.tx_buffer_size, sizeof p.tx_buffer_size);
+  if (p.rx_buffer_size > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &p.rx_buffer_size, sizeof p.rx_buffer_size);
+  if (tos >= 0) setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+}
+}  // namespace
+
+void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, std::uint32_t version) {
+  SocketLnd& lnd = *sni.lnd;
+  IoThread& io = lnd.io_for(peer->nid.value());
+  io.post([&sni, &lnd, &io, peer, type, version] {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      int err = errno;
+      LNET_LOG(Error, kLogLnd, "socket() for %s: %s", peer->nid.to_string().c_str(), std::strerror(err));
+      lnd.conn_closed(sni, peer, nullptr, false, true, -err);
+      return;
+    }
+    auto c = std::make_shared<Conn>(lnd, sni, fd, io);
+    c->peer_ = peer;
+    c->type_ = type;
+    c->version_ = version;
+    c->state_ = State::Connecting;
+    c->active_ = true;
+    c->deadline_ = Clock::now() + std::chrono::seconds(sni.timeout);
+    {
+      std::lock_guard g(sni.conns_mutex);
+      sni.conns.push_back(c);
+    }
+    c->start_connect(peer->ip, lnd.params().port);
+  });
+}
+
+void Conn::start_connect(std::uint32_t ip, int port) {
+  const SocketParams& p = lnd_.params();
+  set_socket_options(fd_, p, sni_.timeout, sni_.ni->config.lnd_tunables.tos);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr.s_addr = htonl(sni_.ip);
+  bool bound = false;
+  if (p.privileged_ports && geteuid() == 0) {
+    // A privileged source port tells the peer we are a kernel-like LNet (accept=secure).
+    for (int sport = 1023; sport >= 512 && !bound; --sport) {
+      local.sin_port = htons(static_cast<std::uint16_t>(sport));
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0) {
+        bound = true;
+      } else if (errno != EADDRINUSE && errno != EADDRNOTAVAIL) {
+        break;
+      }
+    }
+  }
+  if (!bound) {
+    local.sin_port = 0;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_.ip) + ": " + std::strerror(errno));
+      return;
+    }
+  }
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_addr.s_addr = htonl(ip);
+  remote.sin_port = htons(static_cast<std::uint16_t>(port));
+  int rc = ::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote);
+  if (rc != 0 && errno != EINPROGRESS) {
+    int err = errno;
+    close_now(-err, health_of_errno(err),
+              "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " + std::strerror(err));
+    return;
+  }
+  io_.add(fd_, this, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
+}
+
+void Conn::connected() {
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) {
+    close_now(-err, health_of_errno(err), "connect to " + peer_->nid.to_string() + ": " + std::strerror(err));
+    return;
+  }
+  // Acceptor request then our HELLO, in one go.
+  std::vector<std::uint8_t> out(kConnReqSize);
+  encode_connreq(peer_->nid, std::span<std::uint8_t, kConnReqSize>(out.data(), kConnReqSize));
+  Hello h;
+  h.version = version_;
+  h.src_nid = sni_.ni->nid;
+  h.dst_nid = peer_->nid;
+  h.src_pid = sni_.ni->pid;
+  h.dst_pid = peer_->pid;
+  h.src_incarnation = sni_.incarnation;
+  h.ctype = type_;
+  std::vector<std::uint8_t> hello = encode_hello(h);
+  out.insert(out.end(), hello.begin(), hello.end());
+  state_ = State::AwaitHello;
+  hs_stage_ = 0;
+  hs_have_ = 0;
+  send_raw(out);
+  if (!closed())
+    io_.modify(fd_, this, EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
+}
+
+void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) {
+  IoThread& io = lnd.io_for(static_cast<std::uint64_t>(fd));
+  auto c = std::make_shared<Conn>(lnd, sni, fd, io);
+  c->state_ = State::AcceptReq;
+  c->peer_ip_ = ntohl(from.sin_addr.s_addr);
+  c->peer_port_ = ntohs(from.sin_port);
+  c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
+  set_socket_options(fd, lnd.params(), sni.timeout, sni.ni->config.lnd_tunables.tos);
+  {
+    std::lock_guard g(sni.conns_mutex);
+    sni.conns.push_back(c);
+  }
+  io.add(fd, c.get(), EPOLLIN | EPOLLRDHUP);
+}
+
+void Conn::send_raw(const std::vector<std::uint8_t>& bytes) {
+  if (hs_sent_ >= hs_out_.size()) {
+    hs_out_ = bytes;
+    hs_sent_ = 0;
+  } else {
+    hs_out_.insert(hs_out_.end(), bytes.begin(), bytes.end());
+  }
+  while (hs_sent_ < hs_out_.size()) {
+    ssize_t n = ::send(fd_, hs_out_.data() + hs_sent_, hs_out_.size() - hs_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;  // the rest goes on EPOLLOUT
+      close_now(-errno, health_of_errno(errno), std::string("handshake send: ") + std::strerror(errno));
+      return;
+    }
+    hs_sent_ += static_cast<std::size_t>(n);
+  }
+}
+
+bool Conn::read_exact(std::size_t need) {
+  if (hs_in_.size() < need) hs_in_.resize(need);
+  while (hs_have_ < need) {
+    ssize_t n = ::recv(fd_, hs_in_.data() + hs_have_, need - hs_have_, MSG_DONTWAIT);
+    if (n > 0) {
+      hs_have_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return false;
+    int err = n == 0 ? ECONNRESET : errno;
+    close_now(-err, health_of_errno(err),
+              std::string("handshake with ") + ip_string(peer_ip_ ? peer_ip_ : (peer_ ? peer_->ip : 0)) + ": " +
+                  (n == 0 ? "closed by peer" : std::strerror(err)));
+    return false;
+  }
+  return true;
+}
+
+void Conn::handshake_read() {
+  if (state_ == State::AcceptReq) {
+    if (hs_stage_ == 0) {
+      if (!read_exact(4)) return;
+      bool flip = false;
+      switch (classify_first_word(std::span<const std::uint8_t, 4>(hs_in_.data(), 4), &flip)) {
+        case FirstWord::Acceptor:
+          flip_ = flip;
+          hs_stage_ = 1;
+          break;
+        case FirstWord::Proto: {
+          // A version probe: answer with our acceptor version and hang up.
+          std::vector<std::uint8_t> reply(8);
+          wire::put_le32(reply.data(), kAcceptorMagic);
+          wire::put_le32(reply.data() + 4, kAcceptorVersion);
+          send_raw(reply);
+          close_now(0, HealthStatus::Ok, "answered a version probe from " + ip_string(peer_ip_));
+          return;
+        }
+        case FirstWord::TcpV1:
+          close_now(-EPROTO, HealthStatus::Ok,
+                    "refused " + ip_string(peer_ip_) + ": socket protocol V1 without an acceptor request");
+          return;
+        case FirstWord::Unknown:
+          close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": not an LNet acceptor request");
+          return;
+      }
+    }
+    if (!read_exact(kConnReqSize)) return;
+    auto req = decode_connreq(std::span<const std::uint8_t, kConnReqSize>(hs_in_.data(), kConnReqSize), flip_);
+    if (!req) {
+      if (req.code() == -EPROTONOSUPPORT) {
+        std::vector<std::uint8_t> reply(8);
+        wire::put_le32(reply.data(), kAcceptorMagic);
+        wire::put_le32(reply.data() + 4, kAcceptorVersion);
+        send_raw(reply);
+      }
+      close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": " + req.message());
+      return;
+    }
+    if (req->target != sni_.ni->nid) {
+      close_now(-EPERM, HealthStatus::Ok,
+                "refused " + ip_string(peer_ip_) + ": it asked for " + req->target.to_string() + ", this is " +
+                    sni_.ni->nid.to_string());
+      return;
+    }
+    state_ = State::AcceptHello;
+    hs_stage_ = 0;
+    hs_have_ = 0;
+  }
+  // AcceptHello / AwaitHello: prefix, body, IPs.
+  if (hs_stage_ == 0) {
+    if (!read_exact(kHelloPrefixSize)) return;
+    auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(hs_in_.data(), kHelloPrefixSize));
+    if (!p) {
+      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + ip_string(peer_ip_) + ": " + p.message());
+      return;
+    }
+    hello_prefix_ = *p;
+    hs_stage_ = 1;
+  }
+  if (hs_stage_ == 1) {
+    std::size_t body = hello_body_size(hello_prefix_);
+    if (!read_exact(kHelloPrefixSize + body)) return;
+    auto h = decode_hello_body(hello_prefix_, std::span(hs_in_.data() + kHelloPrefixSize, body), &hello_nips_);
+    if (!h) {
+      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + ip_string(peer_ip_) + ": " + h.message());
+      return;
+    }
+    hello_ = std::move(*h);
+    hs_stage_ = 2;
+  }
+  std::size_t full = kHelloPrefixSize + hello_body_size(hello_prefix_) + 4 * hello_nips_;
+  if (!read_exact(full)) return;
+  decode_hello_ips(hello_prefix_, std::span(hs_in_.data() + full - 4 * hello_nips_, 4 * hello_nips_), hello_);
+  on_hello();
+}
+
+void Conn::on_hello() {
+  const Hello& h = hello_;
+  if (state_ == State::AwaitHello) {
+    if (h.version != version_) {
+      // The peer speaks another version: next time we offer that one.
+      if (h.version == kProtoV2 || h.version == kProtoV3) peer_->version = h.version;
+      close_now(-EPROTO, HealthStatus::Ok,
+                peer_->nid.to_string() + " answers with protocol V" + std::to_string(h.version) + ", retrying");
+      return;
+    }
+    if (h.ctype == ConnType::None) {
+      close_now(-EALREADY, HealthStatus::Ok,
+                peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
+      return;
+    }
+    if (h.src_nid != peer_->nid) {
+      close_now(-EPROTO, HealthStatus::RemoteError,
+                "connected to " + peer_->nid.to_string() + " but it claimed to be " + h.src_nid.to_string());
+      return;
+    }
+    if (h.ctype != inverse(type_)) {
+      close_now(
+          -EPROTO, HealthStatus::RemoteError,
+          peer_->nid.to_string() + " answered a " + conn_type_name(type_) + " request with " + conn_type_name(h.ctype));
+      return;
+    }
+    peer_incarnation_ = h.src_incarnation;
+    finish_handshake(peer_);
+    return;
+  }
+
+  // Passive side.
+  if (h.version == kProtoV1) {
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": socket protocol V1 is not supported");
+    return;
+  }
+  Hello reply;
+  reply.src_nid = sni_.ni->nid;
+  reply.src_pid = sni_.ni->pid;
+  reply.src_incarnation = sni_.incarnation;
+  if (h.version == kProtoV4) {
+    // Large-NID protocol: answer in ours with "no connection" so the peer falls back.
+    reply.version = kProtoV3;
+    reply.ctype = ConnType::None;
+    send_raw(encode_hello(reply));
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": protocol V4 offered, we speak V3");
+    return;
+  }
+  version_ = h.version;
+  flip_ = hello_prefix_.flip;
+  Nid nid = h.src_nid;
+  Pid pid = h.src_pid;
+  bool userspace = peer_port_ > 1023;
+  if (userspace) {
+    // Not a privileged port: the identity is ours to give (address and port), as the
+    // kernel does for userspace peers.
+    nid = Nid::make(sni_.ni->nid.net(), peer_ip_);
+    pid = peer_port_ | kPidUserFlag;
+  } else if (nid.net() != sni_.ni->nid.net()) {
+    close_now(-EPROTO, HealthStatus::Ok,
+              "refused " + ip_string(peer_ip_) + ": HELLO from " + nid.to_string() + " is not on " +
+                  sni_.ni->nid.net().to_string());
+    return;
+  }
+  if (h.ctype == ConnType::None) {
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + nid.to_string() + ": HELLO without a connection type");
+    return;
+  }
+  type_ = inverse(h.ctype);
+  auto peer = lnd_.find_or_add_peer(sni_, nid, userspace ? pid : kPidLustre, peer_ip_);
+  reply.version = version_;
+  reply.dst_nid = nid;
+  reply.dst_pid = pid;
+  if (lnd_.refuse_incoming(sni_, *peer, type_, h.src_incarnation)) {
+    reply.ctype = ConnType::None;
+    send_raw(encode_hello(reply));
+    peer_.reset();
+    close_now(-EALREADY, HealthStatus::Ok,
+              "refused a " + std::string(conn_type_name(h.ctype)) + " connection from " + nid.to_string() +
+                  " (we are connecting, or have one)");
+    return;
+  }
+  reply.ctype = type_;
+  send_raw(encode_hello(reply));
+  if (closed()) return;
+  peer_incarnation_ = h.src_incarnation;
+  finish_handshake(peer);
+}
+
+void Conn::finish_handshake(std::shared_ptr<SockPeer> peer) {
+  peer_ = std::move(peer);
+  state_ = State::Established;
+  last_rx_ = last_tx_progress_ = Clock::now();
+  LNET_LOG(Info, kLogLnd, "connected %s %s <-> %s (protocol V%u)", conn_type_name(type_),
+           sni_.ni->nid.to_string().c_str(), peer_->nid.to_string().c_str(), version_);
+  set_events();
+  lnd_.conn_established(sni_, peer_, shared_from_this());
+  // Bytes that followed the HELLO in the same read are not lost: the handshake reads
+  // exactly what it needs, so the receive buffer starts empty.
+  process_rx();
+}
+
+}  // namespace lnet::sock

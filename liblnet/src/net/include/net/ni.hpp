@@ -1,0 +1,74 @@
+// Local networks and their NIs as the core keeps them: per-CPT tx credit queues, health,
+// selection priority and statistics; and the table of them that readers see.
+#pragma once
+
+#include <atomic>
+#include <climits>
+#include <memory>
+#include <vector>
+
+#include <lnet/lnd/fifo.hpp>
+#include <lnet/lnd/lnd.hpp>
+
+#include "base/counters.hpp"
+
+namespace lnet::net {
+
+struct Net;
+
+// NI tx credits of one CPT (under that CPT's net lock). A message takes a credit; when
+// the count goes negative it waits here in order (the waiting messages are the core's).
+struct TxQueue {
+  int credits = 0;
+  int max_credits = 0;
+  int min_credits = 0;
+  Fifo<FifoLink> delayed;
+};
+
+struct Ni : NetInterface {
+  Net* net = nullptr;
+  std::unique_ptr<TxQueue[]> tq;
+  std::atomic<int> health{1000};
+  std::atomic<bool> fatal_error{false};
+  std::atomic<bool> up{true};
+  std::atomic<bool> deleted{false};
+  std::atomic<std::uint32_t> sel_priority{UINT_MAX};
+  int dev_prio = 0;
+  std::atomic<std::uint32_t> seq{0};
+  TypeStats stats;
+  int poll_id = -1;  // the core's registration of this NI's poll function
+  // Neither in fatal error nor down: selection may pick it.
+  bool usable() const { return !fatal_error.load(std::memory_order_relaxed) && up.load(std::memory_order_relaxed); }
+};
+
+// A network's identity; which NIs it has is in the NetTable.
+struct Net {
+  NetId id;
+  Lnd* lnd = nullptr;
+  std::atomic<std::uint32_t> sel_priority{UINT_MAX};
+};
+
+struct NetView {
+  Net* net = nullptr;
+  std::vector<Ni*> nis;
+};
+
+// An immutable snapshot of the local networks, published atomically: readers take no
+// lock. Snapshots, Nets and NIs live until the instance shuts down.
+struct NetTable {
+  std::vector<NetView> nets;  // nets[0] is lo
+  std::vector<Ni*> nis;       // LNetGetId order, 0@lo first
+
+  const NetView* find(NetId id) const {
+    for (const NetView& v : nets)
+      if (v.net->id == id) return &v;
+    return nullptr;
+  }
+  Ni* find_ni(Nid nid) const {
+    for (Ni* ni : nis)
+      if (ni->nid == nid) return ni;
+    return nullptr;
+  }
+};
+
+}  // namespace lnet::net

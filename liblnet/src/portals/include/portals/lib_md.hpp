@@ -1,0 +1,102 @@
+// The core's memory descriptor and match entry objects, and the matching of one incoming
+// PUT/GET against one ME/MD (portals semantics).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <lnet/event.hpp>
+#include <lnet/lnd/fifo.hpp>
+#include <lnet/md.hpp>
+#include <lnet/nid.hpp>
+
+namespace lnet::portals {
+
+struct LibMe;
+struct Delivery;
+
+struct LibMd {
+  // Matching reads these: kept together at the front (one cache line).
+  int threshold = 0;
+  unsigned options = 0;
+  std::uint32_t length = 0;
+  std::uint32_t offset = 0;
+  int max_size = 0;
+  unsigned niov = 0;
+  iovec* iov = nullptr;  // &iov_inline or iov_storage.data()
+  LibMe* me = nullptr;
+
+  std::uint64_t cookie = kInvalidCookie;
+  unsigned cpt = 0;
+  void* start = nullptr;  // as the user gave it (an iovec array for kMdIovec)
+  iovec iov_inline{};
+  std::vector<iovec> iov_storage;  // keeps its capacity while pooled
+  void* user_ptr = nullptr;
+  EventHandler handler;
+  std::shared_ptr<EventQueue> eq;
+
+  int refcount = 0;          // messages using it
+  bool auto_unlink = false;  // unlink once exhausted and idle
+  bool zombie = false;       // unlinked, waiting for refcount 0
+  bool on_portal = false;    // made by MDAttach: never takes ACK/REPLY
+  bool dead = false;         // handle gone; freed when the last delivery ends
+  bool delivering = false;   // a thread is running this MD's event sink
+  Fifo<Delivery> deferred;   // finalized messages whose event waits
+  LibMd* next_free = nullptr;
+
+  bool exhausted() const {
+    if (threshold == 0) return true;
+    return (options & kMdMaxSize) && std::int64_t{offset} + max_size > std::int64_t{length};
+  }
+  bool has_sink() const { return static_cast<bool>(handler) || eq != nullptr; }
+};
+
+struct LibMe {
+  // Matching reads these: kept together in the first cache line.
+  LibMe* next = nullptr;  // in its match list or hash bucket
+  std::uint64_t match_bits = 0;
+  std::uint64_t ignore_bits = 0;
+  ProcessId match_id;
+  LibMd* md = nullptr;
+
+  LibMe* prev = nullptr;
+  std::uint64_t cookie = kInvalidCookie;
+  unsigned cpt = 0;
+  unsigned portal = 0;
+  Unlink unlink = Unlink::Retain;
+  LibMe* next_free = nullptr;
+};
+
+// What an incoming PUT or GET asks for.
+struct MatchInfo {
+  ProcessId initiator;      // primary NID of the peer, source pid
+  Nid source = Nid::any();  // the NID it came from, when not the primary
+  unsigned op = 0;          // kMdOpPut or kMdOpGet
+  unsigned portal = 0;
+  std::uint64_t match_bits = 0;
+  std::uint32_t rlength = 0;
+  std::uint32_t roffset = 0;
+};
+
+enum class MatchStatus { None, Ok, Drop };
+
+struct MatchResult {
+  MatchStatus status = MatchStatus::None;
+  LibMe* me = nullptr;
+  LibMd* md = nullptr;
+  std::uint32_t offset = 0;
+  std::uint32_t mlength = 0;
+};
+
+// Tries one ME (with its MD); None lets the caller go on to the next ME, Drop stops the
+// search ("too big" without kMdTruncate). Does not change anything.
+MatchResult try_match(LibMe* me, const MatchInfo& info);
+
+// Consumes a successful match: threshold, local offset, reference. Returns true when the
+// MD is now exhausted and must leave its ME (auto-unlink).
+bool commit_match(const MatchResult& r);
+
+}  // namespace lnet::portals

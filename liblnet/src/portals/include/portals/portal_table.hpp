@@ -1,0 +1,128 @@
+// The 64 portals with their match entries, and every MD and ME of an instance, in per-CPT
+// resource containers (each with its own lock, handle table and object pool). Request
+// portals keep one ordered list of wildcard MEs; RDMA portals hash unique MEs by NID on
+// the CPT of that NID. A portal's kind is fixed by its first ME.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <lnet/lnd/header.hpp>
+#include <lnet/md.hpp>
+#include <lnet/result.hpp>
+
+#include "base/cpt.hpp"
+#include "portals/delivery.hpp"
+#include "portals/handle_table.hpp"
+#include "portals/match_table.hpp"
+
+namespace lnet::portals {
+
+enum class RxMatch { Matched, Delayed, Dropped };
+
+// PUTs that may wait on one lazy portal before newer ones are dropped: bounds what a
+// peer can make us hold.
+inline constexpr std::size_t kMaxDelayedPerPortal = 4096;
+
+class PortalTable {
+ public:
+  PortalTable(const CptTable& cpts, std::uint64_t interface_cookie);
+  ~PortalTable();
+  PortalTable(const PortalTable&) = delete;
+  PortalTable& operator=(const PortalTable&) = delete;
+
+  std::uint64_t interface_cookie() const { return iface_cookie_; }
+
+  Result<MeHandle> me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
+  Result<MeHandle> me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits, std::uint64_t ignore_bits,
+                             Unlink unlink, InsPos pos);
+  int me_unlink(MeHandle me, Completer& c);
+  // Attaching may match PUTs waiting on a lazy portal: they are returned in `matched`
+  // (MD committed, to be received) and `dropped`.
+  Result<MdHandle> md_attach(MeHandle me, const MdDesc& desc, Unlink unlink, DeliveryQueue& matched,
+                             DeliveryQueue& dropped);
+  Result<MdHandle> md_bind(const MdDesc& desc, Unlink unlink);
+  int md_unlink(MdHandle md, Completer& c);
+  static int validate(const MdDesc& desc);
+
+  // Commits a bound MD to an outgoing PUT/GET: msg gets the MD (its whole payload).
+  // -ENOENT: no usable MD; -EMSGSIZE: longer than max_length.
+  int commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length);
+  // Matches an incoming PUT/GET described by msg->match. Matched: msg->md is committed and
+  // msg->ev.offset/mlength are set. Delayed: queued on its lazy portal.
+  RxMatch match_incoming(Delivery* msg);
+  // Finds the MD an ACK or REPLY is for and commits it. For a REPLY *mlength is cut to
+  // the MD (with kMdTruncate). -ENOENT / -EMSGSIZE: drop the message.
+  int match_response(Delivery* msg, const WireHandle& wh, bool reply, std::uint32_t rlength, std::uint32_t* mlength);
+  // Detaches a finished message from its MD and delivers msg->ev (status already set) to
+  // the MD's handler/queue, then calls c.complete(msg) (maybe later, on the thread that
+  // is delivering this MD's events).
+  void finalize_md(Delivery* msg, Completer& c);
+
+  int set_lazy(unsigned portal);
+  // Stops queueing; waiting messages are returned to be dropped.
+  int clear_lazy(unsigned portal, DeliveryQueue& dropped);
+  // Unlinks every ME and MD (shutdown); waiting messages are returned to be dropped.
+  void clear_all(DeliveryQueue& dropped, Completer& c);
+
+  std::size_t live_mds() const;
+  std::size_t live_mes() const;
+
+ private:
+  enum class Kind : int { Unset, Wildcard, Unique };
+  struct alignas(kCacheLine) Res {
+    std::mutex lock;
+    HandleTable handles;
+    LibMd* md_free = nullptr;
+    LibMe* me_free = nullptr;
+    std::vector<std::unique_ptr<LibMd>> mds;
+    std::vector<std::unique_ptr<LibMe>> mes;
+  };
+  struct Portal {
+    std::mutex mutex;  // leaf lock: kind changes, lazy flag, waiting messages
+    std::atomic<Kind> kind{Kind::Unset};
+    std::atomic<bool> lazy{false};
+    DeliveryQueue delayed;
+    std::atomic<std::uint64_t> attach_gen{0};  // MD attaches so far
+    std::vector<MatchTable> tables;            // per CPT; a request portal uses tables[home]
+    unsigned home = 0;
+  };
+
+  Failure set_kind(unsigned portal, bool unique, InsPos pos);  // code 0: fits
+  MatchTable& table_of(LibMe* me) { return portals_[me->portal].tables[me->cpt]; }
+  struct Sink {
+    EventHandler handler;
+    std::shared_ptr<EventQueue> eq;
+  };
+  LibMd* alloc_md(Res& r);
+  // Returns the MD to the pool; its handler and queue move to *doomed (if given).
+  void free_md(Res& r, LibMd* md, Sink* doomed = nullptr);
+  LibMe* make_me(Res& r, unsigned cpt, unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
+                 Unlink unlink);
+  // The container a handle's cookie points to (nullptr for a malformed cookie).
+  Res* res_for(std::uint64_t cookie, HandleType type);
+  void free_me(Res& r, LibMe* me);
+  void fill_md(LibMd* md, const MdDesc& d, Unlink unlink);
+  void fill_md_event(const LibMd* md, Event& ev) const;
+  // Takes the MD off its ME; frees the ME if it was attached with Unlink (or `force`).
+  void detach_from_me(Res& r, LibMd* md, bool force);
+  // After a successful match: consume it, and detach an exhausted auto-unlink MD.
+  void commit(Res& r, const MatchResult& m, Delivery* msg);
+  // Marks an idle MD gone; returns true when its sink wants an UNLINK event.
+  bool retire_locked(Res& r, LibMd* md);
+  // Hands a delivery whose event is out to the completer (or back to the pool: an
+  // UNLINK carrier).
+  static void finish(Delivery* d, Completer& c);
+  void sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Delivery* msg, Completer& c);
+  void unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Completer& c);
+
+  const CptTable& cpts_;
+  std::uint64_t iface_cookie_;
+  std::unique_ptr<Res[]> res_;
+  std::unique_ptr<Portal[]> portals_;
+};
+
+}  // namespace lnet::portals

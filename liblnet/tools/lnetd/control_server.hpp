@@ -1,0 +1,48 @@
+// lnetd's control socket: lnetctl's requests, one thread per connection, only from root
+// or members of the control group; configuration commands run one at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <lnet/api.hpp>
+#include <lnet/dlc.hpp>
+
+namespace lnetd {
+
+class ControlServer {
+ public:
+  ControlServer(lnet::Instance& lnet, lnet::dlc::Hooks hooks, std::optional<gid_t> ctl_gid)
+      : lnet_(lnet), hooks_(std::move(hooks)), ctl_gid_(ctl_gid) {}
+  ~ControlServer();
+
+  // Listens on `path` (replacing a stale socket), mode 0600 or 0660 with the group.
+  lnet::Status listen(const std::string& path);
+  int fd() const { return listen_fd_; }
+  // Takes the connections that are waiting; each gets a thread of its own.
+  void accept_ready();
+  // Stops listening, wakes clients waiting to send a request, and waits for every
+  // connection's thread (a command already running ends within its own timeout).
+  void stop();
+
+ private:
+  bool allowed(int fd, std::string* who) const;
+  void serve(int fd);
+
+  lnet::Instance& lnet_;
+  lnet::dlc::Hooks hooks_;
+  std::optional<gid_t> ctl_gid_;
+  std::string path_;
+  int listen_fd_ = -1;
+  std::mutex cmd_mutex_;  // configuration commands run one at a time
+  std::atomic<int> clients_{0};
+  std::mutex fds_mutex_;
+  std::set<int> client_fds_;  // open connections (shut down when lnetd stops)
+};
+
+}  // namespace lnetd

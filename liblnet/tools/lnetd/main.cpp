@@ -1,0 +1,211 @@
+// lnetd: the host LNet of a server or router node. Runs liblnet with the socket LND,
+// configured from YAML (the lnetctl export schema), and serves lnetctl on a control
+// socket that only root (or a configured group) may use.
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <lnet/dlc.hpp>
+#include <lnet/lnet.hpp>
+
+#include "control_server.hpp"
+#include "options.hpp"
+
+using namespace lnet;
+
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  char c = static_cast<char>(sig);
+  (void)!write(g_signal_pipe[1], &c, 1);
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  LNET_LOG(Error, kLogDaemon, "%s", msg.c_str());
+  std::exit(1);
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Failure{-errno, "cannot read " + path + ": " + std::strerror(errno)};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int make_dirs(const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (dir.empty()) return 0;
+  std::string cur;
+  std::stringstream ss(dir);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) {
+      cur = "/";
+      continue;
+    }
+    cur += (cur.empty() || cur.back() == '/' ? "" : "/") + part;
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return -errno;
+  }
+  return 0;
+}
+
+class PidFile {
+ public:
+  explicit PidFile(std::string path) : path_(std::move(path)) {}
+  ~PidFile() {
+    if (owned_) ::unlink(path_.c_str());
+  }
+  void create() {
+    if (path_.empty()) return;
+    if (auto old = read_file(path_); old) {
+      pid_t pid = static_cast<pid_t>(std::atol(old->c_str()));
+      if (pid > 0 && kill(pid, 0) == 0)
+        die("another lnetd (pid " + std::to_string(pid) + ") runs with pid file " + path_);
+    }
+    if (int rc = make_dirs(path_)) die("cannot create the directory of " + path_ + ": " + errno_string(rc));
+    std::ofstream out(path_, std::ios::trunc);
+    out << getpid() << "\n";
+    if (!out) die("cannot write pid file " + path_ + ": " + std::strerror(errno));
+    owned_ = true;
+  }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
+// The startup configuration: --config, else /etc/lnet.conf, else (without
+// LNET_NETWORKS) tcp on the first interface that is up. *source says which.
+Result<dlc::SystemConfig> load_config(const lnetd::Options& o, std::string* yaml, std::string* source) {
+  if (!o.config_path.empty()) {
+    auto text = read_file(o.config_path);
+    if (!text) return text.failure();
+    *yaml = *text;
+    *source = o.config_path;
+  } else if (access(lnetd::kSystemConfig, R_OK) == 0) {
+    auto text = read_file(lnetd::kSystemConfig);
+    if (!text) return text.failure();
+    *yaml = *text;
+    *source = lnetd::kSystemConfig;
+  } else if (!std::getenv("LNET_NETWORKS")) {
+    *yaml = "net:\n    - net type: tcp\n";
+    *source = "the built-in default";
+  } else {
+    *source = "LNET_NETWORKS";
+  }
+  auto parsed = dlc::parse_config(*yaml);
+  if (!parsed) return Failure{parsed.code(), "bad configuration in " + *source + ": " + parsed.message()};
+  return parsed;
+}
+
+// What `lnet unconfigure` takes down: every network but 0@lo, routes, configured
+// peers, selection rules and routing.
+Status unconfigure(Control& c) {
+  for (const auto& r : c.route_configs()) (void)c.del_route(r.net, r.gateway);
+  for (const auto& p : c.configured_peers()) (void)c.del_peer(p.primary, {});
+  (void)c.del_udsp(-1);
+  (void)c.set_routing(false);
+  for (const NiInfo& i : c.ni_info())
+    if (!i.nid.is_lo()) (void)c.del_ni(i.nid);
+  return {};
+}
+
+void log_to_syslog() {
+  openlog("lnetd", LOG_PID, LOG_DAEMON);
+  set_log_sink([](LogLevel l, std::string_view line) {
+    int pri = l == LogLevel::Error  ? LOG_ERR
+              : l == LogLevel::Warn ? LOG_WARNING
+              : l == LogLevel::Info ? LOG_INFO
+                                    : LOG_DEBUG;
+    syslog(pri, "%.*s", static_cast<int>(line.size()), line.data());
+  });
+}
+
+void catch_signals() {
+  if (pipe(g_signal_pipe) != 0) die(std::string("pipe: ") + std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// Serves the control socket until a signal comes.
+void run(lnetd::ControlServer& server) {
+  for (;;) {
+    pollfd fds[2] = {{server.fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      die(std::string("poll: ") + std::strerror(errno));
+    }
+    if (fds[1].revents) {
+      char sig = 0;
+      (void)!read(g_signal_pipe[0], &sig, 1);
+      LNET_LOG(Info, kLogDaemon, "signal %d: shutting down", sig);
+      return;
+    }
+    if (fds[0].revents & POLLIN) server.accept_ready();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  set_log_program("lnetd");
+  lnetd::Parsed parsed = lnetd::parse_options(argc, argv);
+  if (!parsed.options) return parsed.exit_code;
+  const lnetd::Options& o = *parsed.options;
+  set_socket_params(o.socket);
+  std::string startup_yaml, source;
+  auto cfg = load_config(o, &startup_yaml, &source);
+  if (!cfg) die(cfg.message());
+  auto env = Config::from_env();  // LNET_NETWORKS and the CPT count, like module parameters
+  if (!env) die(env.message());
+
+  if (!o.foreground) {
+    if (daemon(0, 0) != 0) die(std::string("cannot daemonise: ") + std::strerror(errno));
+    log_to_syslog();
+  }
+  PidFile pid(o.pid_file);
+  pid.create();
+  catch_signals();
+
+  auto created = Instance::create(*env, kPidLustre);
+  if (!created) die("cannot start LNet: " + created.message());
+  std::unique_ptr<Instance> lnet = std::move(*created);
+  if (Status s = dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add); !s)
+    die("cannot apply the configuration from " + source + ": " + s.message());
+
+  dlc::Hooks hooks;
+  hooks.configure = [&lnet, &startup_yaml]() -> Status {
+    auto c = dlc::parse_config(startup_yaml);
+    if (!c) return c.failure();
+    return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
+  };
+  hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
+  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid);
+  if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
+  if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
+
+  std::string nids;
+  for (Nid n : lnet->nids()) nids += " " + n.to_string();
+  LNET_LOG(Info, kLogDaemon, "lnetd up (pid %d): NIDs%s; configuration from %s; control socket %s", getpid(),
+           nids.c_str(), source.c_str(), o.ctl_socket.c_str());
+  run(server);
+  server.stop();
+  lnet.reset();
+  LNET_LOG(Info, kLogDaemon, "lnetd stopped");
+  return 0;
+}

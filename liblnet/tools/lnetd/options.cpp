@@ -1,0 +1,130 @@
+// lnetd's command line.
+#include "options.hpp"
+
+#include <grp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include <lnet/env.hpp>
+
+namespace lnetd {
+
+namespace po = boost::program_options;
+using namespace lnet;
+
+namespace {
+
+const char* kUsage =
+    "usage: lnetd [options]\n\n"
+    "The host LNet: liblnet with the socket LND (tcp, wire-compatible with ksocklnd),\n"
+    "configured from YAML in the schema of `lnetctl export`, serving lnetctl on a\n"
+    "control socket. Configuration: the networks of LNET_NETWORKS (as the kernel's\n"
+    "networks= module parameter), then --config FILE, else /etc/lnet.conf when present;\n"
+    "with neither a file nor LNET_NETWORKS, 0@lo plus tcp on the first interface that\n"
+    "is up.\n\noptions";
+
+// Applies --log-level and --log-subsys (else LNET_LOG_LEVEL and LNET_LOG_SUBSYS, else
+// info and all). False after reporting a bad value.
+bool setup_logging(const po::variables_map& vm, const std::string& level, const std::string& subsys) {
+  if (Status s = log_env_status(); !s && !vm.count("log-level") && !vm.count("log-subsys")) {
+    LNET_LOG(Error, kLogDaemon, "%s", s.message().c_str());
+    return false;
+  }
+  LogLevel l = LogLevel::Info;
+  if (vm.count("log-level") && !parse_log_level(level, &l)) {
+    LNET_LOG(Error, kLogDaemon, "bad --log-level '%s' (error, warn, info, debug)", level.c_str());
+    return false;
+  }
+  std::uint32_t mask = kLogAll;
+  if (vm.count("log-subsys") && !parse_log_subsystems(subsys, &mask)) {
+    LNET_LOG(Error, kLogDaemon, "bad --log-subsys '%s' (core,lnd,router,config,daemon,all)", subsys.c_str());
+    return false;
+  }
+  if (vm.count("log-level") || !std::getenv("LNET_LOG_LEVEL")) set_log_level(l);
+  if (vm.count("log-subsys")) set_log_subsystems(mask);
+  return true;
+}
+
+// The socket LND's parameters: the environment, then --port and --accept.
+bool setup_socket(const po::variables_map& vm, int port, const std::string& accept, SocketParams& out) {
+  auto params = SocketParams::from_env();
+  if (!params) {
+    LNET_LOG(Error, kLogDaemon, "%s", params.message().c_str());
+    return false;
+  }
+  if (vm.count("port")) {
+    if (port < 1 || port > 65535) {
+      LNET_LOG(Error, kLogDaemon, "bad --port %d (1..65535)", port);
+      return false;
+    }
+    params->port = port;
+  }
+  if (vm.count("accept")) {
+    if (accept == "secure") {
+      params->accept = AcceptMode::Secure;
+    } else if (accept == "all") {
+      params->accept = AcceptMode::All;
+    } else if (accept == "none") {
+      params->accept = AcceptMode::None;
+    } else {
+      LNET_LOG(Error, kLogDaemon, "bad --accept '%s' (secure, all, none)", accept.c_str());
+      return false;
+    }
+  }
+  out = *params;
+  return true;
+}
+
+}  // namespace
+
+Parsed parse_options(int argc, char** argv) {
+  Options o;
+  std::string log_level, log_subsys, ctl_group, accept;
+  int port = 0;
+  po::options_description opts(kUsage);
+  opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&o.config_path),
+                                                           "YAML configuration (lnetctl export schema)")(
+      "foreground,f", "stay in the foreground and log to stderr (else: daemonise, log to syslog)")(
+      "ctl-socket,s", po::value(&o.ctl_socket)->default_value(kDefaultSocket), "control socket path")(
+      "ctl-group", po::value(&ctl_group), "group whose members may use the control socket besides root")(
+      "pid-file,p", po::value(&o.pid_file)->default_value(kDefaultPidFile), "pid file (\"\" for none)")(
+      "log-level", po::value(&log_level), "error | warn | info | debug (default LNET_LOG_LEVEL, else info)")(
+      "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
+      "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
+      "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
+      "env", "list the environment variables lnetd reads and exit");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    LNET_LOG(Error, kLogDaemon, "%s (try --help)", e.what());
+    return {std::nullopt, 2};
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return {std::nullopt, 0};
+  }
+  if (vm.count("env")) {
+    std::cout << env_help();
+    return {std::nullopt, 0};
+  }
+  o.foreground = vm.count("foreground") > 0;
+  if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
+  if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
+  if (vm.count("ctl-group")) {
+    group* g = getgrnam(ctl_group.c_str());
+    if (!g) {
+      LNET_LOG(Error, kLogDaemon, "no group '%s'", ctl_group.c_str());
+      return {std::nullopt, 2};
+    }
+    o.ctl_gid = g->gr_gid;
+  }
+  return {o, 0};
+}
+
+}  // namespace lnetd

@@ -1,0 +1,37 @@
+// lnetd's command line: what it parses and checks before anything starts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include <lnet/log.hpp>
+#include <lnet/result.hpp>
+#include <lnet/socklnd.hpp>
+
+namespace lnetd {
+
+inline constexpr const char* kDefaultSocket = "/run/lnet/lnetd.sock";
+inline constexpr const char* kDefaultPidFile = "/run/lnet/lnetd.pid";
+inline constexpr const char* kSystemConfig = "/etc/lnet.conf";
+
+struct Options {
+  std::string config_path;  // empty: /etc/lnet.conf when present, else the built-in default
+  bool foreground = false;
+  std::string ctl_socket = kDefaultSocket;
+  std::optional<gid_t> ctl_gid;  // --ctl-group
+  std::string pid_file = kDefaultPidFile;
+  lnet::SocketParams socket;  // LNET_ACCEPT*/LNET_SOCK_* with --port and --accept over them
+};
+
+// What main() does after parsing: run, or exit at once with a status (help printed,
+// or a bad option reported).
+struct Parsed {
+  std::optional<Options> options;
+  int exit_code = 0;
+};
+
+Parsed parse_options(int argc, char** argv);
+
+}  // namespace lnetd

@@ -1,0 +1,106 @@
+// lnet::mpi::MpiLnd: the mpi driver of one communicator, for any host of the SPI.
+#include <lnet/log.hpp>
+#include <lnet/mpi.hpp>
+
+#include "mpi_ni.hpp"
+
+namespace lnet::mpi {
+
+MpiLnd::MpiLnd(MPI_Comm comm, const Options& opts) : comm_(comm), opts_(opts) {}
+
+MpiLnd::~MpiLnd() = default;
+
+Status MpiLnd::check_config(const NetConfig& config) const {
+  const LndTunables& t = config.lnd_tunables;
+  std::string net = config.net.to_string();
+  if (config.net.num() != opts_.net_number)
+    return Failure{-EINVAL, "this MPI driver serves mpi" + std::to_string(opts_.net_number) + ", not " + net};
+  if (t.conns_per_peer != 0)
+    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer on " + net + " (MPI has no connections)"};
+  if (t.tos != -1) return Failure{-EOPNOTSUPP, "not supported yet: tos on " + net + " (MPI chooses the transport)"};
+  if (t.timeout < 0 || t.timeout > 3600)
+    return Failure{-EINVAL, "LND timeout " + std::to_string(t.timeout) + " on " + net + " is not 0..3600"};
+  return {};
+}
+
+int MpiLnd::startup(NetInterface& ni) {
+  {
+    std::lock_guard g(mutex_);
+    if (ni_) return -EEXIST;  // one NI per communicator
+  }
+  int rank = 0;
+  if (int rc = MPI_Comm_rank(comm_, &rank); rc != MPI_SUCCESS) {
+    LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank failed: %s", ni.config.net.to_string().c_str(),
+             mpi_error_string(rc).c_str());
+    return -EIO;
+  }
+  Nid want = Nid::make(ni.config.net, static_cast<std::uint32_t>(rank));
+  if (!ni.nid.is_any() && ni.nid != want) {
+    LNET_LOG(Error, kLogLnd, "%s: the NID of rank %d is %s, not %s", ni.config.net.to_string().c_str(), rank,
+             want.to_string().c_str(), ni.nid.to_string().c_str());
+    return -EINVAL;
+  }
+  ni.nid = want;
+  // Flow control (lnet-lnd(7)): by default the host hands a peer as many messages at a
+  // time as this driver grants each peer short messages in flight.
+  if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = opts_.credits;
+  auto m = std::make_unique<MpiNi>(ni, comm_, opts_);
+  if (int rc = m->start()) {
+    m->stop();
+    return rc;
+  }
+  std::lock_guard g(mutex_);
+  ni_ = m.get();
+  ni.lnd_data = m.release();
+  return 0;
+}
+
+void MpiLnd::shutdown(NetInterface& ni) {
+  auto* m = static_cast<MpiNi*>(ni.lnd_data);
+  if (!m) return;
+  {
+    std::lock_guard g(mutex_);
+    ni_ = nullptr;
+  }
+  m->stop();
+  delete m;
+  ni.lnd_data = nullptr;
+}
+
+int MpiLnd::send(NetInterface& ni, LndMessage& msg) { return static_cast<MpiNi*>(ni.lnd_data)->send(msg); }
+
+int MpiLnd::recv(NetInterface& ni, void* priv, LndMessage* msg, bool, const iovec* iov, unsigned niov,
+                 std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
+  return static_cast<MpiNi*>(ni.lnd_data)->recv(priv, msg, iov, niov, offset, mlen, rlen);
+}
+
+int MpiLnd::timeout(const NetInterface& ni) const {
+  auto* m = static_cast<const MpiNi*>(ni.lnd_data);
+  return m ? m->timeout() : opts_.timeout;
+}
+
+Stats MpiLnd::stats() const {
+  std::lock_guard g(mutex_);
+  return ni_ ? ni_->stats() : Stats{};
+}
+
+bool MpiLnd::progress_thread() const {
+  std::lock_guard g(mutex_);
+  return ni_ && ni_->has_thread();
+}
+
+bool MpiLnd::idle() const {
+  std::lock_guard g(mutex_);
+  return !ni_ || ni_->idle();
+}
+
+int MpiLnd::barrier(std::chrono::steady_clock::time_point deadline) {
+  MpiNi* ni;
+  {
+    std::lock_guard g(mutex_);
+    ni = ni_;
+  }
+  return ni ? ni->barrier(deadline) : -ENETDOWN;
+}
+
+}  // namespace lnet::mpi

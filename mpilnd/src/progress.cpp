@@ -1,0 +1,227 @@
+// MPI LND progress: one round (deferred work, timeouts, completed requests, the pool),
+// the completions handed back to the host, and the progress thread.
+#include <sys/prctl.h>
+
+#include <lnet/log.hpp>
+
+#include "mpi_ni.hpp"
+
+namespace lnet::mpi {
+
+namespace {
+
+constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
+constexpr int kSpinBeforeYield = 50;  // idle progress rounds (5-10 us) before the thread yields
+// While MPI moves our data, the progress thread naps at most kInFlightNapUs, for the
+// first kInFlightNapWindow of an idle stretch.
+constexpr int kInFlightNapUs = 20;
+constexpr auto kInFlightNapWindow = std::chrono::milliseconds(5);
+
+}  // namespace
+
+int MpiNi::reap_locked(Done& done) {
+  const std::size_t depth = opts_.pool_depth;
+  int n = static_cast<int>(reqs_.size() - depth);
+  if (n == 0) return 0;
+  indices_.resize(reqs_.size());
+  statuses_.resize(reqs_.size());
+  int out = 0;
+  int rc = MPI_Testsome(n, reqs_.data() + depth, &out, indices_.data(), statuses_.data());
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+    check(rc, "MPI_Testsome");
+    return -1;
+  }
+  if (out == MPI_UNDEFINED || out == 0) return 0;
+  completed_.clear();
+  for (int k = 0; k < out; ++k) {
+    std::size_t i = depth + static_cast<std::size_t>(indices_[static_cast<std::size_t>(k)]);
+    const MPI_Status& st = statuses_[static_cast<std::size_t>(k)];
+    completed_.push_back(Completion{owners_[i], st, rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS});
+  }
+  // Drop the finished one-shot requests (MPI set them to MPI_REQUEST_NULL), keeping the
+  // persistent pool at the front.
+  std::size_t w = depth;
+  for (std::size_t r = depth; r < reqs_.size(); ++r) {
+    if (reqs_[r] == MPI_REQUEST_NULL) continue;
+    reqs_[w] = reqs_[r];
+    owners_[w] = owners_[r];
+    ++w;
+  }
+  reqs_.resize(w);
+  owners_.resize(w);
+  in_flight_.store(w > depth, std::memory_order_relaxed);
+  // Their owners may post more requests, so only now that the table is compact.
+  for (const Completion& c : completed_) {
+    if (c.owner.kind == Owner::TxShort) {
+      if (c.err != MPI_SUCCESS) check(c.err, "MPI_Isend");
+      tx_part_done_locked(static_cast<Tx*>(c.owner.obj), c.err == MPI_SUCCESS ? 0 : -EIO, done);
+    } else {
+      if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
+      bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
+    }
+  }
+  return out;
+}
+
+// The pool: its receives match arriving messages in the order they were started (MPI's
+// non-overtaking rule), and they are restarted in the order they complete, so only the
+// oldest one needs testing. The cost is one test per message, whatever the depth, and
+// messages are handled in the order they arrived. After a round that found none, the
+// first goes to the host at once: testing the next receive first would run MPI's
+// progress engine once more and, in request-response traffic, find nothing. While
+// messages keep coming they are taken in batches.
+void MpiNi::test_pool_locked(Done& done, bool* worked) {
+  const std::size_t depth = opts_.pool_depth;
+  const std::size_t limit = pool_busy_ ? depth : 1;
+  std::size_t found = 0;
+  for (; found < limit && reqs_[pool_head_] != MPI_REQUEST_NULL; ++found) {
+    int flag = 0;
+    MPI_Status st;
+    int trc = MPI_Test(&reqs_[pool_head_], &flag, &st);
+    if (!flag && trc == MPI_SUCCESS) break;
+    pool_rx_locked(static_cast<int>(pool_head_), st, trc, done);
+    pool_head_ = pool_head_ + 1 == depth ? 0 : pool_head_ + 1;
+  }
+  pool_busy_ = found > 0;
+  *worked |= pool_busy_;
+}
+
+bool MpiNi::progress() {
+  if (!may_call_mpi()) return false;
+  std::unique_lock pl(progress_mu_, std::try_to_lock);
+  if (!pl) return false;
+  Done done;
+  bool worked = false;
+  {
+    std::lock_guard g(mu_);
+    if (stopped_) return false;
+    while (Tx* tx = deferred_.pop_front()) {
+      enqueue_locked(tx, done);
+      worked = true;
+    }
+    while (Bulk* b = deferred_bulk_.pop_front()) {
+      if (!post_bulk_locked(b)) {
+        b->rc = -EIO;
+        if (b->done >= b->nchunks) bulk_finished_locked(b, done);
+      }
+      worked = true;
+    }
+    // The clock is read every so many rounds only: a busy loop would spend more time
+    // in it than in MPI.
+    if ((++rounds_ & 255) == 0) {
+      auto now = Clock::now();
+      if (now >= next_timeout_check_) {
+        check_timeouts_locked(now, done);
+        next_timeout_check_ = now + kTimeoutScan;
+      }
+    }
+    // Sends and bulk transfers (MPI_Testsome also runs MPI's progress engine once).
+    worked |= reap_locked(done) > 0;
+    test_pool_locked(done, &worked);
+  }
+  if (!pool_work_.empty()) {
+    parse_pool_work();
+    std::lock_guard g(mu_);
+    finish_pool_work_locked(done);
+  }
+  pl.unlock();
+  complete(done);
+  return worked;
+}
+
+void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
+  for (Peer* p : contacted_) {
+    if (p->state == Peer::State::Querying && now >= p->query_deadline) {
+      LNET_LOG(Warn, kLogLnd, "%s: no answer to the handshake from %s within %d s", ni_.nid.to_string().c_str(),
+               p->nid.to_string().c_str(), timeout_);
+      p->state = Peer::State::New;  // the next send asks again
+      while (Tx* tx = p->queue.pop_front()) {
+        stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+        fail_tx_locked(tx, -ETIMEDOUT, HealthStatus::RemoteTimeout, done);
+      }
+      if (!p->down) {
+        p->down = true;
+        done.health.emplace_back(p->nid, false);
+      }
+      continue;
+    }
+    // Sends waiting for a credit that does not come.
+    while (!p->queue.empty() && p->queue.front()->deadline <= now) {
+      Tx* tx = p->queue.pop_front();
+      stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+      fail_tx_locked(tx, -ETIMEDOUT, HealthStatus::RemoteTimeout, done);
+    }
+  }
+}
+
+void MpiNi::complete(Done& done) {
+  for (const auto& [nid, up] : done.health) host_.notify_peer(ni_, nid, up);
+  done.health.clear();
+  for (unsigned i = 0; i < done.nsent; ++i) {
+    done.sent[i].msg->health = done.sent[i].health;
+    host_.finalize(done.sent[i].msg, done.sent[i].rc);
+  }
+  done.nsent = 0;
+  if (done.txs.empty() && done.bulks.empty()) return;
+  Fifo<Tx> txs = std::exchange(done.txs, {});
+  Fifo<Bulk> bulks = std::exchange(done.bulks, {});
+  for (Tx* tx = txs.front(); tx; tx = tx->next) {
+    tx->msg->health = tx->health;
+    host_.finalize(tx->msg, tx->rc);
+  }
+  for (Bulk* b = bulks.front(); b; b = b->next) {
+    if (!b->msg) continue;
+    if (b->sink && b->rc == 0) host_.set_reply_length(*b->msg, static_cast<std::uint32_t>(b->bytes));
+    if (b->rc) b->msg->health = b->rc == -ENODATA ? HealthStatus::Ok : HealthStatus::LocalError;
+    host_.finalize(b->msg, b->rc);
+  }
+  while (Tx* tx = txs.pop_front()) put_tx(tx);
+  while (Bulk* b = bulks.pop_front()) put_bulk(b);
+}
+
+void MpiNi::thread_main() {
+  // Naps as long as asked (Linux lets a timer run 50 us late by default, more than the
+  // nap while a transfer is in flight). Without it the naps are only longer.
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  int idle = 0;
+  Clock::time_point idle_since;  // the first nap of this idle stretch
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (progress()) {
+      idle = 0;
+      continue;
+    }
+    // Poll tightly for a while after the last completion, then nap, longer and longer up
+    // to idle_us: an idle rank costs next to no CPU, a busy one answers at once.
+    if (++idle < 200) {
+      // After the first rounds, let a thread that shares our core (the application's,
+      // often) run first: its send is what we would be waiting for. Not at once: a
+      // yield costs a system call (0.7 us on the test VM), and the answer in
+      // request-response traffic comes within those first rounds.
+      if (idle > kSpinBeforeYield) std::this_thread::yield();
+      continue;
+    }
+    // While MPI still moves something of ours, nap briefly: a transfer's completion
+    // wakes nobody, and a long nap would be added to its time. Only for a while: such
+    // naps cost half a core (measured on the test VM), and a transfer that waits on a
+    // silent peer would keep them going.
+    if (idle == 200) idle_since = Clock::now();
+    bool brief = in_flight_.load(std::memory_order_relaxed) && Clock::now() - idle_since < kInFlightNapWindow;
+    int cap = brief ? std::min(opts_.idle_us, kInFlightNapUs) : opts_.idle_us;
+    int us = std::min(cap, 5 << std::min(idle - 200, 10));
+    std::unique_lock lk(nap_mu_);
+    napping_.store(true);
+    if (!kicked_.exchange(false) && !stopping_.load()) nap_cv_.wait_for(lk, std::chrono::microseconds(us));
+    napping_.store(false);
+  }
+}
+
+void MpiNi::kick() {
+  if (!thread_.joinable() || std::this_thread::get_id() == thread_id_) return;
+  kicked_.store(true);
+  if (napping_.load()) {
+    std::lock_guard g(nap_mu_);
+    nap_cv_.notify_one();
+  }
+}
+
+}  // namespace lnet::mpi

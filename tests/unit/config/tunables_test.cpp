@@ -1,0 +1,62 @@
+// Options that take effect or are refused, never ignored: max_interfaces bounds what a
+// ping may bring back; NI CPT lists; LND tunables a driver does not take.
+#include <gtest/gtest.h>
+
+#include <lnet/lnet.hpp>
+
+#include "support/fabric.hpp"
+
+namespace lnet {
+namespace {
+
+Nid gni(std::uint32_t a, unsigned net = 0) { return Nid::make(NetId::make(kGniLnd, net), a); }
+
+TEST(Tunables, MaxInterfacesBoundsWhatAPingBringsBack) {
+  auto a = Instance::create(test::fabric_config({60}), kPidLustre).value();
+  // B has 17 NIs besides 0@lo: more than max_interfaces 16 lets a peer list.
+  std::initializer_list<std::uint32_t> many = {61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77};
+  auto b = Instance::create(test::fabric_config(many), kPidLustre).value();
+  auto ok = a->ping(ProcessId{gni(61), kPidLustre}, std::chrono::seconds(5), 64);
+  ASSERT_TRUE(ok) << ok.message();
+  EXPECT_EQ(ok->info.nis.size(), 18u);
+  ASSERT_TRUE(a->control().set_global("max_interfaces", 16));
+  auto refused = a->ping(ProcessId{gni(61), kPidLustre}, std::chrono::seconds(5), 64);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("18"), std::string::npos) << refused.message();
+  EXPECT_EQ(a->control().set_global("max_interfaces", 15).code(), -EINVAL);
+}
+
+TEST(Tunables, CptListsNameEveryCptOrAreRefused) {
+  Config cfg = test::fabric_config({80}, 0, {}, 2);
+  cfg.nets[0].cpts = {0, 1};
+  auto all = Instance::create(cfg, kPidLustre);
+  ASSERT_TRUE(all) << all.message();
+  all->reset();
+  cfg.nets[0].cpts = {1};
+  auto some = Instance::create(cfg, kPidLustre);
+  ASSERT_FALSE(some);
+  EXPECT_EQ(some.code(), -EOPNOTSUPP);
+  EXPECT_NE(some.message().find("not supported yet: gni on 1 of the 2 CPTs"), std::string::npos) << some.message();
+  cfg.nets[0].cpts = {0, 5};
+  auto bad = Instance::create(cfg, kPidLustre);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("CPT 5 of gni is not one of the 2 CPTs"), std::string::npos) << bad.message();
+}
+
+TEST(Tunables, LndTunablesADriverDoesNotTakeAreRefused) {
+  Config cfg = test::fabric_config({81});
+  cfg.nets[0].lnd_tunables.conns_per_peer = 2;
+  auto r = Instance::create(cfg, kPidLustre);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("not supported yet: conns_per_peer on gni"), std::string::npos) << r.message();
+}
+
+TEST(Tunables, PeerCreditsDefaultToTheDrivers) {
+  auto a = Instance::create(test::fabric_config({82}), kPidLustre).value();
+  auto nis = a->control().ni_info();
+  ASSERT_EQ(nis.size(), 2u);
+  EXPECT_EQ(nis[1].tunables.peer_credits, 8) << "the test driver names none: LNet's 8";
+}
+
+}  // namespace
+}  // namespace lnet
