@@ -358,6 +358,90 @@ void print_rows(const char* title, const char* unit, const int* sizes, std::size
   }
 }
 
+constexpr std::size_t kNsizes = std::size(kSizes);
+const char* const kModeName[2] = {"poll", "thread"};
+
+// What one progress model measured.
+struct Figures {
+  std::vector<Row> lat{kNsizes}, bw{1}, rate{1};
+  std::string driver;  // the driver's counters, both ranks together
+  double idle = 0;     // % of a core an idle rank uses, LNet up (thread mode only)
+};
+
+template <class... A>
+void say(const char* fmt, A... args) {
+  if (g_rank == 0) {
+    std::fprintf(stderr, fmt, args...);
+    std::fflush(stderr);
+  }
+}
+
+// Every repetition of every measurement, raw MPI and LNet alternating, in one mode
+// (0: application-driven progress, 1: the progress thread).
+Figures run_mode(int m, MPI_Comm raw) {
+  Figures f;
+  auto s = start(m == 0 ? mpi::ProgressMode::Poll : mpi::ProgressMode::Thread);
+  Lnet l(*s);
+  for (int r = 0; r < g.reps; ++r) {
+    say("rep %d/%d (%s):", r + 1, g.reps, kModeName[m]);
+    for (std::size_t i = 0; i < kNsizes && kSizes[i] <= g.max_size; ++i) {
+      f.lat[i].raw.push_back(raw_latency(raw, kSizes[i]));
+      f.lat[i].ours.push_back(l.latency(kSizes[i]));
+      say(" %d B %.2f/%.2f us;", kSizes[i], f.lat[i].raw.back(), f.lat[i].ours.back());
+    }
+    f.bw[0].raw.push_back(raw_stream(raw, static_cast<int>(kBig), g.stream) * kBig / 1e6);
+    f.bw[0].ours.push_back(l.stream(static_cast<int>(kBig), g.stream) * kBig / 1e6);
+    f.rate[0].raw.push_back(raw_stream(raw, 8, g.rate));
+    f.rate[0].ours.push_back(l.stream(8, g.rate));
+    say(" bw %.0f/%.0f MB/s; rate %.0f/%.0f msg/s\n", f.bw[0].raw.back(), f.bw[0].ours.back(), f.rate[0].raw.back(),
+        f.rate[0].ours.back());
+  }
+  // What the driver did: how often a send waited for a credit, how many went packed,
+  // how many credit returns needed a NOOP.
+  mpi::Stats st = s->stats();
+  unsigned long long mine[4] = {st.immediate, st.packed, st.noops, st.credit_waits}, sum[4] = {};
+  MPI_Reduce(mine, sum, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  char line[200];
+  std::snprintf(line, sizeof line, "# driver, %s: %llu inline messages, %llu PACKED, %llu NOOPs, %llu credit waits\n",
+                kModeName[m], sum[0], sum[1], sum[2], sum[3]);
+  f.driver = line;
+  if (m == 1) {
+    say("idle rank with the progress thread: %d s\n", g.idle);
+    f.idle = idle_cpu_percent();
+  }
+  return f;
+}
+
+void report(const Figures fig[2], int provided, double idle_raw) {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  std::string first_line(version, std::strcspn(version, ",\n"));
+  std::printf("# MPI LND vs raw MPI, 2 ranks, %s, thread level %s, medians of %d runs\n", first_line.c_str(),
+              provided == MPI_THREAD_MULTIPLE   ? "MULTIPLE"
+              : provided == MPI_THREAD_FUNNELED ? "FUNNELED"
+                                                : "other",
+              g.reps);
+  const int big[] = {static_cast<int>(kBig)}, small[] = {8};
+  const char* how[2] = {"application-driven progress", "progress thread"};
+  for (int m = 0; m < 2; ++m) {
+    if (!(g.modes & (1 << m))) continue;
+    Figures f = fig[m];  // print_rows sorts
+    std::string t = std::string("PUT ping-pong half round trip, ") + how[m];
+    print_rows(t.c_str(), "us", kSizes, kNsizes, f.lat, true);
+    t = std::string("streaming bandwidth, window ") + std::to_string(g.window) + ", " + how[m];
+    print_rows(t.c_str(), "MB/s", big, 1, f.bw, false);
+    t = std::string("message rate, window ") + std::to_string(g.window) + ", " + how[m];
+    print_rows(t.c_str(), "messages/s", small, 1, f.rate, false);
+    std::fputs(f.driver.c_str(), stdout);
+  }
+  if ((g.modes & 2) && g.idle > 0) {
+    std::printf("# idle rank CPU over %d s (%% of a core, the busier rank)\n", g.idle);
+    std::printf("# %-10s %14s %14s\n", "", "raw MPI", "LNet thread");
+    std::printf("  %-10s %14.2f %14.2f\n", "idle", idle_raw, fig[1].idle);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -383,89 +467,17 @@ int main(int argc, char** argv) {
   set_log_level(LogLevel::Error);
   MPI_Comm raw;
   MPI_Comm_dup(MPI_COMM_WORLD, &raw);
-  constexpr std::size_t nsizes = std::size(kSizes);
-  struct Figures {
-    std::vector<Row> lat{nsizes}, bw{1}, rate{1};
-  };
-  Figures fig[2];  // application-driven progress, progress thread
-  auto say = [](const char* fmt, auto... args) {
-    if (g_rank == 0) {
-      std::fprintf(stderr, fmt, args...);
-      std::fflush(stderr);
-    }
-  };
-  const char* mode_name[2] = {"poll", "thread"};
-  double idle_raw = 0, idle_ours = 0;
-  char drv[2][160] = {};
+  Figures fig[2];
+  double idle_raw = 0;
   for (int m = 0; m < 2; ++m) {
     if (!(g.modes & (1 << m))) continue;
     if (m == 1) {
       say("idle rank without LNet: %d s\n", g.idle);
       idle_raw = idle_cpu_percent();
     }
-    auto s = start(m == 0 ? mpi::ProgressMode::Poll : mpi::ProgressMode::Thread);
-    Lnet l(*s);
-    Figures& f = fig[m];
-    for (int r = 0; r < g.reps; ++r) {
-      say("rep %d/%d (%s):", r + 1, g.reps, mode_name[m]);
-      for (std::size_t i = 0; i < nsizes && kSizes[i] <= g.max_size; ++i) {
-        f.lat[i].raw.push_back(raw_latency(raw, kSizes[i]));
-        f.lat[i].ours.push_back(l.latency(kSizes[i]));
-        say(" %d B %.2f/%.2f us;", kSizes[i], f.lat[i].raw.back(), f.lat[i].ours.back());
-      }
-      f.bw[0].raw.push_back(raw_stream(raw, static_cast<int>(kBig), g.stream) * kBig / 1e6);
-      f.bw[0].ours.push_back(l.stream(static_cast<int>(kBig), g.stream) * kBig / 1e6);
-      f.rate[0].raw.push_back(raw_stream(raw, 8, g.rate));
-      f.rate[0].ours.push_back(l.stream(8, g.rate));
-      say(" bw %.0f/%.0f MB/s; rate %.0f/%.0f msg/s\n", f.bw[0].raw.back(), f.bw[0].ours.back(), f.rate[0].raw.back(),
-          f.rate[0].ours.back());
-    }
-    {
-      // What the driver did, both ranks together: how often a send waited for a
-      // credit, how many went packed, how many credit returns needed a NOOP.
-      mpi::Stats st = s->stats();
-      unsigned long long mine[4] = {st.immediate, st.packed, st.noops, st.credit_waits}, sum[4] = {};
-      MPI_Reduce(mine, sum, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-      std::snprintf(drv[m], sizeof drv[m],
-                    "# driver, %s: %llu inline messages, %llu PACKED, %llu NOOPs, %llu credit waits\n", mode_name[m],
-                    sum[0], sum[1], sum[2], sum[3]);
-    }
-    if (m == 1) {
-      say("idle rank with the progress thread: %d s\n", g.idle);
-      idle_ours = idle_cpu_percent();
-    }
+    fig[m] = run_mode(m, raw);
   }
-
-  if (g_rank == 0) {
-    const char* lib = "";
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    lib = version;
-    std::string first_line(lib, std::strcspn(lib, ",\n"));
-    std::printf("# MPI LND vs raw MPI, 2 ranks, %s, thread level %s, medians of %d runs\n", first_line.c_str(),
-                provided == MPI_THREAD_MULTIPLE   ? "MULTIPLE"
-                : provided == MPI_THREAD_FUNNELED ? "FUNNELED"
-                                                  : "other",
-                g.reps);
-    const int big[] = {static_cast<int>(kBig)}, small[] = {8};
-    const char* how[2] = {"application-driven progress", "progress thread"};
-    for (int m = 0; m < 2; ++m) {
-      if (!(g.modes & (1 << m))) continue;
-      std::string t = std::string("PUT ping-pong half round trip, ") + how[m];
-      print_rows(t.c_str(), "us", kSizes, nsizes, fig[m].lat, true);
-      t = std::string("streaming bandwidth, window ") + std::to_string(g.window) + ", " + how[m];
-      print_rows(t.c_str(), "MB/s", big, 1, fig[m].bw, false);
-      t = std::string("message rate, window ") + std::to_string(g.window) + ", " + how[m];
-      print_rows(t.c_str(), "messages/s", small, 1, fig[m].rate, false);
-      std::fputs(drv[m], stdout);
-    }
-    if ((g.modes & 2) && g.idle > 0) {
-      std::printf("# idle rank CPU over %d s (%% of a core, the busier rank)\n", g.idle);
-      std::printf("# %-10s %14s %14s\n", "", "raw MPI", "LNet thread");
-      std::printf("  %-10s %14.2f %14.2f\n", "idle", idle_raw, idle_ours);
-    }
-  }
+  if (g_rank == 0) report(fig, provided, idle_raw);
   MPI_Comm_free(&raw);
   MPI_Finalize();
   return 0;

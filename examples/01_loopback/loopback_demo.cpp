@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,13 @@ void print_event(const char* side, const lnet::Event& e) {
               e.unlinked ? " unlinked" : "", e.status ? (" status " + std::to_string(e.status)).c_str() : "");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::size_t size = 4096;
   long count = 1000;
+};
+
+// Returns -1 to go on, or the exit code.
+int parse_args(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -50,14 +53,112 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (a == "--size")
-        size = static_cast<std::size_t>(v);
+        o.size = static_cast<std::size_t>(v);
       else
-        count = v;
+        o.count = v;
     } else {
       std::fprintf(stderr, "lnet-demo: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;
     }
   }
+  return -1;
+}
+
+bool ping_self(lnet::Instance& lnet, lnet::ProcessId self) {
+  auto ping = lnet.ping(self, std::chrono::milliseconds(1000));
+  if (!ping) {
+    std::fprintf(stderr, "lnet-demo: ping failed: %s\n", ping.message().c_str());
+    return false;
+  }
+  std::printf("ping %s: pid %u, features 0x%x, %zu NID(s):", self.to_string().c_str(), ping->info.pid,
+              ping->info.features, ping->info.nis.size());
+  for (const auto& ns : ping->info.nis) std::printf(" %s", ns.nid.to_string().c_str());
+  std::printf("\n");
+  return true;
+}
+
+void print_counters(const lnet::Counters& c) {
+  std::printf(
+      "statistics: send_count %llu recv_count %llu drop_count %llu send_length %llu recv_length %llu "
+      "msgs_alloc %llu msgs_max %llu\n",
+      static_cast<unsigned long long>(c.send_count), static_cast<unsigned long long>(c.recv_count),
+      static_cast<unsigned long long>(c.drop_count), static_cast<unsigned long long>(c.send_length),
+      static_cast<unsigned long long>(c.recv_length), static_cast<unsigned long long>(c.msgs_alloc),
+      static_cast<unsigned long long>(c.msgs_max));
+}
+
+// The target: portal 10, match bits 0x42, a buffer that takes PUT and GET. The source
+// PUTs into it and GETs it back into the sink; events are printed while `record` is set.
+class Rounds {
+ public:
+  static constexpr unsigned kPortal = 10;
+  static constexpr std::uint64_t kBits = 0x42;
+
+  Rounds(lnet::Instance& lnet, std::size_t size) : lnet_(lnet), target_(size), source_(size), sink_(size) {
+    for (std::size_t i = 0; i < size; ++i) source_[i] = static_cast<char>('a' + i % 26);
+  }
+
+  bool post_target() {
+    auto me = lnet::Me::attach(lnet_, kPortal, lnet::ProcessId::any(), kBits, 0);
+    if (!me) return false;
+    me_ = std::move(*me);
+    lnet::MdDesc td;
+    td.start = target_.data();
+    td.length = target_.size();
+    td.options = lnet::kMdOpPut | lnet::kMdOpGet | lnet::kMdManageRemote;
+    td.handler = [this](const lnet::Event& e) {
+      if (record_) print_event("target:", e);
+    };
+    auto md = lnet::Md::attach(lnet_, *me_, td);
+    if (!md) return false;
+    md_ = std::move(*md);
+    return true;
+  }
+
+  // One PUT with an ACK, one GET back, the data checked; lo completes both in the call.
+  bool round(lnet::ProcessId self, long round) {
+    lnet::MdDesc sd;
+    sd.start = source_.data();
+    sd.length = source_.size();
+    sd.threshold = 2;  // SEND + ACK
+    sd.handler = [this](const lnet::Event& e) {
+      if (record_) print_event("initiator:", e);
+    };
+    auto put_md = lnet_.md_bind(sd, lnet::Unlink::Unlink);
+    if (!put_md || lnet_.put(lnet::Nid::any(), *put_md, lnet::AckReq::Ack, self, kPortal, kBits, 0, round) != 0) {
+      std::fprintf(stderr, "lnet-demo: PUT failed\n");
+      return false;
+    }
+    sd.start = sink_.data();  // SEND + REPLY
+    auto get_md = lnet_.md_bind(sd, lnet::Unlink::Unlink);
+    if (!get_md || lnet_.get(lnet::Nid::any(), *get_md, self, kPortal, kBits, 0) != 0) {
+      std::fprintf(stderr, "lnet-demo: GET failed\n");
+      return false;
+    }
+    if (round == 0) {
+      std::printf("round 1: PUT %zu bytes with ACK, then GET them back\n", source_.size());
+      record_ = false;
+    }
+    if (sink_ != source_ || target_ != source_) {
+      std::fprintf(stderr, "lnet-demo: data mismatch in round %ld\n", round + 1);
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  lnet::Instance& lnet_;
+  std::vector<char> target_, source_, sink_;
+  bool record_ = true;
+  std::optional<lnet::Me> me_;  // detached after md_
+  std::optional<lnet::Md> md_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
 
   auto cfg = lnet::Config::from_env();
   if (!cfg) {
@@ -71,82 +172,23 @@ int main(int argc, char** argv) {
   }
   lnet::Instance& lnet = **created;
   lnet::ProcessId self{lnet::Nid::lo(), lnet.pid()};
-  std::printf("LNet up: pid %s, NIDs:", lnet::ProcessId{lnet::Nid::lo(), lnet.pid()}.to_string().c_str());
+  std::printf("LNet up: pid %s, NIDs:", self.to_string().c_str());
   for (lnet::Nid n : lnet.nids()) std::printf(" %s", n.to_string().c_str());
   std::printf("\n");
+  if (!ping_self(lnet, self)) return 1;
 
-  auto ping = lnet.ping(self, std::chrono::milliseconds(1000));
-  if (!ping) {
-    std::fprintf(stderr, "lnet-demo: ping failed: %s\n", ping.message().c_str());
-    return 1;
-  }
-  std::printf("ping %s: pid %u, features 0x%x, %zu NID(s):", self.to_string().c_str(), ping->info.pid,
-              ping->info.features, ping->info.nis.size());
-  for (const auto& ns : ping->info.nis) std::printf(" %s", ns.nid.to_string().c_str());
-  std::printf("\n");
-
-  // The target: portal 10, match bits 0x42, a buffer that takes PUT and GET.
-  constexpr unsigned kPortal = 10;
-  constexpr std::uint64_t kBits = 0x42;
-  std::vector<char> target(size), source(size), sink(size);
-  for (std::size_t i = 0; i < size; ++i) source[i] = static_cast<char>('a' + i % 26);
-  std::vector<lnet::Event> events;
-  bool record = true;
-  auto me = lnet::Me::attach(lnet, kPortal, lnet::ProcessId::any(), kBits, 0);
-  lnet::MdDesc td;
-  td.start = target.data();
-  td.length = size;
-  td.options = lnet::kMdOpPut | lnet::kMdOpGet | lnet::kMdManageRemote;
-  td.handler = [&](const lnet::Event& e) {
-    if (record) print_event("target:", e);
-  };
-  auto tmd = lnet::Md::attach(lnet, *me, td);
-  if (!me || !tmd) {
+  Rounds rounds(lnet, o.size);
+  if (!rounds.post_target()) {
     std::fprintf(stderr, "lnet-demo: cannot post the target buffer\n");
     return 1;
   }
-
   auto t0 = std::chrono::steady_clock::now();
-  for (long round = 0; round < count; ++round) {
-    lnet::MdDesc sd;
-    sd.start = source.data();
-    sd.length = size;
-    sd.threshold = 2;  // SEND + ACK
-    sd.handler = [&](const lnet::Event& e) {
-      if (record) print_event("initiator:", e);
-    };
-    auto put_md = lnet.md_bind(sd, lnet::Unlink::Unlink);
-    if (!put_md || lnet.put(lnet::Nid::any(), *put_md, lnet::AckReq::Ack, self, kPortal, kBits, 0, round) != 0) {
-      std::fprintf(stderr, "lnet-demo: PUT failed\n");
-      return 1;
-    }
-    sd.start = sink.data();  // SEND + REPLY
-    auto get_md = lnet.md_bind(sd, lnet::Unlink::Unlink);
-    if (!get_md || lnet.get(lnet::Nid::any(), *get_md, self, kPortal, kBits, 0) != 0) {
-      std::fprintf(stderr, "lnet-demo: GET failed\n");
-      return 1;
-    }
-    if (round == 0) {
-      std::printf("round 1: PUT %zu bytes with ACK, then GET them back\n", size);
-      record = false;
-    }
-    if (std::memcmp(sink.data(), source.data(), size) != 0 || std::memcmp(target.data(), source.data(), size) != 0) {
-      std::fprintf(stderr, "lnet-demo: data mismatch in round %ld\n", round + 1);
-      return 1;
-    }
-  }
+  for (long r = 0; r < o.count; ++r)
+    if (!rounds.round(self, r)) return 1;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%ld rounds of PUT+ACK and GET+REPLY of %zu bytes: data checked, %.2f us per round\n", count, size,
-              secs * 1e6 / static_cast<double>(count));
-
-  lnet::Counters c = lnet.counters();
-  std::printf(
-      "statistics: send_count %llu recv_count %llu drop_count %llu send_length %llu recv_length %llu "
-      "msgs_alloc %llu msgs_max %llu\n",
-      static_cast<unsigned long long>(c.send_count), static_cast<unsigned long long>(c.recv_count),
-      static_cast<unsigned long long>(c.drop_count), static_cast<unsigned long long>(c.send_length),
-      static_cast<unsigned long long>(c.recv_length), static_cast<unsigned long long>(c.msgs_alloc),
-      static_cast<unsigned long long>(c.msgs_max));
+  std::printf("%ld rounds of PUT+ACK and GET+REPLY of %zu bytes: data checked, %.2f us per round\n", o.count, o.size,
+              secs * 1e6 / static_cast<double>(o.count));
+  print_counters(lnet.counters());
   std::printf("loopback demo: OK\n");
   return 0;
 }

@@ -20,6 +20,8 @@
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/mpi.hpp>
 
+#include "mpi_test.hpp"
+
 namespace lnet {
 namespace {
 
@@ -255,12 +257,6 @@ class TestHost final : public LndHost {
   std::vector<std::unique_ptr<HostMsg>> owned_;
 };
 
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
 // The ring: rank r PUTs `size` bytes to r + 1 and GETs `size` bytes from it.
 void put_get_ring(TestHost& h, mpi::Group& g, std::size_t size) {
   SCOPED_TRACE(::testing::Message() << size << " bytes");
@@ -323,35 +319,3 @@ TEST(MpiLndUnderAnotherHost, PutsAndOptimisedGets) { run_ring(true); }
 
 }  // namespace
 }  // namespace lnet
-
-namespace {
-// Ranks other than 0 print only their failures, prefixed with the rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", lnet::world_rank(), r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
-  }
-};
-}  // namespace
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  if (provided != MPI_THREAD_MULTIPLE) {
-    std::fprintf(stderr, "MPI provided thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
-    MPI_Finalize();
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  if (lnet::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new FailurePrinter);
-  }
-  int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}

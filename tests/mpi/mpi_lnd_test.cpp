@@ -25,6 +25,9 @@
 #include <lnet/lnet.hpp>
 #include <lnet/mpi.hpp>
 
+#include "mpi_test.hpp"
+#include "support/event_log.hpp"
+
 namespace lnet {
 namespace {
 
@@ -35,59 +38,7 @@ constexpr std::uint64_t kBits = 0xb175;
 
 // Events of the MDs of one test, waited for while driving progress. The handlers share
 // the state, so an MD that outlives the test (its UNLINK comes at shutdown) is harmless.
-class Events {
- public:
-  EventHandler handler() {
-    return [st = st_](const Event& e) {
-      std::lock_guard g(st->m);
-      st->events.push_back(e);
-      st->cv.notify_all();
-    };
-  }
-  // Waits (up to `t`) for `n` events of type `type`; returns how many there are.
-  std::size_t wait(EventType type, std::size_t n, std::chrono::milliseconds t = 30000ms) {
-    std::unique_lock lk(st_->m);
-    wait_with_progress(lk, st_->cv, std::chrono::steady_clock::now() + t, [&] { return count_locked(type) >= n; });
-    return count_locked(type);
-  }
-  std::optional<Event> first(EventType type, std::chrono::milliseconds t = 30000ms) {
-    if (wait(type, 1, t) == 0) return std::nullopt;
-    std::lock_guard g(st_->m);
-    for (const Event& e : st_->events)
-      if (e.type == type) return e;
-    return std::nullopt;
-  }
-  std::vector<Event> all(EventType type) {
-    std::lock_guard g(st_->m);
-    std::vector<Event> v;
-    for (const Event& e : st_->events)
-      if (e.type == type) v.push_back(e);
-    return v;
-  }
-  void clear() {
-    std::lock_guard g(st_->m);
-    st_->events.clear();
-  }
-
- private:
-  struct State {
-    std::mutex m;
-    std::condition_variable cv;
-    std::vector<Event> events;
-  };
-  std::size_t count_locked(EventType type) const {
-    std::size_t n = 0;
-    for (const Event& e : st_->events) n += e.type == type;
-    return n;
-  }
-  std::shared_ptr<State> st_ = std::make_shared<State>();
-};
-
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using Events = test::EventLog;
 
 // A barrier that drives LNet progress while it waits.
 void sync(mpi::Session& s) {
@@ -177,7 +128,7 @@ void put_get_ring(mpi::Session& s, std::size_t size, bool split) {
   auto pmd = lnet.md_bind(pd, Unlink::Unlink);
   ASSERT_TRUE(pmd);
   ASSERT_EQ(lnet.put(Nid::any(), *pmd, AckReq::Ack, peer, kPortal, kBits, 0, 0), 0);
-  auto ack = ev.first(EventType::Ack);
+  auto ack = ev.find(EventType::Ack);
   ASSERT_TRUE(ack) << "no ACK";
   EXPECT_EQ(ack->status, 0);
   EXPECT_EQ(ack->mlength, size);
@@ -190,14 +141,14 @@ void put_get_ring(mpi::Session& s, std::size_t size, bool split) {
   auto gmd = lnet.md_bind(gd, Unlink::Unlink);
   ASSERT_TRUE(gmd);
   ASSERT_EQ(lnet.get(Nid::any(), *gmd, peer, kPortal, kBits, 0), 0);
-  auto reply = ev.first(EventType::Reply);
+  auto reply = ev.find(EventType::Reply);
   ASSERT_TRUE(reply) << "no REPLY";
   EXPECT_EQ(reply->status, 0);
   EXPECT_EQ(reply->mlength, size);
   EXPECT_TRUE(out.bytes == back.bytes) << "GET returned other bytes than the PUT wrote";
 
   // What our predecessor PUT into our buffer.
-  auto put = target_ev.first(EventType::Put);
+  auto put = target_ev.find(EventType::Put);
   ASSERT_TRUE(put);
   EXPECT_EQ(put->mlength, size);
   int prev = (r + n - 1) % n;
@@ -284,18 +235,18 @@ TEST(MpiLnd, TruncatedAndDroppedBulkPayloads) {
     d.handler = ev.handler();
     auto md = lnet.md_bind(d, Unlink::Unlink);
     ASSERT_EQ(lnet.put(Nid::any(), *md, AckReq::Ack, s->id((r + 1) % n), portal, kBits, 0, 0), 0);
-    auto sent = ev.first(EventType::Send);
+    auto sent = ev.find(EventType::Send);
     ASSERT_TRUE(sent);
     EXPECT_EQ(sent->status, 0) << "the payload went, wanted or not (portal " << portal << ")";
     if (portal == kPortal) {
-      auto ack = ev.first(EventType::Ack);
+      auto ack = ev.find(EventType::Ack);
       ASSERT_TRUE(ack);
       EXPECT_EQ(ack->mlength, small.size());
     } else {
       (void)lnet.md_unlink(*md);
     }
   }
-  auto put = tev.first(EventType::Put);
+  auto put = tev.find(EventType::Put);
   ASSERT_TRUE(put);
   EXPECT_EQ(put->rlength, 1u << 20);
   EXPECT_EQ(put->mlength, small.size());
@@ -316,7 +267,7 @@ TEST(MpiLnd, GetOfNothingFailsWithoutHanging) {
   auto md = s->lnet().md_bind(d, Unlink::Unlink);
   sync(*s);
   ASSERT_EQ(s->lnet().get(Nid::any(), *md, s->id((s->rank() + 1) % s->size()), kPortal + 2, kBits, 0), 0);
-  auto reply = ev.first(EventType::Reply);
+  auto reply = ev.find(EventType::Reply);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, -ENODATA) << "the target said that nothing matched";
   EXPECT_TRUE(all_ok(*s));
@@ -403,7 +354,7 @@ TEST(MpiLnd, SilentPeerTimesOutInsteadOfHanging) {
   // Rank 1 ignores handshakes: rank 0's messages to it fail after the timeout.
   mpi::Options o = env_options();
   o.timeout = 2;
-  o.mute = world_rank() == 1;
+  o.mute = test::world_rank() == 1;
   auto s = start(o);
   ASSERT_TRUE(s);
   sync(*s);
@@ -528,7 +479,7 @@ TEST(MpiLnd, AnMpiErrorFailsTheMessage) {
   ASSERT_TRUE(omd);
   sync(*s);
   ASSERT_EQ(lnet.put(Nid::any(), *omd, AckReq::NoAck, s->id((s->rank() + 1) % s->size()), kPortal, kBits, 0, 0), 0);
-  auto sent = ev.first(EventType::Send);
+  auto sent = ev.find(EventType::Send);
   ASSERT_TRUE(sent) << "no SEND event";
   EXPECT_NE(sent->status, 0) << "the PUT whose MPI_Isend failed succeeded";
   EXPECT_GE(s->stats().mpi_errors, 1u);
@@ -565,7 +516,7 @@ TEST(MpiLnd, PutFromAnotherThread) {
   std::thread t([&] { rc = lnet.put(Nid::any(), *omd, AckReq::Ack, s->id((r + 1) % n), kPortal, kBits, 0, 0); });
   t.join();
   EXPECT_EQ(rc, 0);
-  auto ack = ev.first(EventType::Ack);
+  auto ack = ev.find(EventType::Ack);
   EXPECT_TRUE(ack) << "no ACK for the PUT made on another thread";
   EXPECT_EQ(tev.wait(EventType::Put, 1), 1u);
   EXPECT_EQ(in, std::vector<char>(100, static_cast<char>('a' + (r + n - 1) % n)));
@@ -613,42 +564,3 @@ TEST(MpiLnd, EveryVariableTheLibrariesReadIsListed) {
 
 }  // namespace
 }  // namespace lnet
-
-namespace {
-// Ranks other than 0 print only their failures, prefixed with the rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", lnet::world_rank(), r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
-  }
-};
-}  // namespace
-
-int main(int argc, char** argv) {
-  // LNET_TEST_THREAD_LEVEL=funneled runs the suite as an application that did not ask
-  // for MPI_THREAD_MULTIPLE (the driver then never calls MPI from other threads).
-  const char* level = std::getenv("LNET_TEST_THREAD_LEVEL");
-  bool funneled = level && std::string(level) == "funneled";
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE, &provided);
-  int wanted = funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
-  if (provided != wanted) {
-    // Another level would run other code paths than the ones this run is named after.
-    std::fprintf(stderr, "MPI provided thread level %d, not the %d this run tests\n", provided, wanted);
-    MPI_Finalize();
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  if (lnet::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new FailurePrinter);
-  }
-  int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (lnet::world_rank() == 0 && worst != rc) std::fprintf(stderr, "another rank failed\n");
-  MPI_Finalize();
-  return worst;
-}

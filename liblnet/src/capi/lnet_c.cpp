@@ -9,6 +9,7 @@
 
 #include <lnet/api.hpp>
 #include <lnet/capi.hpp>
+#include <lnet/log.hpp>
 
 using namespace lnet;
 
@@ -104,6 +105,15 @@ R guarded(R on_error, F&& f) noexcept {
   }
 }
 
+// A call on the initialised instance: -ENETDOWN before LNetNIInit.
+template <class F>
+int with_lnet(F&& f) noexcept {
+  return guarded<int>(-ENOMEM, [&]() -> int {
+    Instance* l = inst();
+    return l ? f(*l) : -ENETDOWN;
+  });
+}
+
 char* keep(const std::string& s) {
   char* b = ring_buffer();
   std::snprintf(b, 64, "%s", s.c_str());
@@ -141,12 +151,12 @@ int LNetNIInit(lnet_pid_t requested_pid) {
     if (g_refs > 0) return g_refs++;
     auto cfg = Config::from_env();
     if (!cfg) {
-      std::fprintf(stderr, "LNetNIInit: %s\n", cfg.message().c_str());
+      LNET_LOG(Error, kLogCore, "LNetNIInit: %s", cfg.message().c_str());
       return cfg.code();
     }
     auto created = Instance::create(*cfg, requested_pid);
     if (!created) {
-      std::fprintf(stderr, "LNetNIInit: %s\n", created.message().c_str());
+      LNET_LOG(Error, kLogCore, "LNetNIInit: %s", created.message().c_str());
       return created.code();
     }
     g_owner = std::move(*created);
@@ -170,24 +180,20 @@ int LNetNIFini(void) {
 }
 
 int LNetGetId(unsigned int index, struct lnet_process_id* id) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!id) return -EINVAL;
-    auto nids = l->nids();
+    auto nids = l.nids();
     if (index >= nids.size()) return -ENOENT;
-    *id = lnet_process_id{nids[index].value(), l->pid()};
+    *id = lnet_process_id{nids[index].value(), l.pid()};
     return 0;
   });
 }
 
 int LNetDist(lnet_nid_t nid, lnet_nid_t* srcnid, __u32* order) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     Nid src;
     std::uint32_t ord = 0;
-    int rc = l->dist(Nid(nid), &src, &ord);
+    int rc = l.dist(Nid(nid), &src, &ord);
     if (rc >= 0) {
       if (srcnid) *srcnid = src.value();
       if (order) *order = ord;
@@ -198,12 +204,10 @@ int LNetDist(lnet_nid_t nid, lnet_nid_t* srcnid, __u32* order) {
 
 int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
                  enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
-    auto r = l->me_attach(portal, to_id(match_id), match_bits, ignore_bits, static_cast<Unlink>(unlink),
-                          static_cast<InsPos>(pos));
+    auto r = l.me_attach(portal, to_id(match_id), match_bits, ignore_bits, static_cast<Unlink>(unlink),
+                         static_cast<InsPos>(pos));
     if (!r) return r.code();
     handle_out->cookie = r->cookie;
     return 0;
@@ -212,12 +216,10 @@ int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 mat
 
 int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
                  enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
-    auto r = l->me_insert(MeHandle{current.cookie}, to_id(match_id), match_bits, ignore_bits,
-                          static_cast<Unlink>(unlink), static_cast<InsPos>(pos));
+    auto r = l.me_insert(MeHandle{current.cookie}, to_id(match_id), match_bits, ignore_bits,
+                         static_cast<Unlink>(unlink), static_cast<InsPos>(pos));
     if (!r) return r.code();
     handle_out->cookie = r->cookie;
     return 0;
@@ -225,22 +227,16 @@ int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id,
 }
 
 int LNetMEUnlink(struct lnet_handle_me current) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
-    return l->me_unlink(MeHandle{current.cookie});
-  });
+  return with_lnet([&](Instance& l) -> int { return l.me_unlink(MeHandle{current.cookie}); });
 }
 
 int LNetMDAttach(struct lnet_handle_me me, struct lnet_md md, enum lnet_unlink unlink,
                  struct lnet_handle_md* handle_out) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
     MdDesc d;
     if (int rc = to_desc(md, d)) return rc;
-    auto r = l->md_attach(MeHandle{me.cookie}, d, static_cast<Unlink>(unlink));
+    auto r = l.md_attach(MeHandle{me.cookie}, d, static_cast<Unlink>(unlink));
     if (!r) return r.code();
     handle_out->cookie = r->cookie;
     return 0;
@@ -248,13 +244,11 @@ int LNetMDAttach(struct lnet_handle_me me, struct lnet_md md, enum lnet_unlink u
 }
 
 int LNetMDBind(struct lnet_md md, enum lnet_unlink unlink, struct lnet_handle_md* handle_out) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!handle_out || unlink > LNET_UNLINK) return -EINVAL;
     MdDesc d;
     if (int rc = to_desc(md, d)) return rc;
-    auto r = l->md_bind(d, static_cast<Unlink>(unlink));
+    auto r = l.md_bind(d, static_cast<Unlink>(unlink));
     if (!r) return r.code();
     handle_out->cookie = r->cookie;
     return 0;
@@ -262,17 +256,11 @@ int LNetMDBind(struct lnet_md md, enum lnet_unlink unlink, struct lnet_handle_md
 }
 
 int LNetMDUnlink(struct lnet_handle_md md) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
-    return l->md_unlink(MdHandle{md.cookie});
-  });
+  return with_lnet([&](Instance& l) -> int { return l.md_unlink(MdHandle{md.cookie}); });
 }
 
 int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handle_eq* handle_out) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (!handle_out || (count == 0 && handler == nullptr) || count > (1U << 24)) return -EINVAL;
     std::lock_guard g(g_eq_mutex);
     __u64 cookie = g_next_eq++;
@@ -284,7 +272,7 @@ int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handl
         handler(&ce);
       };
     }
-    g_eqs[cookie] = l->make_event_queue(count, std::move(cb));
+    g_eqs[cookie] = l.make_event_queue(count, std::move(cb));
     handle_out->cookie = cookie;
     return 0;
   });
@@ -340,41 +328,33 @@ int LNetEQWait(struct lnet_handle_eq eq, struct lnet_event* event_out) {
 
 int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, struct lnet_process_id target,
             unsigned int portal, __u64 match_bits, unsigned int offset, __u64 hdr_data) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (ack > LNET_NOACK_REQ) return -EINVAL;
-    return l->put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits, offset,
-                  hdr_data);
+    return l.put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits, offset,
+                 hdr_data);
   });
 }
 
 int LNetGet(lnet_nid_t self, struct lnet_handle_md md, struct lnet_process_id target, unsigned int portal,
             __u64 match_bits, unsigned int offset, bool recovery) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     // A recovery GET (health's pings of unhealthy NIs) needs health, which is not built.
     if (recovery) return -EOPNOTSUPP;
-    return l->get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset);
+    return l.get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset);
   });
 }
 
 int LNetSetLazyPortal(int portal) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (portal < 0) return -EINVAL;
-    return l->set_lazy_portal(static_cast<unsigned>(portal));
+    return l.set_lazy_portal(static_cast<unsigned>(portal));
   });
 }
 
 int LNetClearLazyPortal(int portal) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (portal < 0) return -EINVAL;
-    return l->clear_lazy_portal(static_cast<unsigned>(portal));
+    return l.clear_lazy_portal(static_cast<unsigned>(portal));
   });
 }
 
@@ -403,12 +383,9 @@ __u32 libcfs_str2net(const char* str) {
 }
 
 int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process_id* ids_out, int n_ids) {
-  return guarded<int>(-ENOMEM, [&]() -> int {
-    Instance* l = inst();
-    if (!l) return -ENETDOWN;
+  return with_lnet([&](Instance& l) -> int {
     if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0) return -EINVAL;
-    auto r =
-        l->ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
+    auto r = l.ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
     if (!r) return r.code();
     int n = 0;
     for (const NiStatus& ns : r->info.nis) {

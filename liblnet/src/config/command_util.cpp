@@ -12,18 +12,20 @@ const std::string* Request::arg(const std::string& name) const {
   return it == args.end() || it->second.empty() ? nullptr : &it->second.front();
 }
 
-YAML::Node num(long v) { return int_node(v); }
-
-Response error_block(const std::string& verb, const std::string& object, int rc, const std::string& descr) {
+YAML::Node error_item(const std::string& object, int rc, const std::string& descr) {
   YAML::Node inner;
-  inner["errno"] = num(rc);
+  inner["errno"] = int_node(rc);
   YAML::Node d(descr);
   d.SetTag("!quoted");
   inner["descr"] = d;
   YAML::Node item;
   item[object] = inner;
+  return item;
+}
+
+Response error_block(const std::string& verb, const std::string& object, int rc, const std::string& descr) {
   YAML::Node list(YAML::NodeType::Sequence);
-  list.push_back(item);
+  list.push_back(error_item(object, rc, descr));
   YAML::Node root;
   root[verb] = list;
   return Response{rc < 0 ? rc : -rc, print_yaml(root)};

@@ -15,9 +15,10 @@ namespace lnet::dlc {
 using Handler = Response (*)(Instance& lnet, const Request& r, const Hooks& hooks);
 
 // ---- answers ----
-YAML::Node num(long v);
 // An lnetctl error block: "<verb>:\n    - <object>:\n          errno: rc\n          descr: ...".
 Response error_block(const std::string& verb, const std::string& object, int rc, const std::string& descr);
+// One entry of such a block: "<object>:\n    errno: rc\n    descr: ...".
+YAML::Node error_item(const std::string& object, int rc, const std::string& descr);
 Response ok(const YAML::Node& root);
 
 // ---- arguments ----

@@ -36,7 +36,7 @@ Response set_tunable(Instance& lnet, const Request& r, const Hooks&) {
 Response global_show(Instance& lnet, const Request&, const Hooks&) {
   GlobalTunables g = lnet.control().globals();
   YAML::Node n;
-  for (const char* name : GlobalTunables::names()) n[name] = num(*g.get(name));
+  for (const char* name : GlobalTunables::names()) n[name] = int_node(*g.get(name));
   YAML::Node root;
   root["global"] = n;
   return ok(root);
@@ -45,7 +45,7 @@ Response global_show(Instance& lnet, const Request&, const Hooks&) {
 Response stats_show(Instance& lnet, const Request&, const Hooks&) {
   Counters k = lnet.control().counters();
   YAML::Node n;
-  auto put = [&](const char* name, std::uint64_t v) { n[name] = num(static_cast<long>(v)); };
+  auto put = [&](const char* name, std::uint64_t v) { n[name] = int_node(static_cast<long>(v)); };
   put("msgs_alloc", k.msgs_alloc);
   put("msgs_max", k.msgs_max);
   put("rst_alloc", k.rst_alloc);

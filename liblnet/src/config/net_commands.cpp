@@ -10,38 +10,21 @@ namespace lnet::dlc {
 
 namespace {
 
-YAML::Node type_stats(const MsgTypeStats& s) {
-  YAML::Node n;
-  n["put"] = num(static_cast<long>(s.put));
-  n["get"] = num(static_cast<long>(s.get));
-  n["reply"] = num(static_cast<long>(s.reply));
-  n["ack"] = num(static_cast<long>(s.ack));
-  n["hello"] = num(static_cast<long>(s.hello));
-  return n;
-}
-
 // The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
 void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
-  YAML::Node st;
-  st["send_count"] = num(static_cast<long>(i.sent.total()));
-  st["recv_count"] = num(static_cast<long>(i.received.total()));
-  st["drop_count"] = num(static_cast<long>(i.dropped.total()));
-  ni["statistics"] = st;
-  ni["sent_stats"] = type_stats(i.sent);
-  ni["received_stats"] = type_stats(i.received);
-  ni["dropped_stats"] = type_stats(i.dropped);
+  put_traffic(ni, i.sent, i.received, i.dropped);
   // What the NI holds; the per-cause failure counts and recovery pings of LNet's health
   // are not built, so they are not shown.
   YAML::Node h;
-  h["fatal_error"] = num(i.fatal_error ? 1 : 0);
-  h["health value"] = num(i.health);
+  h["fatal_error"] = int_node(i.fatal_error ? 1 : 0);
+  h["health value"] = int_node(i.health);
   ni["health stats"] = h;
   if (!i.nid.is_lo()) {
     ni["tunables"] = tunables_node(i.tunables);
     YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables, i.lnd_timeout);
     if (lt.size() > 0) ni["lnd tunables"] = lt;
   }
-  ni["dev cpt"] = num(-1);  // no NI knows its device's CPT
+  ni["dev cpt"] = int_node(-1);  // no NI knows its device's CPT
   std::vector<unsigned> all(ncpts);
   for (unsigned k = 0; k < ncpts; ++k) all[k] = k;
   ni["CPT"] = cpt_list(all);  // every NI serves every CPT
@@ -74,9 +57,9 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
     if (!i.interfaces.empty()) ni["interfaces"] = interfaces_node(i.interfaces);
     if (*verbose > 0) verbose_ni(ni, i, c.cpt_count());
     if (*verbose > 1) {
-      ni["max_tx_credits"] = num(i.max_tx_credits);
-      ni["available_tx_credits"] = num(i.tx_credits);
-      ni["min_tx_credits"] = num(i.min_tx_credits);
+      ni["max_tx_credits"] = int_node(i.max_tx_credits);
+      ni["available_tx_credits"] = int_node(i.tx_credits);
+      ni["min_tx_credits"] = int_node(i.min_tx_credits);
     }
     groups[id].push_back(ni);
   }

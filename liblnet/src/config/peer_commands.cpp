@@ -6,38 +6,21 @@ namespace lnet::dlc {
 
 namespace {
 
-YAML::Node type_stats(const MsgTypeStats& s) {
-  YAML::Node n;
-  n["put"] = num(static_cast<long>(s.put));
-  n["get"] = num(static_cast<long>(s.get));
-  n["reply"] = num(static_cast<long>(s.reply));
-  n["ack"] = num(static_cast<long>(s.ack));
-  n["hello"] = num(static_cast<long>(s.hello));
-  return n;
-}
-
 YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
   YAML::Node e;
   e["nid"] = i.nid.to_string();
   e["state"] = i.up ? "up" : "down";
   if (verbose > 0) {
-    e["max_ni_tx_credits"] = num(i.max_tx_credits);
-    e["available_tx_credits"] = num(i.tx_credits);
-    e["min_tx_credits"] = num(i.min_tx_credits);
-    e["tx_q_num_of_buf"] = num(static_cast<long>(i.tx_q_nob));
-    e["available_rtr_credits"] = num(i.rtr_credits);
-    e["min_rtr_credits"] = num(i.min_rtr_credits);
-    YAML::Node st;
-    st["send_count"] = num(static_cast<long>(i.sent.total()));
-    st["recv_count"] = num(static_cast<long>(i.received.total()));
-    st["drop_count"] = num(static_cast<long>(i.dropped.total()));
-    e["statistics"] = st;
-    e["sent_stats"] = type_stats(i.sent);
-    e["received_stats"] = type_stats(i.received);
-    e["dropped_stats"] = type_stats(i.dropped);
+    e["max_ni_tx_credits"] = int_node(i.max_tx_credits);
+    e["available_tx_credits"] = int_node(i.tx_credits);
+    e["min_tx_credits"] = int_node(i.min_tx_credits);
+    e["tx_q_num_of_buf"] = int_node(static_cast<long>(i.tx_q_nob));
+    e["available_rtr_credits"] = int_node(i.rtr_credits);
+    e["min_rtr_credits"] = int_node(i.min_rtr_credits);
+    put_traffic(e, i.sent, i.received, i.dropped);
     // The value selection uses; LNet's per-cause counts and recovery pings are not built.
     YAML::Node h;
-    h["health value"] = num(i.health);
+    h["health value"] = int_node(i.health);
     e["health stats"] = h;
   }
   return e;
@@ -63,18 +46,6 @@ Result<std::vector<Nid>> nids_arg(const Request& r, const std::string& name) {
   return out;
 }
 
-// A failed ping or discover of one NID, as the error list lnetctl prints.
-YAML::Node ping_error(const char* what, int rc, const std::string& descr) {
-  YAML::Node e;
-  e["errno"] = num(rc);
-  YAML::Node d(descr);
-  d.SetTag("!quoted");
-  e["descr"] = d;
-  YAML::Node item;
-  item[what] = e;
-  return item;
-}
-
 // ping and discover: each NID pinged; discover records what it answers as peer NIs.
 Response ping_nids(Instance& lnet, const Request& r, bool discover) {
   const char* what = discover ? "discover" : "ping";
@@ -94,13 +65,13 @@ Response ping_nids(Instance& lnet, const Request& r, bool discover) {
   for (const std::string& s : nids) {
     auto id = ProcessId::parse(s);
     if (!id) {
-      errors.push_back(ping_error(what, -EINVAL, id.message()));
+      errors.push_back(error_item(what, -EINVAL, id.message()));
       if (!first_rc) first_rc = -EINVAL;
       continue;
     }
     auto res = lnet.ping(*id, std::chrono::seconds(*timeout), 256, source);
     if (!res) {
-      errors.push_back(ping_error(what, res.code(),
+      errors.push_back(error_item(what, res.code(),
                                   "failed to " + std::string(what) + " " + id->nid.to_string() + ": " + res.message()));
       if (!first_rc) first_rc = res.code();
       continue;

@@ -47,8 +47,8 @@ Response route_show(Instance& lnet, const Request& r, const Hooks&) {
     e["net"] = ri.net.to_string();
     e["gateway"] = ri.gateway.to_string();
     if (*verbose > 0) {
-      e["hop"] = num(ri.hops);
-      e["priority"] = num(ri.priority);
+      e["hop"] = int_node(ri.hops);
+      e["priority"] = int_node(ri.priority);
       e["state"] = ri.up ? "up" : "down";
       e["type"] = ri.multi_hop ? "multi-hop" : "single-hop";
     }
@@ -93,10 +93,10 @@ Response routing_show(Instance& lnet, const Request&, const Hooks&) {
     for (int k = 0; k < 3; ++k) {
       const RouterPoolInfo& p = pools[cpt].pools[k];
       YAML::Node pn;
-      pn["npages"] = num(p.npages);
-      pn["nbuffers"] = num(p.nbuffers);
-      pn["credits"] = num(p.credits);
-      pn["mincredits"] = num(p.min_credits);
+      pn["npages"] = int_node(p.npages);
+      pn["nbuffers"] = int_node(p.nbuffers);
+      pn["credits"] = int_node(p.credits);
+      pn["mincredits"] = int_node(p.min_credits);
       cn[names[k]] = pn;
     }
     YAML::Node item;
@@ -104,15 +104,15 @@ Response routing_show(Instance& lnet, const Request&, const Hooks&) {
     list.push_back(item);
   }
   YAML::Node en;
-  en["enable"] = num(c.routing() ? 1 : 0);
+  en["enable"] = int_node(c.routing() ? 1 : 0);
   list.push_back(en);
   YAML::Node root;
   root["routing"] = list;
   YAML::Node b;
   BufferConfig bc = c.buffers();
-  b["tiny"] = num(bc.tiny);
-  b["small"] = num(bc.small);
-  b["large"] = num(bc.large);
+  b["tiny"] = int_node(bc.tiny);
+  b["small"] = int_node(bc.small);
+  b["large"] = int_node(bc.large);
   root["buffers"] = b;
   return ok(root);
 }

@@ -25,95 +25,106 @@ YAML::Node global_node(const GlobalTunables& g) {
   return n;
 }
 
+YAML::Node ni_node(const NetConfig& nc, bool backup) {
+  YAML::Node ni;
+  if (nc.nid && (nc.interfaces.empty() || !backup)) ni["nid"] = nc.nid->to_string();
+  if (!nc.interfaces.empty()) ni["interfaces"] = interfaces_node(nc.interfaces);
+  ni["tunables"] = tunables_node(nc.tunables);
+  YAML::Node lt = lnd_tunables_node(nc.net, nc.lnd_tunables, nc.lnd_tunables.timeout);
+  if (lt.size() > 0) ni["lnd tunables"] = lt;
+  if (!nc.cpts.empty()) ni["CPT"] = cpt_list(nc.cpts);
+  return ni;
+}
+
+// One entry per network, its NIs in configuration order.
+YAML::Node nets_node(const std::vector<NetConfig>& configs, bool backup) {
+  std::vector<NetId> order;
+  auto nets = by_net(configs, order);
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (NetId id : order) {
+    YAML::Node net;
+    net["net type"] = id.to_string();
+    YAML::Node nis(YAML::NodeType::Sequence);
+    for (const NetConfig* nc : nets[id]) nis.push_back(ni_node(*nc, backup));
+    net["local NI(s)"] = nis;
+    list.push_back(net);
+  }
+  return list;
+}
+
+YAML::Node route_node(const RouteConfig& r) {
+  YAML::Node n;
+  n["net"] = r.net.to_string();
+  n["gateway"] = r.gateway.to_string();
+  n["hop"] = int_node(r.hops);
+  n["priority"] = int_node(r.priority);
+  return n;
+}
+
+YAML::Node peer_node(const PeerConfig& p) {
+  YAML::Node n;
+  n["primary nid"] = p.primary.to_string();
+  n["Multi-Rail"] = p.multi_rail ? "True" : "False";
+  YAML::Node nis(YAML::NodeType::Sequence);
+  YAML::Node first;
+  first["nid"] = p.primary.to_string();
+  nis.push_back(first);
+  for (Nid nid : p.nids) {
+    YAML::Node e;
+    e["nid"] = nid.to_string();
+    nis.push_back(e);
+  }
+  n["peer ni"] = nis;
+  return n;
+}
+
+YAML::Node buffers_node(const BufferConfig& b) {
+  YAML::Node n;
+  n["tiny"] = int_node(b.tiny);
+  n["small"] = int_node(b.small);
+  n["large"] = int_node(b.large);
+  return n;
+}
+
+YAML::Node udsp_node(const UdspRule& u, std::size_t idx) {
+  YAML::Node n;
+  n["idx"] = int_node(static_cast<long>(idx));
+  if (!u.src.empty()) n["src"] = u.src;
+  if (!u.dst.empty()) n["dst"] = u.dst;
+  if (!u.rte.empty()) n["rte"] = u.rte;
+  YAML::Node a;
+  if (u.priority)
+    a["priority"] = int_node(*u.priority);
+  else
+    a["pref"] = "nid";
+  n["action"] = a;
+  return n;
+}
+
+template <class T, class F>
+YAML::Node sequence(const std::vector<T>& items, F node) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const T& item : items) list.push_back(node(item));
+  return list;
+}
+
 }  // namespace
 
 std::string config_to_yaml(const SystemConfig& cfg, bool backup) {
   YAML::Node root;
-  if (!cfg.nets.empty()) {
-    std::vector<NetId> order;
-    auto nets = by_net(cfg.nets, order);
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (NetId id : order) {
-      YAML::Node net;
-      net["net type"] = id.to_string();
-      YAML::Node nis(YAML::NodeType::Sequence);
-      for (const NetConfig* nc : nets[id]) {
-        YAML::Node ni;
-        if (nc->nid && (nc->interfaces.empty() || !backup)) ni["nid"] = nc->nid->to_string();
-        if (!nc->interfaces.empty()) ni["interfaces"] = interfaces_node(nc->interfaces);
-        ni["tunables"] = tunables_node(nc->tunables);
-        YAML::Node lt = lnd_tunables_node(nc->net, nc->lnd_tunables, nc->lnd_tunables.timeout);
-        if (lt.size() > 0) ni["lnd tunables"] = lt;
-        if (!nc->cpts.empty()) ni["CPT"] = cpt_list(nc->cpts);
-        nis.push_back(ni);
-      }
-      net["local NI(s)"] = nis;
-      list.push_back(net);
-    }
-    root["net"] = list;
-  }
-  if (!cfg.routes.empty()) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const auto& r : cfg.routes) {
-      YAML::Node n;
-      n["net"] = r.net.to_string();
-      n["gateway"] = r.gateway.to_string();
-      n["hop"] = int_node(r.hops);
-      n["priority"] = int_node(r.priority);
-      list.push_back(n);
-    }
-    root["route"] = list;
-  }
-  if (!cfg.peers.empty()) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const auto& p : cfg.peers) {
-      YAML::Node n;
-      n["primary nid"] = p.primary.to_string();
-      n["Multi-Rail"] = p.multi_rail ? "True" : "False";
-      YAML::Node nis(YAML::NodeType::Sequence);
-      YAML::Node first;
-      first["nid"] = p.primary.to_string();
-      nis.push_back(first);
-      for (Nid nid : p.nids) {
-        YAML::Node e;
-        e["nid"] = nid.to_string();
-        nis.push_back(e);
-      }
-      n["peer ni"] = nis;
-      list.push_back(n);
-    }
-    root["peer"] = list;
-  }
+  if (!cfg.nets.empty()) root["net"] = nets_node(cfg.nets, backup);
+  if (!cfg.routes.empty()) root["route"] = sequence(cfg.routes, route_node);
+  if (!cfg.peers.empty()) root["peer"] = sequence(cfg.peers, peer_node);
   if (cfg.routing) {
     YAML::Node r;
     r["enable"] = int_node(*cfg.routing ? 1 : 0);
     root["routing"] = r;
   }
-  if (cfg.buffers) {
-    YAML::Node b;
-    b["tiny"] = int_node(cfg.buffers->tiny);
-    b["small"] = int_node(cfg.buffers->small);
-    b["large"] = int_node(cfg.buffers->large);
-    root["buffers"] = b;
-  }
+  if (cfg.buffers) root["buffers"] = buffers_node(*cfg.buffers);
   if (cfg.global) root["global"] = global_node(*cfg.global);
   if (!cfg.udsp.empty()) {
     YAML::Node list(YAML::NodeType::Sequence);
-    for (std::size_t i = 0; i < cfg.udsp.size(); ++i) {
-      const UdspRule& u = cfg.udsp[i];
-      YAML::Node n;
-      n["idx"] = int_node(static_cast<long>(i));
-      if (!u.src.empty()) n["src"] = u.src;
-      if (!u.dst.empty()) n["dst"] = u.dst;
-      if (!u.rte.empty()) n["rte"] = u.rte;
-      YAML::Node a;
-      if (u.priority)
-        a["priority"] = int_node(*u.priority);
-      else
-        a["pref"] = "nid";
-      n["action"] = a;
-      list.push_back(n);
-    }
+    for (std::size_t i = 0; i < cfg.udsp.size(); ++i) list.push_back(udsp_node(cfg.udsp[i], i));
     root["udsp"] = list;
   }
   return print_yaml(root);

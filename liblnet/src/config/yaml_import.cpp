@@ -3,6 +3,8 @@
 #include <lnet/dlc.hpp>
 
 #include <algorithm>
+#include <climits>
+#include <initializer_list>
 #include <set>
 
 #include <lnet/nid_range.hpp>
@@ -39,19 +41,17 @@ Result<bool> as_bool(const YAML::Node& n, const std::string& key) {
   return bad(n, "'" + key + "': '" + s + "' is not True/False or 1/0");
 }
 
-Result<Nid> as_nid(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a NID");
-  auto r = Nid::parse(n.Scalar());
+// A NID or a network: what `T::parse` takes.
+template <class T>
+Result<T> as_parsed(const YAML::Node& n, const std::string& key, const char* kind) {
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be " + kind);
+  auto r = T::parse(n.Scalar());
   if (!r) return bad(n, "'" + key + "': " + r.message());
   return *r;
 }
 
-Result<NetId> as_net(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a network");
-  auto r = NetId::parse(n.Scalar());
-  if (!r) return bad(n, "'" + key + "': " + r.message());
-  return *r;
-}
+Result<Nid> as_nid(const YAML::Node& n, const std::string& key) { return as_parsed<Nid>(n, key, "a NID"); }
+Result<NetId> as_net(const YAML::Node& n, const std::string& key) { return as_parsed<NetId>(n, key, "a network"); }
 
 // Keys that show/export print and an import ignores.
 bool runtime_key(const std::string& k) {
@@ -83,42 +83,39 @@ Status check_map(const YAML::Node& n, const std::string& what) {
   return {};
 }
 
-Status parse_tunables(const YAML::Node& n, NetTunables& t) {
-  if (auto r = check_map(n, "'tunables'"); !r) return r;
+// A mapping of numbers, each key naming an int field; `what` names the mapping in errors.
+struct IntField {
+  const char* key;
+  int* field;
+};
+
+Status parse_int_fields(const YAML::Node& n, const std::string& what, std::initializer_list<IntField> fields,
+                        long min = INT_MIN) {
+  if (auto r = check_map(n, what); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
     auto v = as_int(kv.second, k);
     if (!v) return v.failure();
-    if (k == "peer_timeout")
-      t.peer_timeout = static_cast<int>(*v);
-    else if (k == "peer_credits")
-      t.peer_credits = static_cast<int>(*v);
-    else if (k == "peer_buffer_credits")
-      t.peer_buffer_credits = static_cast<int>(*v);
-    else if (k == "credits")
-      t.credits = static_cast<int>(*v);
-    else
-      return bad(kv.first, "unknown tunable '" + k + "'");
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const IntField& i) { return k == i.key; });
+    if (f == fields.end()) return bad(kv.first, "unknown key '" + k + "' in " + what);
+    if (min == 0 && *v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
+    if (*v < min || *v > INT_MAX) return bad(kv.second, "'" + k + "': " + std::to_string(*v) + " is out of range");
+    *f->field = static_cast<int>(*v);
   }
   return {};
 }
 
+Status parse_tunables(const YAML::Node& n, NetTunables& t) {
+  return parse_int_fields(n, "'tunables'",
+                          {{"peer_timeout", &t.peer_timeout},
+                           {"peer_credits", &t.peer_credits},
+                           {"peer_buffer_credits", &t.peer_buffer_credits},
+                           {"credits", &t.credits}});
+}
+
 Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
-  if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
-  for (const auto& kv : n) {
-    std::string k = kv.first.Scalar();
-    auto v = as_int(kv.second, k);
-    if (!v) return v.failure();
-    if (k == "conns_per_peer")
-      t.conns_per_peer = static_cast<int>(*v);
-    else if (k == "timeout")
-      t.timeout = static_cast<int>(*v);
-    else if (k == "tos")
-      t.tos = static_cast<int>(*v);
-    else
-      return bad(kv.first, "unknown LND tunable '" + k + "'");
-  }
-  return {};
+  return parse_int_fields(n, "'lnd tunables'",
+                          {{"conns_per_peer", &t.conns_per_peer}, {"timeout", &t.timeout}, {"tos", &t.tos}});
 }
 
 Status parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
@@ -282,58 +279,31 @@ Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
 }
 
 Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
-  auto take = [&](const YAML::Node& en) -> Status {
-    auto v = as_int(en, "enable");
-    if (!v) return v.failure();
-    if (*v != 0 && *v != 1) return bad(en, "'enable' must be 0 or 1");
-    cfg.routing = *v == 1;
+  // {enable: 1}, or the show form: a list of single-key mappings (- cpt[0]: ..., - enable: 1).
+  auto take = [&](const YAML::Node& map) -> Status {
+    if (!map.IsMap()) return bad(map, "a 'routing' entry must be a mapping");
+    for (const auto& kv : map) {
+      std::string k = kv.first.Scalar();
+      if (k.rfind("cpt[", 0) == 0) continue;
+      if (k != "enable") return bad(kv.first, "unknown key '" + k + "' in 'routing'");
+      auto v = as_int(kv.second, k);
+      if (!v) return v.failure();
+      if (*v != 0 && *v != 1) return bad(kv.second, "'enable' must be 0 or 1");
+      cfg.routing = *v == 1;
+    }
     return {};
   };
-  if (n.IsMap()) {
-    for (const auto& kv : n) {
-      std::string k = kv.first.Scalar();
-      if (k == "enable") {
-        if (auto r = take(kv.second); !r) return r;
-      } else if (k.rfind("cpt[", 0) != 0) {
-        return bad(kv.first, "unknown key '" + k + "' in 'routing'");
-      }
-    }
-    return {};
-  }
-  if (n.IsSequence()) {  // the show form: - cpt[0]: ..., - enable: 1
-    for (const auto& e : n) {
-      if (!e.IsMap()) return bad(e, "a 'routing' entry must be a mapping");
-      for (const auto& kv : e) {
-        std::string k = kv.first.Scalar();
-        if (k == "enable") {
-          if (auto r = take(kv.second); !r) return r;
-        } else if (k.rfind("cpt[", 0) != 0) {
-          return bad(kv.first, "unknown key '" + k + "' in 'routing'");
-        }
-      }
-    }
-    return {};
-  }
-  return bad(n, "'routing' must be a mapping like {enable: 1}");
+  if (n.IsMap()) return take(n);
+  if (!n.IsSequence()) return bad(n, "'routing' must be a mapping like {enable: 1}");
+  for (const auto& e : n)
+    if (auto r = take(e); !r) return r;
+  return {};
 }
 
 Status parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
-  if (auto r = check_map(n, "'buffers'"); !r) return r;
   BufferConfig b;
-  for (const auto& kv : n) {
-    std::string k = kv.first.Scalar();
-    auto v = as_int(kv.second, k);
-    if (!v) return v.failure();
-    if (*v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
-    if (k == "tiny")
-      b.tiny = static_cast<int>(*v);
-    else if (k == "small")
-      b.small = static_cast<int>(*v);
-    else if (k == "large")
-      b.large = static_cast<int>(*v);
-    else
-      return bad(kv.first, "unknown key '" + k + "' in 'buffers'");
-  }
+  if (auto r = parse_int_fields(n, "'buffers'", {{"tiny", &b.tiny}, {"small", &b.small}, {"large", &b.large}}, 0); !r)
+    return r;
   cfg.buffers = b;
   return {};
 }

@@ -138,4 +138,29 @@ std::string print_yaml(const YAML::Node& root) {
   return out;
 }
 
+namespace {
+
+YAML::Node type_stats(const MsgTypeStats& s) {
+  YAML::Node n;
+  n["put"] = int_node(static_cast<long>(s.put));
+  n["get"] = int_node(static_cast<long>(s.get));
+  n["reply"] = int_node(static_cast<long>(s.reply));
+  n["ack"] = int_node(static_cast<long>(s.ack));
+  n["hello"] = int_node(static_cast<long>(s.hello));
+  return n;
+}
+
+}  // namespace
+
+void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped) {
+  YAML::Node st;
+  st["send_count"] = int_node(static_cast<long>(sent.total()));
+  st["recv_count"] = int_node(static_cast<long>(received.total()));
+  st["drop_count"] = int_node(static_cast<long>(dropped.total()));
+  n["statistics"] = st;
+  n["sent_stats"] = type_stats(sent);
+  n["received_stats"] = type_stats(received);
+  n["dropped_stats"] = type_stats(dropped);
+}
+
 }  // namespace lnet::dlc

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <lnet/config.hpp>
+#include <lnet/stats.hpp>
 
 namespace lnet::dlc {
 
@@ -27,5 +28,8 @@ YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout);
 YAML::Node interfaces_node(const std::vector<std::string>& ifs);
 // "[0,1]".
 std::string cpt_list(const std::vector<unsigned>& cpts);
+// The traffic of an NI or a peer NI as `show -v` prints it: "statistics" (the totals),
+// then "sent_stats", "received_stats" and "dropped_stats" by message type.
+void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped);
 
 }  // namespace lnet::dlc

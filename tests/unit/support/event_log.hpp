@@ -32,35 +32,43 @@ class EventLog {
   }
   std::size_t count(EventType t) const {
     std::lock_guard g(st_->m);
-    std::size_t n = 0;
-    for (const auto& e : st_->events) n += e.type == t;
-    return n;
+    return count_locked(t);
   }
-  // The first event of type t (waits up to 2 s for it).
-  std::optional<Event> find(EventType t) {
+  std::vector<Event> all(EventType t) const {
+    std::lock_guard g(st_->m);
+    std::vector<Event> v;
+    for (const Event& e : st_->events)
+      if (e.type == t) v.push_back(e);
+    return v;
+  }
+  // Waits (up to `timeout`) for `n` events of type t; returns how many there are. Every
+  // wait here drives the progress of drivers that need it (wait_with_progress), so the
+  // log serves applications that drive progress themselves too.
+  std::size_t wait(EventType t, std::size_t n, std::chrono::milliseconds timeout = kPatience) {
     std::unique_lock lk(st_->m);
-    auto has = [&] {
-      for (const auto& e : st_->events)
-        if (e.type == t) return true;
-      return false;
-    };
-    st_->cv.wait_for(lk, std::chrono::seconds(2), has);
+    wait_with_progress(lk, st_->cv, std::chrono::steady_clock::now() + timeout, [&] { return count_locked(t) >= n; });
+    return count_locked(t);
+  }
+  // The first event of type t, waiting for it.
+  std::optional<Event> find(EventType t, std::chrono::milliseconds timeout = kPatience) {
+    if (wait(t, 1, timeout) == 0) return std::nullopt;
+    std::lock_guard g(st_->m);
     for (const auto& e : st_->events)
       if (e.type == t) return e;
     return std::nullopt;
   }
-  // Waits (up to 10 s) for the last event of `md` (the one with `unlinked`): after it
-  // LNet delivers nothing more for that MD. Drivers with threads of their own may
-  // deliver an MD's events in another order than they happened (a GET's SEND after
-  // its REPLY): having seen one event says nothing about the others.
-  bool wait_unlinked(MdHandle md) {
+  // Waits for the last event of `md` (the one with `unlinked`): after it LNet delivers
+  // nothing more for that MD. Drivers with threads of their own may deliver an MD's
+  // events in another order than they happened (a GET's SEND after its REPLY): having
+  // seen one event says nothing about the others.
+  bool wait_unlinked(MdHandle md, std::chrono::milliseconds timeout = kPatience) {
     std::unique_lock lk(st_->m);
     auto done = [&] {
       for (const auto& e : st_->events)
         if (e.md_handle == md && e.unlinked) return true;
       return false;
     };
-    return st_->cv.wait_for(lk, std::chrono::seconds(10), done);
+    return wait_with_progress(lk, st_->cv, std::chrono::steady_clock::now() + timeout, done);
   }
   void clear() {
     std::lock_guard g(st_->m);
@@ -73,6 +81,16 @@ class EventLog {
     std::condition_variable cv;
     std::vector<Event> events;
   };
+  // Long: a wait ends as soon as its event comes, and only a failing test waits it out
+  // (sanitizer builds on a loaded machine are slow).
+  static constexpr std::chrono::milliseconds kPatience{30000};
+
+  std::size_t count_locked(EventType t) const {
+    std::size_t n = 0;
+    for (const Event& e : st_->events) n += e.type == t;
+    return n;
+  }
+
   std::shared_ptr<State> st_ = std::make_shared<State>();
 };
 

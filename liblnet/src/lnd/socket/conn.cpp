@@ -63,7 +63,7 @@ void Conn::on_events(std::uint32_t ev) {
     case State::AcceptHello:
       if ((ev & EPOLLOUT) && hs_sent_ < hs_out_.size()) {
         send_raw({});
-        if (!closed() && hs_sent_ >= hs_out_.size()) io_.modify(fd_, this, EPOLLIN | EPOLLRDHUP);
+        if (!closed() && hs_sent_ >= hs_out_.size()) watch(EPOLLIN | EPOLLRDHUP);
       }
       if (!closed() && (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR))) handshake_read();
       return;
@@ -97,7 +97,12 @@ void Conn::set_events() {
   std::uint32_t ev = EPOLLRDHUP;
   if (rx_ != Rx::ParseWait) ev |= EPOLLIN;
   if (want_write_) ev |= EPOLLOUT;
-  io_.modify(fd_, this, ev);
+  watch(ev);
+}
+
+void Conn::watch(std::uint32_t events, bool add) {
+  int rc = add ? io_.add(fd_, this, events) : io_.modify(fd_, this, events);
+  if (rc != 0) close_now(rc, HealthStatus::LocalError, std::string("epoll_ctl: ") + std::strerror(-rc));
 }
 
 void Conn::want_write(bool on) {

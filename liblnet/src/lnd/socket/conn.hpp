@@ -61,19 +61,26 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void start_connect(std::uint32_t ip, int port);
   void connected();
   bool read_exact(std::size_t need);  // handshake bytes into hs_in_
+  void send_acceptor_version();
+  bool read_accept_request();
   void handshake_read();
-  void on_connreq();
   void on_hello();
+  void on_hello_reply(const Hello& h);
+  void on_hello_request(const Hello& h);
   void finish_handshake(std::shared_ptr<SockPeer> peer);
   void send_raw(const std::vector<std::uint8_t>& bytes);
   void process_rx();
   bool fill(std::size_t need);  // rx buffer holds at least `need` bytes (false: would block)
+  bool received(ssize_t& n);    // after a recv(): go on?
   bool rx_payload();            // true: the payload is complete
   void rx_done();
   void write_some(std::unique_lock<std::mutex>& lk, TxList& done);
   void want_write(bool on);
   void set_events();
   void close_now(int rc, HealthStatus h, const std::string& why);
+  // Tells the I/O thread which events to wake this connection for (add: the first
+  // time); a failure closes the connection.
+  void watch(std::uint32_t events, bool add = false);
   void tick(Clock::time_point now);
 
   SocketLnd& lnd_;

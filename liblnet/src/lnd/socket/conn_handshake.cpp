@@ -98,7 +98,7 @@ void Conn::start_connect(std::uint32_t ip, int port) {
               "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " + std::strerror(err));
     return;
   }
-  io_.add(fd_, this, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
+  watch(EPOLLOUT | EPOLLIN | EPOLLRDHUP, true);
 }
 
 void Conn::connected() {
@@ -126,8 +126,7 @@ void Conn::connected() {
   hs_stage_ = 0;
   hs_have_ = 0;
   send_raw(out);
-  if (!closed())
-    io_.modify(fd_, this, EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
+  if (!closed()) watch(EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
 }
 
 void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) {
@@ -142,7 +141,7 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) 
     std::lock_guard g(sni.conns_mutex);
     sni.conns.push_back(c);
   }
-  io.add(fd, c.get(), EPOLLIN | EPOLLRDHUP);
+  c->watch(EPOLLIN | EPOLLRDHUP, true);
 }
 
 void Conn::send_raw(const std::vector<std::uint8_t>& bytes) {
@@ -183,56 +182,64 @@ bool Conn::read_exact(std::size_t need) {
   return true;
 }
 
-void Conn::handshake_read() {
-  if (state_ == State::AcceptReq) {
-    if (hs_stage_ == 0) {
-      if (!read_exact(4)) return;
-      bool flip = false;
-      switch (classify_first_word(std::span<const std::uint8_t, 4>(hs_in_.data(), 4), &flip)) {
-        case FirstWord::Acceptor:
-          flip_ = flip;
-          hs_stage_ = 1;
-          break;
-        case FirstWord::Proto: {
-          // A version probe: answer with our acceptor version and hang up.
-          std::vector<std::uint8_t> reply(8);
-          wire::put_le32(reply.data(), kAcceptorMagic);
-          wire::put_le32(reply.data() + 4, kAcceptorVersion);
-          send_raw(reply);
-          close_now(0, HealthStatus::Ok, "answered a version probe from " + ip_string(peer_ip_));
-          return;
-        }
-        case FirstWord::TcpV1:
-          close_now(-EPROTO, HealthStatus::Ok,
-                    "refused " + ip_string(peer_ip_) + ": socket protocol V1 without an acceptor request");
-          return;
-        case FirstWord::Unknown:
-          close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": not an LNet acceptor request");
-          return;
+// Our acceptor magic and version: the answer to a probe or to a request of another version.
+void Conn::send_acceptor_version() {
+  std::vector<std::uint8_t> reply(8);
+  wire::put_le32(reply.data(), kAcceptorMagic);
+  wire::put_le32(reply.data() + 4, kAcceptorVersion);
+  send_raw(reply);
+}
+
+// The acceptor request that opens a passive connection: its first word (a probe, a
+// request, or garbage), then the request naming the NID the peer wants. True when read
+// and accepted; false while more bytes are needed or after the connection was closed.
+bool Conn::read_accept_request() {
+  if (hs_stage_ == 0) {
+    if (!read_exact(4)) return false;
+    bool flip = false;
+    switch (classify_first_word(std::span<const std::uint8_t, 4>(hs_in_.data(), 4), &flip)) {
+      case FirstWord::Acceptor:
+        flip_ = flip;
+        hs_stage_ = 1;
+        break;
+      case FirstWord::Proto: {
+        // A version probe: answer with our acceptor version and hang up.
+        send_acceptor_version();
+        close_now(0, HealthStatus::Ok, "answered a version probe from " + ip_string(peer_ip_));
+        return false;
       }
+      case FirstWord::TcpV1:
+        close_now(-EPROTO, HealthStatus::Ok,
+                  "refused " + ip_string(peer_ip_) + ": socket protocol V1 without an acceptor request");
+        return false;
+      case FirstWord::Unknown:
+        close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": not an LNet acceptor request");
+        return false;
     }
-    if (!read_exact(kConnReqSize)) return;
-    auto req = decode_connreq(std::span<const std::uint8_t, kConnReqSize>(hs_in_.data(), kConnReqSize), flip_);
-    if (!req) {
-      if (req.code() == -EPROTONOSUPPORT) {
-        std::vector<std::uint8_t> reply(8);
-        wire::put_le32(reply.data(), kAcceptorMagic);
-        wire::put_le32(reply.data() + 4, kAcceptorVersion);
-        send_raw(reply);
-      }
-      close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": " + req.message());
-      return;
-    }
-    if (req->target != sni_.ni->nid) {
-      close_now(-EPERM, HealthStatus::Ok,
-                "refused " + ip_string(peer_ip_) + ": it asked for " + req->target.to_string() + ", this is " +
-                    sni_.ni->nid.to_string());
-      return;
-    }
-    state_ = State::AcceptHello;
-    hs_stage_ = 0;
-    hs_have_ = 0;
   }
+  if (!read_exact(kConnReqSize)) return false;
+  auto req = decode_connreq(std::span<const std::uint8_t, kConnReqSize>(hs_in_.data(), kConnReqSize), flip_);
+  if (!req) {
+    if (req.code() == -EPROTONOSUPPORT) {
+      send_acceptor_version();
+    }
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": " + req.message());
+    return false;
+  }
+  if (req->target != sni_.ni->nid) {
+    close_now(-EPERM, HealthStatus::Ok,
+              "refused " + ip_string(peer_ip_) + ": it asked for " + req->target.to_string() + ", this is " +
+                  sni_.ni->nid.to_string());
+    return false;
+  }
+  state_ = State::AcceptHello;
+  hs_stage_ = 0;
+  hs_have_ = 0;
+  return true;
+}
+
+void Conn::handshake_read() {
+  if (state_ == State::AcceptReq && !read_accept_request()) return;
   // AcceptHello / AwaitHello: prefix, body, IPs.
   if (hs_stage_ == 0) {
     if (!read_exact(kHelloPrefixSize)) return;
@@ -262,37 +269,43 @@ void Conn::handshake_read() {
 }
 
 void Conn::on_hello() {
-  const Hello& h = hello_;
-  if (state_ == State::AwaitHello) {
-    if (h.version != version_) {
-      // The peer speaks another version: next time we offer that one.
-      if (h.version == kProtoV2 || h.version == kProtoV3) peer_->version = h.version;
-      close_now(-EPROTO, HealthStatus::Ok,
-                peer_->nid.to_string() + " answers with protocol V" + std::to_string(h.version) + ", retrying");
-      return;
-    }
-    if (h.ctype == ConnType::None) {
-      close_now(-EALREADY, HealthStatus::Ok,
-                peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
-      return;
-    }
-    if (h.src_nid != peer_->nid) {
-      close_now(-EPROTO, HealthStatus::RemoteError,
-                "connected to " + peer_->nid.to_string() + " but it claimed to be " + h.src_nid.to_string());
-      return;
-    }
-    if (h.ctype != inverse(type_)) {
-      close_now(
-          -EPROTO, HealthStatus::RemoteError,
-          peer_->nid.to_string() + " answered a " + conn_type_name(type_) + " request with " + conn_type_name(h.ctype));
-      return;
-    }
-    peer_incarnation_ = h.src_incarnation;
-    finish_handshake(peer_);
+  if (state_ == State::AwaitHello)
+    on_hello_reply(hello_);
+  else
+    on_hello_request(hello_);
+}
+
+// Active side: the peer's answer to our HELLO.
+void Conn::on_hello_reply(const Hello& h) {
+  if (h.version != version_) {
+    // The peer speaks another version: next time we offer that one.
+    if (h.version == kProtoV2 || h.version == kProtoV3) peer_->version = h.version;
+    close_now(-EPROTO, HealthStatus::Ok,
+              peer_->nid.to_string() + " answers with protocol V" + std::to_string(h.version) + ", retrying");
     return;
   }
+  if (h.ctype == ConnType::None) {
+    close_now(-EALREADY, HealthStatus::Ok,
+              peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
+    return;
+  }
+  if (h.src_nid != peer_->nid) {
+    close_now(-EPROTO, HealthStatus::RemoteError,
+              "connected to " + peer_->nid.to_string() + " but it claimed to be " + h.src_nid.to_string());
+    return;
+  }
+  if (h.ctype != inverse(type_)) {
+    close_now(
+        -EPROTO, HealthStatus::RemoteError,
+        peer_->nid.to_string() + " answered a " + conn_type_name(type_) + " request with " + conn_type_name(h.ctype));
+    return;
+  }
+  peer_incarnation_ = h.src_incarnation;
+  finish_handshake(peer_);
+}
 
-  // Passive side.
+// Passive side: a connecting peer's HELLO, answered with ours.
+void Conn::on_hello_request(const Hello& h) {
   if (h.version == kProtoV1) {
     close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": socket protocol V1 is not supported");
     return;

@@ -29,18 +29,28 @@ bool Conn::fill(std::size_t need) {
       rx_beg_ = 0;
     }
     ssize_t n = ::recv(fd_, rxbuf_.data() + rx_end_, rxbuf_.size() - rx_end_, MSG_DONTWAIT);
-    if (n > 0) {
-      rx_end_ += static_cast<std::size_t>(n);
-      last_rx_ = Clock::now();
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return false;
-    int err = n == 0 ? ECONNRESET : errno;
-    close_now(-err, health_of_errno(err), n == 0 ? "closed by peer" : std::string("recv: ") + std::strerror(err));
-    return false;
+    if (!received(n)) return false;
+    rx_end_ += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// What a recv() returned: true when the caller goes on (`n` bytes came, or 0 after
+// EINTR); false when the socket has nothing more for now or the connection is closed
+// (by this call, when the peer closed it or recv() failed).
+bool Conn::received(ssize_t& n) {
+  if (n > 0) {
+    last_rx_ = Clock::now();
+    return true;
+  }
+  int err = n == 0 ? ECONNRESET : errno;
+  if (err == EINTR) {
+    n = 0;
+    return true;
+  }
+  if (err == EAGAIN) return false;
+  close_now(-err, health_of_errno(err), n == 0 ? "closed by peer" : std::string("recv: ") + std::strerror(err));
+  return false;
 }
 
 void Conn::process_rx() {
@@ -146,16 +156,9 @@ bool Conn::rx_payload() {
       mh.msg_iov = v;
       mh.msg_iovlen = static_cast<std::size_t>(nv);
       ssize_t n = ::recvmsg(fd_, &mh, MSG_DONTWAIT);
-      if (n > 0) {
-        rx_done_ += static_cast<std::uint32_t>(n);
-        last_rx_ = Clock::now();
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return false;
-      int err = n == 0 ? ECONNRESET : errno;
-      close_now(-err, health_of_errno(err), n == 0 ? "closed by peer" : std::string("recv: ") + std::strerror(err));
-      return false;
+      if (!received(n)) return false;
+      rx_done_ += static_cast<std::uint32_t>(n);
+      continue;
     }
     if (!fill(1)) return false;
   }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <lnet/log.hpp>
+
 namespace lnet::sock {
 
 IoThread::IoThread(Tick tick) : tick_(std::move(tick)) {
@@ -72,7 +74,8 @@ void IoThread::run() {
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count());
     int n = epoll_wait(epfd_, events, kMaxEvents, wait_ms < 0 ? 0 : wait_ms);
     if (n < 0 && errno != EINTR) {
-      std::fprintf(stderr, "socklnd: epoll_wait: %s\n", std::strerror(errno));
+      int err = errno;
+      LNET_LOG(Error, kLogLnd, "epoll_wait: %s (errno %d); the I/O thread stops", std::strerror(err), err);
       break;
     }
     for (int i = 0; i < n; ++i) {

@@ -33,8 +33,9 @@ class IoThread {
   IoThread& operator=(const IoThread&) = delete;
 
   // fd registration; may be called from any thread.
-  int add(int fd, IoHandler* h, std::uint32_t events);
-  int modify(int fd, IoHandler* h, std::uint32_t events);
+  // 0 or -errno of epoll_ctl.
+  [[nodiscard]] int add(int fd, IoHandler* h, std::uint32_t events);
+  [[nodiscard]] int modify(int fd, IoHandler* h, std::uint32_t events);
   void remove(int fd);
   // Runs `fn` on the I/O thread (soon; not inline).
   void post(std::function<void()> fn);

@@ -12,122 +12,16 @@
 #include <cstring>
 #include <future>
 
-#include <lnet/env.hpp>
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
 
 #include "conn.hpp"
 
-namespace lnet {
-
-// ---------------------------------------------------------------- parameters
+namespace lnet::sock {
 
 namespace {
-
 constexpr int kDefaultPeerCredits = 8;  // ksocklnd's peer_credits
-
-std::mutex g_params_mutex;
-std::unique_ptr<SocketParams> g_params;
-
-// The module parameters of the kernel's acceptor and ksocklnd, as variables.
-const EnvVar kAccept{"LNET_ACCEPT", "secure",
-                     "tcp: accept connections from secure (privileged ports only) | all | none"};
-const EnvVar kAcceptPort{"LNET_ACCEPT_PORT", "988", "tcp: port the acceptor listens on and connections go to"};
-const EnvVar kAcceptTimeout{"LNET_ACCEPT_TIMEOUT", "5", "tcp: seconds a connecting peer has to identify itself"};
-const EnvVar kAcceptBacklog{"LNET_ACCEPT_BACKLOG", "127", "tcp: listen() backlog"};
-const EnvVar kTimeout{"LNET_SOCK_TIMEOUT", "50",
-                      "tcp: seconds before a stuck connection is closed and its messages fail"};
-const EnvVar kKeepalive{"LNET_SOCK_KEEPALIVE", "30", "tcp: seconds of silence before a keepalive NOOP (0: none)"};
-const EnvVar kTypedConns{"LNET_SOCK_TYPED_CONNS", "1",
-                         "tcp: 1 = CONTROL, BULK_IN and BULK_OUT connections per peer; 0 = one"};
-const EnvVar kNscheds{"LNET_SOCK_NSCHEDS", "1", "tcp: epoll I/O threads"};
-const EnvVar kKeepaliveIdle{"LNET_SOCK_KEEPALIVE_IDLE", "30", "tcp: TCP keepalive idle seconds"};
-const EnvVar kKeepaliveCount{"LNET_SOCK_KEEPALIVE_COUNT", "5", "tcp: TCP keepalive probes"};
-const EnvVar kKeepaliveIntvl{"LNET_SOCK_KEEPALIVE_INTVL", "5", "tcp: seconds between TCP keepalive probes"};
-const EnvVar kMinBulk{"LNET_SOCK_MIN_BULK", "1024", "tcp: messages this big or bigger go on the BULK connections"};
-const EnvVar kTxBufferSize{"LNET_SOCK_TX_BUFFER_SIZE", "0", "tcp: SO_SNDBUF bytes (0: system default)"};
-const EnvVar kRxBufferSize{"LNET_SOCK_RX_BUFFER_SIZE", "0", "tcp: SO_RCVBUF bytes (0: system default)"};
-const EnvVar kNagle{"LNET_SOCK_NAGLE", "0", "tcp: 1 = leave Nagle's algorithm on"};
-const EnvVar kEnableCsum{"LNET_SOCK_ENABLE_CSUM", "0", "tcp: 1 = checksum messages (protocol V2 connections only)"};
-const EnvVar kMinReconnectms{"LNET_SOCK_MIN_RECONNECTMS", "1000",
-                             "tcp: first reconnect delay in ms (doubles up to the max)"};
-const EnvVar kMaxReconnectms{"LNET_SOCK_MAX_RECONNECTMS", "60000", "tcp: longest reconnect delay in ms"};
-
 }  // namespace
-
-const char* accept_mode_name(AcceptMode m) {
-  switch (m) {
-    case AcceptMode::Secure: return "secure";
-    case AcceptMode::All: return "all";
-    case AcceptMode::None: return "none";
-  }
-  return "?";
-}
-
-Result<SocketParams> SocketParams::from_env() {
-  SocketParams p;
-  auto accept = kAccept.choice({"secure", "all", "none"});
-  if (!accept) return accept.failure();
-  p.accept = static_cast<AcceptMode>(*accept);
-  struct Int {
-    const EnvVar& var;
-    int* field;
-    int lo, hi;
-  } ints[] = {
-      {kAcceptPort, &p.port, 1, 65535},
-      {kAcceptTimeout, &p.accept_timeout, 1, 3600},
-      {kAcceptBacklog, &p.accept_backlog, 1, 65535},
-      {kTimeout, &p.timeout, 1, 3600},
-      {kKeepalive, &p.keepalive, 0, 3600},
-      {kNscheds, &p.nscheds, 1, 64},
-      {kKeepaliveIdle, &p.keepalive_idle, 1, 32767},
-      {kKeepaliveCount, &p.keepalive_count, 1, 127},
-      {kKeepaliveIntvl, &p.keepalive_intvl, 1, 32767},
-      {kMinBulk, &p.min_bulk, 0, 1 << 20},
-      {kTxBufferSize, &p.tx_buffer_size, 0, 1 << 30},
-      {kRxBufferSize, &p.rx_buffer_size, 0, 1 << 30},
-      {kMinReconnectms, &p.min_reconnectms, 1, 3600000},
-      {kMaxReconnectms, &p.max_reconnectms, 1, 3600000},
-  };
-  for (auto& i : ints) {
-    auto r = i.var.number(i.lo, i.hi);
-    if (!r) return r.failure();
-    *i.field = static_cast<int>(*r);
-  }
-  struct Flag {
-    const EnvVar& var;
-    bool* field;
-  } flags[] = {{kTypedConns, &p.typed_conns}, {kNagle, &p.nagle}, {kEnableCsum, &p.enable_csum}};
-  for (auto& f : flags) {
-    auto r = f.var.flag();
-    if (!r) return r.failure();
-    *f.field = *r;
-  }
-  if (p.min_reconnectms > p.max_reconnectms)
-    return Failure{-EINVAL, "LNET_SOCK_MIN_RECONNECTMS (" + std::to_string(p.min_reconnectms) +
-                                ") is above LNET_SOCK_MAX_RECONNECTMS (" + std::to_string(p.max_reconnectms) + ")"};
-  return p;
-}
-
-void set_socket_params(const SocketParams& p) {
-  std::lock_guard g(g_params_mutex);
-  g_params = std::make_unique<SocketParams>(p);
-}
-
-SocketParams socket_params() {
-  std::lock_guard g(g_params_mutex);
-  if (g_params) return *g_params;
-  auto p = SocketParams::from_env();
-  if (!p) {
-    LNET_LOG(Error, kLogLnd, "%s; using the defaults", p.message().c_str());
-    return SocketParams{};
-  }
-  return *p;
-}
-
-}  // namespace lnet
-
-namespace lnet::sock {
 
 Tx* tx_alloc() {
   Tx* t = Pool<Tx>::take();
@@ -270,7 +164,11 @@ int SocketLnd::startup(NetInterface& ni) {
     sni->listen_fd = fd;
     IoThread& io = *io_.front();
     auto l = std::make_unique<Listener>(*this, *sni, fd, io);
-    io.add(fd, l.get(), EPOLLIN);
+    if (int rc = io.add(fd, l.get(), EPOLLIN); rc != 0) {
+      LNET_LOG(Error, kLogLnd, "cannot watch the listening socket of %s: epoll_ctl: %s", ni.nid.to_string().c_str(),
+               std::strerror(-rc));
+      return rc;  // ~Listener closes the socket
+    }
     std::lock_guard g(nis_mutex_);
     listeners_.push_back(std::move(l));
   }
