@@ -4,4 +4,9 @@ function(lnet_warnings target)
     -Wall -Wextra -Wpedantic -Werror
     $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual>
     -Wshadow)
+  if(LNET_THREAD_SAFETY)
+    # The lock annotations of <lnet/mutex.hpp>: a guarded member touched without its
+    # lock, or a function called without the lock it requires, fails the build.
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety>)
+  endif()
 endfunction()

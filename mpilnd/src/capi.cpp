@@ -2,22 +2,22 @@
 #include <lnet/mpi.h>
 
 #include <cstdio>
-#include <mutex>
 
 #include <lnet/capi.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
+#include <lnet/mutex.hpp>
 
 namespace {
-std::mutex g_mutex;
-std::unique_ptr<lnet::mpi::Session> g_session;
+lnet::Mutex g_mutex;
+std::unique_ptr<lnet::mpi::Session> g_session LNET_GUARDED_BY(g_mutex);
 }  // namespace
 
 extern "C" {
 
 int lnet_mpi_init(MPI_Comm comm) {
   try {
-    std::lock_guard g(g_mutex);
+    lnet::MutexLock g(g_mutex);
     if (g_session) return -EALREADY;
     auto s = lnet::mpi::Session::start(comm);
     if (!s) {
@@ -38,7 +38,7 @@ int lnet_mpi_init(MPI_Comm comm) {
 
 int lnet_mpi_fini(void) {
   try {
-    std::lock_guard g(g_mutex);
+    lnet::MutexLock g(g_mutex);
     if (!g_session) return -ENETDOWN;
     lnet::capi::detach();
     g_session.reset();
@@ -50,7 +50,7 @@ int lnet_mpi_fini(void) {
 }
 
 struct lnet_process_id lnet_mpi_id(int rank) {
-  std::lock_guard g(g_mutex);
+  lnet::MutexLock g(g_mutex);
   // LNET_NID_ANY and LNET_PID_ANY, without the C casts of their macros.
   if (!g_session || rank < 0 || rank >= g_session->size())
     return lnet_process_id{static_cast<lnet_nid_t>(-1), static_cast<lnet_pid_t>(-1)};

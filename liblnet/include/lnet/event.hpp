@@ -6,13 +6,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <span>
 #include <vector>
 
 #include <lnet/md.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/wire.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet {
 
@@ -75,15 +75,15 @@ class EventQueue {
   void md_detached() { mds_.fetch_sub(1, std::memory_order_release); }
 
  private:
-  int take_locked(Event& out);
+  int take_locked(Event& out) LNET_REQUIRES(mutex_);
 
   Callback callback_;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable cv_;
-  int waiters_ = 0;
-  std::vector<Event> ring_;
-  std::uint64_t enq_seq_ = 0;
-  std::uint64_t deq_seq_ = 0;
+  int waiters_ LNET_GUARDED_BY(mutex_) = 0;
+  std::vector<Event> ring_;  // sized at construction; the slots are written and read under mutex_
+  std::uint64_t enq_seq_ LNET_GUARDED_BY(mutex_) = 0;
+  std::uint64_t deq_seq_ LNET_GUARDED_BY(mutex_) = 0;
   std::atomic<int> mds_{0};
 };
 

@@ -13,6 +13,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <lnet/mutex.hpp>
+
 namespace lnet {
 
 // Polls every driver that needs it once. Not re-entrant: a call from inside a progress
@@ -24,10 +26,12 @@ bool progress_is_polled();
 // Waits on `cv` (with `lk` held) until pred() or `deadline`. When a driver needs driving,
 // runs drive_progress() between checks instead of sleeping: tightly while there is
 // work, then backing off to sleeps of at most 1 ms (woken early by cv), so an idle wait
-// costs little CPU. Returns pred().
+// costs little CPU. Returns pred(). pred runs with `lk` held, which the thread-safety
+// analysis cannot see through a std::unique_lock: annotate the predicate instead
+// (a lambda with LNET_REQUIRES(the mutex)).
 template <class Clock, class Duration, class Pred>
 bool wait_with_progress(std::unique_lock<std::mutex>& lk, std::condition_variable& cv,
-                        std::chrono::time_point<Clock, Duration> deadline, Pred pred) {
+                        std::chrono::time_point<Clock, Duration> deadline, Pred pred) LNET_NO_THREAD_SAFETY_ANALYSIS {
   using namespace std::chrono;
   int idle = 0;
   while (!pred()) {

@@ -1,12 +1,12 @@
 // The registry of environment variables: every EnvVar adds itself when it is made (at
 // static initialisation of the code that declares it); reading parses on demand.
 #include <lnet/env.hpp>
+#include <lnet/mutex.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "base/text.hpp"
 
@@ -15,8 +15,8 @@ namespace lnet {
 namespace {
 
 struct Registry {
-  std::mutex mutex;
-  std::vector<const EnvVar*> vars;
+  Mutex mutex;
+  std::vector<const EnvVar*> vars LNET_GUARDED_BY(mutex);
 };
 
 Registry& registry() {
@@ -44,7 +44,7 @@ bool parse_long(std::string_view s, long* out) {
 EnvVar::EnvVar(const char* name, const char* default_value, const char* description)
     : name_(name), default_(default_value), description_(description) {
   Registry& r = registry();
-  std::lock_guard g(r.mutex);
+  MutexLock g(r.mutex);
   r.vars.push_back(this);
 }
 
@@ -87,7 +87,7 @@ std::vector<const EnvVar*> env_vars() {
   Registry& r = registry();
   std::vector<const EnvVar*> out;
   {
-    std::lock_guard g(r.mutex);
+    MutexLock g(r.mutex);
     out = r.vars;
   }
   std::sort(out.begin(), out.end(),

@@ -3,14 +3,15 @@
 #include "base/lnd_registry.hpp"
 
 #include <map>
-#include <mutex>
+
+#include <lnet/mutex.hpp>
 
 namespace lnet {
 
 namespace {
 struct Registry {
-  std::mutex mutex;
-  std::map<std::uint32_t, LndFactory> factories;
+  Mutex mutex;
+  std::map<std::uint32_t, LndFactory> factories LNET_GUARDED_BY(mutex);
 };
 Registry& registry() {
   static Registry* r = new Registry;  // drivers register from static initialisers
@@ -20,13 +21,13 @@ Registry& registry() {
 
 void register_lnd(std::uint32_t net_type, LndFactory factory) {
   Registry& r = registry();
-  std::lock_guard g(r.mutex);
+  MutexLock g(r.mutex);
   r.factories[net_type] = factory;
 }
 
 std::unique_ptr<Lnd> make_lnd(std::uint32_t net_type) {
   Registry& r = registry();
-  std::lock_guard g(r.mutex);
+  MutexLock g(r.mutex);
   auto it = r.factories.find(net_type);
   return it == r.factories.end() ? nullptr : it->second();
 }

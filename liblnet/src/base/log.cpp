@@ -1,11 +1,11 @@
 // The logger: atomics for the fast "is it on" check, a mutex around the sink.
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
 
 namespace lnet {
 
@@ -18,9 +18,9 @@ const EnvVar kLogSubsysVar{"LNET_LOG_SUBSYS", "all",
 struct State {
   std::atomic<int> level{static_cast<int>(LogLevel::Warn)};
   std::atomic<std::uint32_t> mask{kLogAll};
-  std::mutex mutex;
-  std::function<void(LogLevel, std::string_view)> sink;
-  const char* program = "lnet";
+  Mutex mutex;
+  std::function<void(LogLevel, std::string_view)> sink LNET_GUARDED_BY(mutex);
+  const char* program LNET_GUARDED_BY(mutex) = "lnet";
   Status env;  // what was wrong with LNET_LOG_LEVEL / LNET_LOG_SUBSYS
   State() {
     LogLevel l;
@@ -107,13 +107,13 @@ bool parse_log_subsystems(std::string_view v, std::uint32_t* out) {
 
 void set_log_sink(std::function<void(LogLevel, std::string_view)> sink) {
   State& s = state();
-  std::lock_guard g(s.mutex);
+  MutexLock g(s.mutex);
   s.sink = std::move(sink);
 }
 
 void set_log_program(const char* name) {
   State& s = state();
-  std::lock_guard g(s.mutex);
+  MutexLock g(s.mutex);
   s.program = name;
 }
 
@@ -124,7 +124,7 @@ void log_write(LogLevel l, std::uint32_t, const char* fmt, ...) {
   std::vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   State& s = state();
-  std::lock_guard g(s.mutex);
+  MutexLock g(s.mutex);
   if (s.sink) {
     s.sink(l, line);
     return;

@@ -1,12 +1,12 @@
 // The registry of the poll functions of drivers without threads (lnet/progress.hpp).
 // Readers (drive_progress) take a shared lock; registration is rare and exclusive.
 #include <lnet/progress.hpp>
+#include <lnet/mutex.hpp>
 
 #include "base/progress_registry.hpp"
 
 #include <atomic>
 #include <cerrno>
-#include <shared_mutex>
 
 namespace lnet {
 
@@ -20,8 +20,8 @@ struct Slot {
 };
 
 struct Registry {
-  std::shared_mutex mutex;
-  Slot slots[kSlots];
+  SharedMutex mutex;
+  Slot slots[kSlots] LNET_GUARDED_BY(mutex);
   std::atomic<int> count{0};
 };
 
@@ -38,7 +38,7 @@ Registry& registry() {
 
 int add_progress(PollFn fn, void* ctx) {
   Registry& r = registry();
-  std::unique_lock g(r.mutex);
+  WriteLock g(r.mutex);
   for (int i = 0; i < kSlots; ++i) {
     if (!r.slots[i].fn) {
       r.slots[i] = Slot{fn, ctx};
@@ -52,7 +52,7 @@ int add_progress(PollFn fn, void* ctx) {
 void remove_progress(int id) {
   if (id < 0 || id >= kSlots) return;
   Registry& r = registry();
-  std::unique_lock g(r.mutex);  // waits for running calls (they hold the lock shared)
+  WriteLock g(r.mutex);  // waits for running calls (they hold the lock shared)
   if (r.slots[id].fn) {
     r.slots[id] = Slot{};
     r.count.fetch_sub(1, std::memory_order_release);
@@ -69,7 +69,7 @@ bool drive_progress() {
     ~Guard() { tl_driving = false; }
   } guard;
   bool worked = false;
-  std::shared_lock g(r.mutex);
+  ReadLock g(r.mutex);
   for (const Slot& s : r.slots)
     if (s.fn) worked |= s.fn(s.ctx);
   return worked;

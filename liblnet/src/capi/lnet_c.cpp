@@ -4,25 +4,25 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
 
 #include <lnet/api.hpp>
 #include <lnet/capi.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 using namespace lnet;
 
 namespace {
 
-std::mutex g_init_mutex;
-int g_refs = 0;
-std::unique_ptr<Instance> g_owner;
+Mutex g_init_mutex;
+int g_refs LNET_GUARDED_BY(g_init_mutex) = 0;
+std::unique_ptr<Instance> g_owner LNET_GUARDED_BY(g_init_mutex);
 std::atomic<Instance*> g_inst{nullptr};
 
-std::mutex g_eq_mutex;
-std::unordered_map<__u64, std::shared_ptr<EventQueue>> g_eqs;
-__u64 g_next_eq = 1;
+Mutex g_eq_mutex;
+std::unordered_map<__u64, std::shared_ptr<EventQueue>> g_eqs LNET_GUARDED_BY(g_eq_mutex);
+__u64 g_next_eq LNET_GUARDED_BY(g_eq_mutex) = 1;
 
 Instance* inst() { return g_inst.load(std::memory_order_acquire); }
 
@@ -30,7 +30,7 @@ ProcessId to_id(lnet_process_id id) { return ProcessId{Nid(id.nid), id.pid}; }
 lnet_process_id to_c(ProcessId id) { return lnet_process_id{id.nid.value(), id.pid}; }
 
 std::shared_ptr<EventQueue> find_eq(lnet_handle_eq h) {
-  std::lock_guard g(g_eq_mutex);
+  MutexLock g(g_eq_mutex);
   auto it = g_eqs.find(h.cookie);
   return it == g_eqs.end() ? nullptr : it->second;
 }
@@ -125,7 +125,7 @@ char* keep(const std::string& s) {
 namespace lnet::capi {
 
 int attach(Instance* lnet) {
-  std::lock_guard g(g_init_mutex);
+  MutexLock g(g_init_mutex);
   if (g_refs > 0) return -EALREADY;
   g_inst.store(lnet, std::memory_order_release);
   g_refs = 1;
@@ -133,11 +133,11 @@ int attach(Instance* lnet) {
 }
 
 void detach() {
-  std::lock_guard g(g_init_mutex);
+  MutexLock g(g_init_mutex);
   g_refs = 0;
   g_inst.store(nullptr, std::memory_order_release);
   g_owner.reset();
-  std::lock_guard eg(g_eq_mutex);
+  MutexLock eg(g_eq_mutex);
   g_eqs.clear();
 }
 
@@ -147,7 +147,7 @@ extern "C" {
 
 int LNetNIInit(lnet_pid_t requested_pid) {
   return guarded<int>(-ENOMEM, [&]() -> int {
-    std::lock_guard g(g_init_mutex);
+    MutexLock g(g_init_mutex);
     if (g_refs > 0) return g_refs++;
     auto cfg = Config::from_env();
     if (!cfg) {
@@ -168,12 +168,12 @@ int LNetNIInit(lnet_pid_t requested_pid) {
 
 int LNetNIFini(void) {
   return guarded<int>(-ENOMEM, [&]() -> int {
-    std::lock_guard g(g_init_mutex);
+    MutexLock g(g_init_mutex);
     if (g_refs == 0) return -ENETDOWN;
     if (--g_refs > 0) return 0;
     g_inst.store(nullptr, std::memory_order_release);
     g_owner.reset();
-    std::lock_guard eg(g_eq_mutex);
+    MutexLock eg(g_eq_mutex);
     g_eqs.clear();
     return 0;
   });
@@ -262,7 +262,7 @@ int LNetMDUnlink(struct lnet_handle_md md) {
 int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handle_eq* handle_out) {
   return with_lnet([&](Instance& l) -> int {
     if (!handle_out || (count == 0 && handler == nullptr) || count > (1U << 24)) return -EINVAL;
-    std::lock_guard g(g_eq_mutex);
+    MutexLock g(g_eq_mutex);
     __u64 cookie = g_next_eq++;
     EventQueue::Callback cb;
     if (handler) {
@@ -280,7 +280,7 @@ int LNetEQAlloc(unsigned int count, lnet_eq_handler_t handler, struct lnet_handl
 
 int LNetEQFree(struct lnet_handle_eq eq) {
   return guarded<int>(-ENOMEM, [&]() -> int {
-    std::lock_guard g(g_eq_mutex);
+    MutexLock g(g_eq_mutex);
     auto it = g_eqs.find(eq.cookie);
     if (it == g_eqs.end()) return -ENOENT;
     if (it->second->attached_mds() > 0) return -EBUSY;  // an MD still posts to it

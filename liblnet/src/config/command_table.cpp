@@ -161,7 +161,8 @@ const Entry* find_entry(std::string_view name) {
 
 // Every option of the request is one the command has and takes.
 Response check_options(const Request& r, const CommandSpec& spec) {
-  for (const auto& [name, values] : r.args) {
+  for (const auto& arg : r.args) {
+    const std::string& name = arg.first;
     auto it =
         std::find_if(spec.options.begin(), spec.options.end(), [&](const OptionSpec& o) { return name == o.name; });
     if (it == spec.options.end())

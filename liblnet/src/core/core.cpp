@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet::core {
 
@@ -43,32 +44,35 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
 Core::~Core() { shutdown(); }
 
 Status Core::startup() {
-  std::unique_lock lk(config_mutex_);
-  table_.store(tables_.emplace_back(std::make_unique<net::NetTable>()).get(), std::memory_order_release);
-  auto fail = [&](Failure f) -> Status {
-    lk.unlock();
+  if (Status s = start_nets(); !s) {
     shutdown();
-    return f;
-  };
+    return s;
+  }
+  checker_ = std::thread([this] { checker_loop(); });
+  return {};
+}
+
+Status Core::start_nets() {
+  MutexLock g(config_mutex_);
+  table_.store(tables_.emplace_back(std::make_unique<net::NetTable>()).get(), std::memory_order_release);
   NetConfig lo;  // self sends take no credits; the tunables are never used
   lo.net = NetId::make(kLoLnd, 0);
   auto r = bring_up(lo);
-  if (!r) return fail(r.failure());
+  if (!r) return r.failure();
   lo_ni_ = *r;
   for (const NetConfig& nc : config_.nets) {
     if (nc.net.type() == kLoLnd) continue;  // 0@lo always exists
-    if (auto n = bring_up(nc); !n) return fail(n.failure());
+    if (auto n = bring_up(nc); !n) return n.failure();
   }
   started_.store(true, std::memory_order_release);
-  if (int rc = setup_ping_target()) return fail(Failure{rc, "cannot set up the ping target: " + errno_string(rc)});
-  checker_ = std::thread([this] { checker_loop(); });
+  if (int rc = setup_ping_target()) return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
   return {};
 }
 
 void Core::shutdown() {
   if (stopping_.exchange(true)) return;
   {
-    std::lock_guard g(checker_mutex_);
+    MutexLock g(checker_mutex_);
     checker_cv_.notify_all();
   }
   if (checker_.joinable()) checker_.join();
@@ -78,6 +82,7 @@ void Core::shutdown() {
   // Messages still waiting for credits or router buffers never reached a driver: fail them.
   Fifo<FifoLink> waiting;
   {
+    MutexLock g(config_mutex_);
     ExclusiveLock x(net_locks_);
     for (auto& ni : all_nis_)
       for (unsigned c = 0; ni->tq && c < cpts_.count(); ++c) waiting.splice(ni->tq[c].delayed);
@@ -99,7 +104,7 @@ void Core::shutdown() {
     m->health = HealthStatus::LocalAborted;
     finalize(m, -ESHUTDOWN);
   }
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   for (auto& ni : all_nis_)
     if (!ni->deleted.load()) take_down(ni.get());
   {
@@ -150,7 +155,7 @@ int Core::add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) {
 
 PeerNi* Core::peer_ni_for(Nid nid) {
   {
-    std::lock_guard g(net_locks_[cpts_.of_nid(nid)]);
+    MutexLock g(net_locks_[cpts_.of_nid(nid)]);
     if (PeerNi* lpni = peers_.find(nid)) return lpni;
   }
   // First message to or from this NID: its peer is made (a configuration change).
@@ -240,12 +245,12 @@ std::vector<PeerInfo> Core::peer_info() const {
 }
 
 PeerNi* Core::find_peer_ni(Nid nid) {
-  std::lock_guard g(net_locks_[cpts_.of_nid(nid)]);
+  MutexLock g(net_locks_[cpts_.of_nid(nid)]);
   return peers_.find(nid);
 }
 
 void Core::notify_peer(NetInterface&, Nid peer, bool alive) {
-  std::lock_guard g(net_locks_[cpts_.of_nid(peer)]);
+  MutexLock g(net_locks_[cpts_.of_nid(peer)]);
   if (PeerNi* lpni = peers_.find(peer)) lpni->alive.store(alive, std::memory_order_relaxed);
 }
 

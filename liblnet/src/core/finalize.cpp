@@ -4,6 +4,8 @@
 // stack never grows with the number of messages.
 #include "core/core.hpp"
 
+#include <lnet/mutex.hpp>
+
 namespace lnet::core {
 
 namespace {
@@ -42,7 +44,7 @@ void Core::process(Message* msg) {
     if (msg->tx_credit || msg->peer_tx_credit) {
       MsgQueue to_send;
       {
-        std::lock_guard g(net_locks_[msg->cpt]);
+        MutexLock g(net_locks_[msg->cpt]);
         return_credits_locked(msg, to_send);
       }
       bool stop = stopping_.load(std::memory_order_relaxed);

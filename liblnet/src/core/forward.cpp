@@ -5,6 +5,8 @@
 
 #include "core/core.hpp"
 
+#include <lnet/mutex.hpp>
+
 namespace lnet::core {
 
 namespace {
@@ -106,7 +108,7 @@ void Core::router_recv(Message* msg) {
 void Core::forward(Message* msg) {
   bool ready;
   {
-    std::lock_guard g(net_locks_[msg->rtr_cpt]);
+    MutexLock g(net_locks_[msg->rtr_cpt]);
     ready = take_router_resources_locked(msg);
   }
   // When it waits, the driver keeps the payload until a credit or a buffer comes back.
@@ -129,7 +131,7 @@ void Core::forward_received(Message* msg) {
 void Core::release_router_resources(Message* msg) {
   MsgQueue ready;
   {
-    std::lock_guard g(net_locks_[msg->rtr_cpt]);
+    MutexLock g(net_locks_[msg->rtr_cpt]);
     if (msg->rtr_pool >= 0) {
       net::RtrPool& pool = rtr_buffers_.pool(msg->rtr_cpt, msg->rtr_pool);
       if (msg->rtrbuf) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include "base/lnd_registry.hpp"
 #include "base/progress_registry.hpp"
@@ -137,7 +138,7 @@ void Core::take_down(Ni* ni) {
 
 Result<Nid> Core::add_ni(const NetConfig& nc) {
   if (nc.net.type() == kLoLnd) return Failure{-EEXIST, "0@lo always exists"};
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   if (stopping_.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
   auto r = bring_up(nc);
   if (!r) return r.failure();
@@ -151,7 +152,7 @@ Result<Nid> Core::add_ni(const NetConfig& nc) {
 }
 
 Status Core::del_ni(Nid nid) {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   Ni* ni = table().find_ni(nid);
   if (!ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
   if (ni == lo_ni_) return Failure{-EINVAL, "0@lo cannot be deleted"};
@@ -259,7 +260,7 @@ std::vector<NiInfo> Core::ni_info() const {
     i.fatal_error = ni->fatal_error.load();
     i.selection_priority = ni->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
-      std::lock_guard g(locks[c]);
+      MutexLock g(locks[c]);
       i.tx_credits += ni->tq[c].credits;
       i.max_tx_credits += ni->tq[c].max_credits;
       i.min_tx_credits += ni->tq[c].min_credits;
@@ -273,12 +274,12 @@ std::vector<NiInfo> Core::ni_info() const {
 }
 
 GlobalTunables Core::globals() const {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   return globals_;
 }
 
 Status Core::set_global(std::string_view name, long value) {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   GlobalTunables next = globals_;
   if (Status r = next.set(name, value); !r) return r;
   globals_ = next;

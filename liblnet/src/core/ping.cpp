@@ -4,6 +4,7 @@
 #include <condition_variable>
 
 #include <lnet/progress.hpp>
+#include <lnet/mutex.hpp>
 
 #include "core/core.hpp"
 
@@ -90,13 +91,13 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
   // still in a driver), so the buffer lives here too.
   struct Wait {
     std::vector<std::uint8_t> buf;
-    std::mutex m;
+    Mutex m;
     std::condition_variable cv;
-    bool replied = false;
-    bool failed = false;
-    bool done = false;  // the MD is unlinked: no more events
-    int status = 0;
-    std::uint32_t mlength = 0;
+    bool replied LNET_GUARDED_BY(m) = false;
+    bool failed LNET_GUARDED_BY(m) = false;
+    bool done LNET_GUARDED_BY(m) = false;  // the MD is unlinked: no more events
+    int status LNET_GUARDED_BY(m) = 0;
+    std::uint32_t mlength LNET_GUARDED_BY(m) = 0;
   };
   for (int attempt = 0;; ++attempt) {
     auto w = std::make_shared<Wait>();
@@ -107,7 +108,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
     d.threshold = 2;  // SEND + REPLY
     d.options = kMdTruncate;
     d.handler = [w](const Event& ev) {
-      std::lock_guard g(w->m);
+      MutexLock g(w->m);
       if (ev.type == EventType::Reply) {
         w->replied = ev.status == 0;
         w->status = ev.status;
@@ -125,9 +126,9 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       (void)md_unlink(*md);
       return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
     }
-    std::unique_lock lk(w->m);
-    bool answered =
-        wait_with_progress(lk, w->cv, std::chrono::steady_clock::now() + timeout, [&] { return w->done || w->failed; });
+    MutexLock lk(w->m);
+    bool answered = wait_with_progress(lk.native(), w->cv, std::chrono::steady_clock::now() + timeout,
+                                       [&]() LNET_REQUIRES(w->m) { return w->done || w->failed; });
     if (!w->done) {
       // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
       // either in already (done) or refused from now on.

@@ -3,6 +3,8 @@
 // and match ACK/REPLY to the MD that asked for them.
 #include "core/core.hpp"
 
+#include <lnet/mutex.hpp>
+
 namespace lnet::core {
 
 namespace {
@@ -42,7 +44,7 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
     if (hdr.src_nid == from) {
       initiator = lpni->peer->primary;
     } else {
-      std::lock_guard g(net_locks_[cpts_.of_nid(hdr.src_nid)]);
+      MutexLock g(net_locks_[cpts_.of_nid(hdr.src_nid)]);
       if (PeerNi* src = peers_.find(hdr.src_nid)) initiator = src->peer->primary;
     }
   }

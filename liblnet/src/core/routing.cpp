@@ -4,6 +4,7 @@
 #include <set>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include "core/core.hpp"
 
@@ -15,7 +16,7 @@ Status Core::add_route(const RouteConfig& r) {
   if (r.net.is_any() || r.net.type() == kLoLnd) return Failure{-EINVAL, "bad route network " + r.net.to_string()};
   if (r.hops != -1 && (r.hops < 1 || r.hops > 255))
     return Failure{-EINVAL, "route hop count " + std::to_string(r.hops) + " is outside 1..255"};
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   if (find_net(r.net)) return Failure{-EINVAL, "cannot route to " + r.net.to_string() + ": it is a local network"};
   if (r.gateway.is_any() || !find_net(r.gateway.net()) || r.gateway.is_lo())
     return Failure{-EHOSTUNREACH, "gateway " + r.gateway.to_string() + " is not on a local network"};
@@ -28,7 +29,7 @@ Status Core::add_route(const RouteConfig& r) {
 }
 
 Status Core::del_route(NetId net, Nid gateway) {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   if (!routes_.del(net, gateway))
     return Failure{-ENOENT, "no route to " + net.to_string() + (gateway.is_any() ? "" : " via " + gateway.to_string())};
   return {};
@@ -47,7 +48,7 @@ std::vector<RouteInfo> Core::route_info() const {
     ri.multi_hop = e.cfg.hops > 1;
     bool alive;
     {
-      std::lock_guard g(const_cast<CptLocks&>(net_locks_)[cpts_.of_nid(e.cfg.gateway)]);
+      MutexLock g(const_cast<CptLocks&>(net_locks_)[cpts_.of_nid(e.cfg.gateway)]);
       PeerNi* gw = peers_.find(e.cfg.gateway);
       alive = gw && gw->alive.load();
     }
@@ -61,7 +62,7 @@ std::vector<RouteInfo> Core::route_info() const {
 
 Status Core::set_buffers(const BufferConfig& b) {
   if (b.tiny < 0 || b.small < 0 || b.large < 0) return Failure{-EINVAL, "router buffer counts cannot be negative"};
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   BufferConfig next = b;
   BufferConfig def;
   if (next.tiny == 0) next.tiny = def.tiny;  // 0 asks for the default, as in LNet
@@ -76,12 +77,12 @@ Status Core::set_buffers(const BufferConfig& b) {
 }
 
 BufferConfig Core::buffers() const {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   return buffers_;
 }
 
 Status Core::set_routing(bool on) {
-  std::lock_guard g(config_mutex_);
+  MutexLock g(config_mutex_);
   if (on == routing_.load()) return {};
   if (on) {
     ExclusiveLock x(net_locks_);
@@ -97,7 +98,7 @@ std::vector<RouterCptInfo> Core::router_pools() const {
   std::vector<RouterCptInfo> out(cpts_.count());
   auto& locks = const_cast<CptLocks&>(net_locks_);
   for (unsigned c = 0; c < cpts_.count(); ++c) {
-    std::lock_guard g(locks[c]);
+    MutexLock g(locks[c]);
     for (int k = 0; k < net::kNumPools; ++k) out[c].pools[k] = rtr_buffers_.info(c, k);
   }
   return out;
@@ -106,25 +107,25 @@ std::vector<RouterCptInfo> Core::router_pools() const {
 // ---------------------------------------------------------------- selection rules
 
 Status Core::add_udsp(const UdspRule& rule, int idx) {
-  std::lock_guard g(config_mutex_);
-  if (Status s = udsp_.add(rule, idx); !s) return s;
+  MutexLock g(config_mutex_);
   ExclusiveLock x(net_locks_);
+  if (Status s = udsp_.add(rule, idx); !s) return s;
   udsp_.apply(table(), peers_);
   config_gen_.fetch_add(1, std::memory_order_relaxed);
   return {};
 }
 
 Status Core::del_udsp(int idx) {
-  std::lock_guard g(config_mutex_);
-  if (Status s = udsp_.del(idx); !s) return s;
+  MutexLock g(config_mutex_);
   ExclusiveLock x(net_locks_);
+  if (Status s = udsp_.del(idx); !s) return s;
   udsp_.apply(table(), peers_);
   config_gen_.fetch_add(1, std::memory_order_relaxed);
   return {};
 }
 
 std::vector<UdspRule> Core::udsp_rules() const {
-  std::lock_guard g(config_mutex_);
+  ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
   return udsp_.list();
 }
 
@@ -148,7 +149,7 @@ void Core::check_routers() {
         if (ns.status == kNiStatusUp) up_nets.insert(ns.nid.net());
     }
     {
-      std::lock_guard g(net_locks_[cpts_.of_nid(gw)]);
+      MutexLock g(net_locks_[cpts_.of_nid(gw)]);
       if (PeerNi* lpni = peers_.find(gw)) lpni->alive.store(alive);
     }
     for (const auto& e : t->routes) {
@@ -165,14 +166,14 @@ void Core::check_routers() {
 }
 
 void Core::checker_loop() {
-  std::unique_lock lk(checker_mutex_);
+  MutexLock lk(checker_mutex_);
   while (!stopping_.load()) {
     int interval = globals().alive_router_check_interval;
     if (interval <= 0) {
-      checker_cv_.wait(lk);
+      lk.wait(checker_cv_);
       continue;
     }
-    if (checker_cv_.wait_for(lk, std::chrono::seconds(interval), [&] { return stopping_.load(); })) break;
+    if (checker_cv_.wait_for(lk.native(), std::chrono::seconds(interval), [&] { return stopping_.load(); })) break;
     lk.unlock();
     check_routers();
     lk.lock();

@@ -2,6 +2,7 @@
 // polling several queues at once (LNetEQPoll) without costing single-queue users.
 #include <lnet/event.hpp>
 #include <lnet/progress.hpp>
+#include <lnet/mutex.hpp>
 
 #include <atomic>
 
@@ -21,9 +22,9 @@ const char* event_type_name(EventType t) {
 
 namespace {
 struct MultiWait {
-  std::mutex mutex;
+  Mutex mutex;
   std::condition_variable cv;
-  std::uint64_t epoch = 0;
+  std::uint64_t epoch LNET_GUARDED_BY(mutex) = 0;
   std::atomic<int> waiters{0};
 };
 MultiWait& multi_wait() {
@@ -43,7 +44,7 @@ EventQueue::EventQueue(std::size_t capacity, Callback callback) : callback_(std:
 void EventQueue::post(const Event& ev) {
   std::uint64_t seq;
   {
-    std::lock_guard g(mutex_);
+    MutexLock g(mutex_);
     seq = enq_seq_++;
     if (!ring_.empty()) {
       Event& slot = ring_[seq & (ring_.size() - 1)];
@@ -54,7 +55,7 @@ void EventQueue::post(const Event& ev) {
   }
   MultiWait& mw = multi_wait();
   if (mw.waiters.load(std::memory_order_seq_cst) > 0) {
-    std::lock_guard g(mw.mutex);
+    MutexLock g(mw.mutex);
     ++mw.epoch;
     mw.cv.notify_all();
   }
@@ -78,7 +79,7 @@ int EventQueue::take_locked(Event& out) {
 }
 
 int EventQueue::poll(Event& out, std::chrono::milliseconds timeout) {
-  std::unique_lock lk(mutex_);
+  MutexLock lk(mutex_);
   if (int rc = take_locked(out)) return rc;
   if (ring_.empty()) return 0;
   if (timeout.count() == 0) {
@@ -90,10 +91,10 @@ int EventQueue::poll(Event& out, std::chrono::milliseconds timeout) {
     return take_locked(out);
   }
   ++waiters_;
-  auto ready = [&] { return enq_seq_ != deq_seq_; };
+  auto ready = [&]() LNET_REQUIRES(mutex_) { return enq_seq_ != deq_seq_; };
   auto deadline =
       timeout.count() < 0 ? std::chrono::steady_clock::time_point::max() : std::chrono::steady_clock::now() + timeout;
-  wait_with_progress(lk, cv_, deadline, ready);
+  wait_with_progress(lk.native(), cv_, deadline, ready);
   --waiters_;
   return take_locked(out);
 }
@@ -107,7 +108,7 @@ int EventQueue::poll_many(std::span<EventQueue* const> queues, std::chrono::mill
   for (;;) {
     std::uint64_t epoch;
     {
-      std::lock_guard g(mw.mutex);
+      MutexLock g(mw.mutex);
       epoch = mw.epoch;
     }
     drive_progress();  // polled drivers (nothing when none is registered)
@@ -116,11 +117,11 @@ int EventQueue::poll_many(std::span<EventQueue* const> queues, std::chrono::mill
       if (rc && which) *which = static_cast<int>(i);
     }
     if (rc || timeout.count() == 0) break;
-    std::unique_lock lk(mw.mutex);
-    auto changed = [&] { return mw.epoch != epoch; };
+    MutexLock lk(mw.mutex);
+    auto changed = [&]() LNET_REQUIRES(mw.mutex) { return mw.epoch != epoch; };
     if (timeout.count() < 0) {
-      wait_with_progress(lk, mw.cv, std::chrono::steady_clock::time_point::max(), changed);
-    } else if (!wait_with_progress(lk, mw.cv, deadline, changed)) {
+      wait_with_progress(lk.native(), mw.cv, std::chrono::steady_clock::time_point::max(), changed);
+    } else if (!wait_with_progress(lk.native(), mw.cv, deadline, changed)) {
       lk.unlock();
       for (std::size_t i = 0; i < queues.size() && rc == 0; ++i) {
         rc = queues[i]->get(out);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnetd {
 
@@ -98,9 +99,12 @@ void ControlServer::serve(int fd) {
   } else {
     LNET_LOG(Info, kLogDaemon, "%s: %s", who.c_str(), req->command.c_str());
     const dlc::CommandSpec* spec = dlc::find_command(req->command);
-    std::unique_lock lk(cmd_mutex_, std::defer_lock);
-    if (!spec || spec->changes) lk.lock();
-    resp = dlc::execute(lnet_, *req, hooks_);
+    if (!spec || spec->changes) {
+      MutexLock g(cmd_mutex_);
+      resp = dlc::execute(lnet_, *req, hooks_);
+    } else {
+      resp = dlc::execute(lnet_, *req, hooks_);
+    }
   }
   (void)dlc::write_frame(fd, dlc::encode_response(resp));
 }
@@ -127,13 +131,13 @@ void ControlServer::accept_ready() {
     // A command (a ping, say) may take seconds: each client gets its own thread.
     clients_.fetch_add(1);
     {
-      std::lock_guard g(fds_mutex_);
+      MutexLock g(fds_mutex_);
       client_fds_.insert(cfd);
     }
     std::thread([this, cfd] {
       serve(cfd);
       {
-        std::lock_guard g(fds_mutex_);
+        MutexLock g(fds_mutex_);
         client_fds_.erase(cfd);
       }
       ::close(cfd);
@@ -149,7 +153,7 @@ void ControlServer::stop() {
     listen_fd_ = -1;
   }
   {
-    std::lock_guard g(fds_mutex_);
+    MutexLock g(fds_mutex_);
     for (int fd : client_fds_) ::shutdown(fd, SHUT_RDWR);
   }
   while (clients_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -5,13 +5,13 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
 #include <lnet/api.hpp>
 #include <lnet/dlc.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnetd {
 
@@ -39,10 +39,10 @@ class ControlServer {
   std::optional<gid_t> ctl_gid_;
   std::string path_;
   int listen_fd_ = -1;
-  std::mutex cmd_mutex_;  // configuration commands run one at a time
+  lnet::Mutex cmd_mutex_;  // configuration commands run one at a time
   std::atomic<int> clients_{0};
-  std::mutex fds_mutex_;
-  std::set<int> client_fds_;  // open connections (shut down when lnetd stops)
+  lnet::Mutex fds_mutex_;
+  std::set<int> client_fds_ LNET_GUARDED_BY(fds_mutex_);  // open connections (shut down when lnetd stops)
 };
 
 }  // namespace lnetd

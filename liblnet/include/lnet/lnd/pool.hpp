@@ -5,8 +5,9 @@
 // pooled (a vector keeps its capacity): reset what must not carry over when taking.
 #pragma once
 
-#include <mutex>
 #include <vector>
+
+#include <lnet/mutex.hpp>
 
 namespace lnet {
 
@@ -37,9 +38,9 @@ class Pool {
   static constexpr unsigned kCacheMax = 4 * kBatch;
 
   struct Shared {
-    std::mutex mutex;
-    T* head = nullptr;
-    std::vector<T*> chunks;
+    Mutex mutex;
+    T* head LNET_GUARDED_BY(mutex) = nullptr;
+    std::vector<T*> chunks LNET_GUARDED_BY(mutex);
   };
   static Shared& shared() {
     static Shared* s = new Shared;  // leaked on purpose, see above
@@ -64,7 +65,7 @@ class Pool {
       T* tail = c.head;
       while (tail->next) tail = static_cast<T*>(tail->next);
       Shared& s = shared();
-      std::lock_guard g(s.mutex);
+      MutexLock g(s.mutex);
       tail->next = s.head;
       s.head = c.head;
       c.head = nullptr;
@@ -79,7 +80,7 @@ class Pool {
   static void refill(Cache& c) {
     if (!c.enrolled) enroll(c);
     Shared& s = shared();
-    std::lock_guard g(s.mutex);
+    MutexLock g(s.mutex);
     for (unsigned i = 0; i < kBatch; ++i) {
       if (!s.head) {
         T* chunk = new T[kBatch];
@@ -103,7 +104,7 @@ class Pool {
     c.head = static_cast<T*>(last->next);
     c.count -= kBatch;
     Shared& s = shared();
-    std::lock_guard g(s.mutex);
+    MutexLock g(s.mutex);
     last->next = s.head;
     s.head = first;
   }

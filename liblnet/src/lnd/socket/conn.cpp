@@ -13,6 +13,7 @@
 #include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet::sock {
 
@@ -82,8 +83,8 @@ void Conn::on_events(std::uint32_t ev) {
   if (!closed() && (ev & EPOLLOUT)) {
     TxList done;
     {
-      std::unique_lock lk(tx_mutex_);
-      if (!closed_.load()) write_some(lk, done);
+      MutexLock lk(tx_mutex_);
+      if (!closed_.load()) write_some(done);
     }
     while (Tx* t = done.pop_front()) {
       if (t->msg) sni_.ni->host->finalize(t->msg, 0);
@@ -102,11 +103,17 @@ void Conn::set_events() {
 
 void Conn::watch(std::uint32_t events, bool add) {
   int rc = add ? io_.add(fd_, this, events) : io_.modify(fd_, this, events);
-  if (rc != 0) close_now(rc, HealthStatus::LocalError, std::string("epoll_ctl: ") + std::strerror(-rc));
+  if (rc == 0) return;
+  // Closed on the next turn of the I/O thread: the caller may hold tx_mutex_ (want_write),
+  // which closing takes.
+  auto self = shared_from_this();
+  io_.post([self, rc] {
+    self->close_now(rc, HealthStatus::LocalError, std::string("epoll_ctl: ") + std::strerror(-rc));
+  });
 }
 
 void Conn::want_write(bool on) {
-  // Called with tx_mutex_ held. The I/O thread owns the epoll interest set.
+  // The I/O thread owns the epoll interest set.
   if (want_write_ == on) return;
   want_write_ = on;
   if (io_.on_this_thread()) {
@@ -130,7 +137,7 @@ void Conn::enqueue(Tx* tx) {
   }
   TxList done;
   {
-    std::unique_lock lk(tx_mutex_);
+    MutexLock lk(tx_mutex_);
     if (closed_.load()) {
       lk.unlock();
       if (tx->msg) {
@@ -142,7 +149,7 @@ void Conn::enqueue(Tx* tx) {
     }
     if (txq_.empty()) last_tx_progress_ = Clock::now();
     txq_.push_back(tx);
-    if (!writing_) write_some(lk, done);
+    if (!writing_) write_some(done);
   }
   while (Tx* t = done.pop_front()) {
     if (t->msg) sni_.ni->host->finalize(t->msg, 0);
@@ -150,8 +157,7 @@ void Conn::enqueue(Tx* tx) {
   }
 }
 
-void Conn::write_some(std::unique_lock<std::mutex>& lk, TxList& done) {
-  (void)lk;
+void Conn::write_some(TxList& done) {
   writing_ = true;
   while (!txq_.empty()) {
     // Gather the head messages into one sendmsg.
@@ -218,7 +224,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   state_ = State::Closed;
   TxList failed;
   {
-    std::lock_guard g(tx_mutex_);
+    MutexLock g(tx_mutex_);
     closed_.store(true, std::memory_order_release);
     failed = txq_;
     txq_ = {};
@@ -244,7 +250,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   LndMessage* rx = nullptr;
   bool parked;
   {
-    std::lock_guard g(rx_mutex_);
+    MutexLock g(rx_mutex_);
     rx_dead_ = true;
     parked = rx_ == Rx::ParseWait;  // the core holds it; its recv() will fail it
     if (!parked) {
@@ -257,7 +263,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
     sni_.ni->host->finalize(rx, err);
   }
   if (!parked) {
-    std::lock_guard g(rx_mutex_);
+    MutexLock g(rx_mutex_);
     rx_hold_.reset();
   }
   auto self = shared_from_this();
@@ -276,7 +282,7 @@ void Conn::tick(Clock::time_point now) {
   }
   bool stuck;
   {
-    std::lock_guard g(tx_mutex_);
+    MutexLock g(tx_mutex_);
     stuck = !txq_.empty() && now - last_tx_progress_ > std::chrono::seconds(sni_.timeout);
   }
   if (stuck) {

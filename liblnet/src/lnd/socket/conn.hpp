@@ -13,6 +13,8 @@
 
 #include "sock_lnd.hpp"
 
+#include <lnet/mutex.hpp>
+
 namespace lnet::sock {
 
 // Fragments gathered into one sendmsg/recvmsg at most.
@@ -74,12 +76,12 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   bool received(ssize_t& n);    // after a recv(): go on?
   bool rx_payload();            // true: the payload is complete
   void rx_done();
-  void write_some(std::unique_lock<std::mutex>& lk, TxList& done);
-  void want_write(bool on);
+  void write_some(TxList& done) LNET_REQUIRES(tx_mutex_);
+  void want_write(bool on) LNET_REQUIRES(tx_mutex_);
   void set_events();
   void close_now(int rc, HealthStatus h, const std::string& why);
   // Tells the I/O thread which events to wake this connection for (add: the first
-  // time); a failure closes the connection.
+  // time); a failure closes the connection (soon, on the I/O thread).
   void watch(std::uint32_t events, bool add = false);
   void tick(Clock::time_point now);
 
@@ -109,16 +111,18 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   int hs_stage_ = 0;
   Hello hello_;
 
-  // Receive side (I/O thread; recv() hands over under rx_mutex_ while parked).
-  std::mutex rx_mutex_;
+  // Receive side: the I/O thread's, but for what recv() (a host thread) hands over under
+  // rx_mutex_: the guarded members, and the rx_msg_..rx_done_ destination, written by
+  // recv() under the lock and read by the I/O thread only after it saw rx_recv_called_.
+  Mutex rx_mutex_;
   std::atomic<Rx> rx_{Rx::Hdr};
-  bool rx_dead_ = false;  // closed: a late recv() fails its message (under rx_mutex_)
+  bool rx_dead_ LNET_GUARDED_BY(rx_mutex_) = false;  // closed: a late recv() fails its message
   std::vector<std::uint8_t> rxbuf_;
   std::size_t rx_beg_ = 0;
   std::size_t rx_end_ = 0;
   MsgHdr rx_msghdr_;
   Header rx_hdr_;
-  bool rx_recv_called_ = false;
+  bool rx_recv_called_ LNET_GUARDED_BY(rx_mutex_) = false;
   LndMessage* rx_msg_ = nullptr;
   const iovec* rx_iov_ = nullptr;
   unsigned rx_niov_ = 0;
@@ -127,13 +131,13 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   std::uint32_t rx_rlen_ = 0;
   std::uint32_t rx_done_ = 0;  // payload bytes consumed
   std::uint32_t rx_crc_ = 0;
-  std::shared_ptr<Conn> rx_hold_;  // keeps us alive while the core holds our message
+  std::shared_ptr<Conn> rx_hold_ LNET_GUARDED_BY(rx_mutex_);  // keeps us alive while the core holds our message
   Clock::time_point last_rx_;
 
   // Send side.
-  std::mutex tx_mutex_;
-  TxList txq_;
-  bool writing_ = false;
+  Mutex tx_mutex_;
+  TxList txq_ LNET_GUARDED_BY(tx_mutex_);
+  bool writing_ LNET_GUARDED_BY(tx_mutex_) = false;
   std::atomic<bool> want_write_{false};
   Clock::time_point last_tx_progress_;
   Clock::time_point last_keepalive_;

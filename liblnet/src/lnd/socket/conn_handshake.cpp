@@ -14,6 +14,7 @@
 #include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet::sock {
 
@@ -55,7 +56,7 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
     c->active_ = true;
     c->deadline_ = Clock::now() + std::chrono::seconds(sni.timeout);
     {
-      std::lock_guard g(sni.conns_mutex);
+      MutexLock g(sni.conns_mutex);
       sni.conns.push_back(c);
     }
     c->start_connect(peer->ip, lnd.params().port);
@@ -138,7 +139,7 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) 
   c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
   set_socket_options(fd, lnd.params(), sni.timeout, sni.ni->config.lnd_tunables.tos);
   {
-    std::lock_guard g(sni.conns_mutex);
+    MutexLock g(sni.conns_mutex);
     sni.conns.push_back(c);
   }
   c->watch(EPOLLIN | EPOLLRDHUP, true);
@@ -279,7 +280,10 @@ void Conn::on_hello() {
 void Conn::on_hello_reply(const Hello& h) {
   if (h.version != version_) {
     // The peer speaks another version: next time we offer that one.
-    if (h.version == kProtoV2 || h.version == kProtoV3) peer_->version = h.version;
+    if (h.version == kProtoV2 || h.version == kProtoV3) {
+      MutexLock g(peer_->mutex);  // launch_connect reads it under the lock
+      peer_->version = h.version;
+    }
     close_now(-EPROTO, HealthStatus::Ok,
               peer_->nid.to_string() + " answers with protocol V" + std::to_string(h.version) + ", retrying");
     return;

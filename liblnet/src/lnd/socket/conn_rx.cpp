@@ -14,6 +14,7 @@
 #include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet::sock {
 
@@ -90,18 +91,18 @@ void Conn::process_rx() {
         rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
       rx_beg_ += kHeaderSize;
       {
-        std::lock_guard g(rx_mutex_);
+        MutexLock g(rx_mutex_);
         rx_recv_called_ = false;
         rx_msg_ = nullptr;
       }
       {
-        std::lock_guard g(rx_mutex_);
+        MutexLock g(rx_mutex_);
         rx_hold_ = shared_from_this();
       }
       int rc = sni_.ni->host->parse(*sni_.ni, rx_hdr_, peer_->nid, this, false);
       if (rc < 0) {
         {
-          std::lock_guard g(rx_mutex_);
+          MutexLock g(rx_mutex_);
           rx_hold_.reset();
         }
         close_now(rc, HealthStatus::RemoteError,
@@ -110,7 +111,7 @@ void Conn::process_rx() {
         return;
       }
       {
-        std::lock_guard g(rx_mutex_);
+        MutexLock g(rx_mutex_);
         if (!rx_recv_called_) {
           rx_ = Rx::ParseWait;  // the core keeps it (a lazy portal) until it can take the payload
         } else {
@@ -186,7 +187,7 @@ void Conn::rx_done() {
   LndMessage* m;
   std::shared_ptr<Conn> hold;
   {
-    std::lock_guard g(rx_mutex_);
+    MutexLock g(rx_mutex_);
     m = rx_msg_;
     rx_msg_ = nullptr;
     rx_ = Rx::Hdr;
@@ -201,7 +202,7 @@ int Conn::recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t o
   bool dead;
   std::shared_ptr<Conn> hold;
   {
-    std::lock_guard g(rx_mutex_);
+    MutexLock g(rx_mutex_);
     dead = rx_dead_;
     if (dead) {
       hold = std::move(rx_hold_);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet::sock {
 
@@ -53,7 +54,7 @@ void IoThread::remove(int fd) { epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr); }
 
 void IoThread::post(std::function<void()> fn) {
   {
-    std::lock_guard g(mutex_);
+    MutexLock g(mutex_);
     posted_.push_back(std::move(fn));
   }
   std::uint64_t one = 1;
@@ -61,7 +62,7 @@ void IoThread::post(std::function<void()> fn) {
 }
 
 void IoThread::retire(std::shared_ptr<void> obj) {
-  std::lock_guard g(mutex_);
+  MutexLock g(mutex_);
   retired_.push_back(std::move(obj));
 }
 
@@ -89,7 +90,7 @@ void IoThread::run() {
     }
     std::vector<std::function<void()>> work;
     {
-      std::lock_guard g(mutex_);
+      MutexLock g(mutex_);
       work.swap(posted_);
     }
     for (auto& fn : work) fn();
@@ -100,7 +101,7 @@ void IoThread::run() {
     }
     std::vector<std::shared_ptr<void>> dead;
     {
-      std::lock_guard g(mutex_);
+      MutexLock g(mutex_);
       dead.swap(retired_);
     }
   }

@@ -9,9 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include <lnet/mutex.hpp>
 
 namespace lnet::sock {
 
@@ -51,9 +52,9 @@ class IoThread {
   Tick tick_;
   int epfd_ = -1;
   int wakefd_ = -1;
-  std::mutex mutex_;
-  std::vector<std::function<void()>> posted_;
-  std::vector<std::shared_ptr<void>> retired_;
+  Mutex mutex_;
+  std::vector<std::function<void()>> posted_ LNET_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<void>> retired_ LNET_GUARDED_BY(mutex_);
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -14,6 +14,7 @@
 
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include "conn.hpp"
 
@@ -169,12 +170,12 @@ int SocketLnd::startup(NetInterface& ni) {
                std::strerror(-rc));
       return rc;  // ~Listener closes the socket
     }
-    std::lock_guard g(nis_mutex_);
+    MutexLock g(nis_mutex_);
     listeners_.push_back(std::move(l));
   }
   LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
            accept_mode_name(params_.accept), sni->timeout);
-  std::lock_guard g(nis_mutex_);
+  MutexLock g(nis_mutex_);
   nis_.push_back(sni.get());
   ni.lnd_data = sni.release();
   return 0;
@@ -185,7 +186,7 @@ void SocketLnd::shutdown(NetInterface& ni) {
   if (!sni) return;
   sni->stopping = true;
   {
-    std::lock_guard g(nis_mutex_);
+    MutexLock g(nis_mutex_);
     for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
       if (&(*it)->sni == sni) {
         (*it)->io.remove((*it)->fd);
@@ -199,7 +200,7 @@ void SocketLnd::shutdown(NetInterface& ni) {
   // finalized before the core goes on.
   std::vector<std::shared_ptr<Conn>> conns;
   {
-    std::lock_guard g(sni->conns_mutex);
+    MutexLock g(sni->conns_mutex);
     conns = sni->conns;
   }
   for (auto& c : conns) c->close(-ESHUTDOWN, HealthStatus::LocalAborted, "shutting down");
@@ -210,9 +211,9 @@ void SocketLnd::shutdown(NetInterface& ni) {
   }
   TxList pending;
   {
-    std::unique_lock g(sni->mutex);
+    WriteLock g(sni->mutex);
     for (auto& [nid, peer] : sni->peers) {
-      std::lock_guard pg(peer->mutex);
+      MutexLock pg(peer->mutex);
       while (Tx* t = peer->pending.pop_front()) pending.push_back(t);
     }
     sni->peers.clear();
@@ -227,7 +228,7 @@ void SocketLnd::shutdown(NetInterface& ni) {
   ni.lnd_data = nullptr;
   bool last;
   {
-    std::lock_guard g(nis_mutex_);
+    MutexLock g(nis_mutex_);
     last = nis_.empty();
   }
   if (last) {
@@ -241,19 +242,21 @@ void SocketLnd::shutdown(NetInterface& ni) {
 std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip) {
   auto key = std::make_pair(nid.value(), pid);
   {
-    std::shared_lock g(sni.mutex);
+    ReadLock g(sni.mutex);
     auto it = sni.peers.find(key);
     if (it != sni.peers.end()) return it->second;
   }
-  std::unique_lock g(sni.mutex);
+  WriteLock g(sni.mutex);
   auto& slot = sni.peers[key];
   if (!slot) {
-    slot = std::make_shared<SockPeer>();
-    slot->nid = nid;
-    slot->pid = pid;
-    slot->userspace = (pid & kPidUserFlag) != 0;
-    slot->ip = ip;
-    slot->version = params_.typed_conns ? kProtoV3 : kProtoV2;
+    auto peer = std::make_shared<SockPeer>();
+    peer->nid = nid;
+    peer->pid = pid;
+    peer->userspace = (pid & kPidUserFlag) != 0;
+    peer->ip = ip;
+    MutexLock pg(peer->mutex);  // not shared yet, but version is guarded
+    peer->version = params_.typed_conns ? kProtoV3 : kProtoV2;
+    slot = peer;
   }
   return slot;
 }
@@ -262,7 +265,7 @@ namespace {
 
 // The connection a message goes on: CONTROL for small ones, BULK_OUT for large, ANY
 // with a peer that opened only one; NOOPs carrying ACK cookies prefer BULK_IN.
-std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk, bool zc_ack) {
+std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk, bool zc_ack) LNET_REQUIRES(peer.mutex) {
   ConnType want = zc_ack ? ConnType::BulkIn : bulk ? ConnType::BulkOut : ConnType::Control;
   std::shared_ptr<Conn> any, fallback;
   for (auto& c : peer.conns) {
@@ -277,7 +280,6 @@ std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk, bool zc_ack) {
 }  // namespace
 
 void SocketLnd::launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) {
-  // Called with peer->mutex held.
   if (sni.stopping) return;
   std::vector<ConnType> types;
   if (params_.typed_conns) {
@@ -301,7 +303,7 @@ void SocketLnd::queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx*
   std::shared_ptr<Conn> conn;
   int refuse = 0;
   {
-    std::lock_guard g(peer->mutex);
+    MutexLock g(peer->mutex);
     conn = pick_conn(*peer, bulk, false);
     if (!conn) {
       if (peer->userspace) {
@@ -332,7 +334,7 @@ void SocketLnd::fail_txs(TxList& txs, int rc, HealthStatus h) {
 }
 
 bool SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation) {
-  std::lock_guard g(peer.mutex);
+  MutexLock g(peer.mutex);
   if (peer.incarnation != 0 && incarnation != peer.incarnation) return false;  // rebooted: the old ones go
   for (auto& c : peer.conns)
     if (!c->closed() && c->type() == type) return true;  // a duplicate
@@ -345,7 +347,7 @@ void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& p
   std::vector<std::shared_ptr<Conn>> stale;
   std::vector<std::pair<std::shared_ptr<Conn>, Tx*>> go;
   {
-    std::lock_guard g(peer->mutex);
+    MutexLock g(peer->mutex);
     if (peer->incarnation != 0 && conn->incarnation() != peer->incarnation) {
       LNET_LOG(Warn, kLogLnd, "%s restarted (new incarnation): closing its old connections",
                peer->nid.to_string().c_str());
@@ -374,7 +376,7 @@ void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& p
 void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established,
                             bool active, int rc) {
   if (conn) {
-    std::lock_guard g(sni.conns_mutex);
+    MutexLock g(sni.conns_mutex);
     auto& v = sni.conns;
     v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
             v.end());
@@ -383,7 +385,7 @@ void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, 
   TxList failed;
   bool down = false;
   {
-    std::lock_guard g(peer->mutex);
+    MutexLock g(peer->mutex);
     if (was_established) {
       auto& v = peer->conns;
       v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
@@ -417,26 +419,26 @@ void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, 
 void SocketLnd::tick(Clock::time_point now) {
   std::vector<SockNi*> nis;
   {
-    std::lock_guard g(nis_mutex_);
+    MutexLock g(nis_mutex_);
     nis = nis_;
   }
   for (SockNi* sni : nis) {
     std::vector<std::shared_ptr<Conn>> conns;
     {
-      std::lock_guard g(sni->conns_mutex);
+      MutexLock g(sni->conns_mutex);
       conns = sni->conns;
     }
     for (auto& c : conns) c->tick_if_mine(now);    // each I/O thread looks after its own
     if (!io_.front()->on_this_thread()) continue;  // peers are looked after once
     std::vector<std::shared_ptr<SockPeer>> peers;
     {
-      std::shared_lock g(sni->mutex);
+      ReadLock g(sni->mutex);
       for (auto& [nid, p] : sni->peers) peers.push_back(p);
     }
     for (auto& peer : peers) {
       TxList expired;
       {
-        std::lock_guard g(peer->mutex);
+        MutexLock g(peer->mutex);
         TxList keep;
         while (Tx* t = peer->pending.pop_front()) (now >= t->deadline ? expired : keep).push_back(t);
         peer->pending = keep;

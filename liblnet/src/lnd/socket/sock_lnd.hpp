@@ -12,14 +12,13 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/socklnd.hpp>
+#include <lnet/mutex.hpp>
 
 #include "io_thread.hpp"
 #include "sock_wire.hpp"
@@ -54,14 +53,14 @@ struct SockPeer {
   Nid nid;
   Pid pid = kPidLustre;
   std::uint32_t ip = 0;
-  std::mutex mutex;
-  std::vector<std::shared_ptr<Conn>> conns;  // established
-  int connecting = 0;                        // active attempts in flight
-  std::uint32_t version = kProtoV3;          // what to offer next time
-  std::uint64_t incarnation = 0;             // 0: not heard yet
-  TxList pending;                            // waiting for a connection
-  Clock::time_point next_connect{};
-  int backoff_ms = 0;
+  Mutex mutex;
+  std::vector<std::shared_ptr<Conn>> conns LNET_GUARDED_BY(mutex);  // established
+  int connecting LNET_GUARDED_BY(mutex) = 0;                        // active attempts in flight
+  std::uint32_t version LNET_GUARDED_BY(mutex) = kProtoV3;          // what to offer next time
+  std::uint64_t incarnation LNET_GUARDED_BY(mutex) = 0;             // 0: not heard yet
+  TxList pending LNET_GUARDED_BY(mutex);                            // waiting for a connection
+  Clock::time_point next_connect LNET_GUARDED_BY(mutex){};
+  int backoff_ms LNET_GUARDED_BY(mutex) = 0;
   bool userspace = false;  // identified by source port: we never connect to it
 };
 
@@ -73,12 +72,12 @@ struct SockNi {
   std::uint64_t incarnation = 0;
   int timeout = 50;
   int listen_fd = -1;
-  std::shared_mutex mutex;  // the peer map
+  SharedMutex mutex;  // the peer map
   // Keyed by (NID, pid), as the kernel keys its peers: a userspace client identified by
   // its source port is not the kernel-like peer on the same address.
-  std::map<std::pair<std::uint64_t, Pid>, std::shared_ptr<SockPeer>> peers;
-  std::mutex conns_mutex;  // every connection of this NI, established or not
-  std::vector<std::shared_ptr<Conn>> conns;
+  std::map<std::pair<std::uint64_t, Pid>, std::shared_ptr<SockPeer>> peers LNET_GUARDED_BY(mutex);
+  Mutex conns_mutex;  // every connection of this NI, established or not
+  std::vector<std::shared_ptr<Conn>> conns LNET_GUARDED_BY(conns_mutex);
   std::atomic<bool> stopping{false};
 };
 
@@ -107,7 +106,7 @@ class SocketLnd final : public Lnd {
   // True when `peer` already has (or is racing for) a connection that makes an incoming
   // one of `type` redundant.
   bool refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
-  void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer);
+  void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
 
  private:
   void tick(Clock::time_point now);
@@ -118,9 +117,9 @@ class SocketLnd final : public Lnd {
   struct Listener;
   SocketParams params_;
   std::vector<std::unique_ptr<IoThread>> io_;
-  std::mutex nis_mutex_;
-  std::vector<SockNi*> nis_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
+  Mutex nis_mutex_;
+  std::vector<SockNi*> nis_ LNET_GUARDED_BY(nis_mutex_);
+  std::vector<std::unique_ptr<Listener>> listeners_ LNET_GUARDED_BY(nis_mutex_);
 };
 
 // How a socket error maps to a health status (facts §5.3).

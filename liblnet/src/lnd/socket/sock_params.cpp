@@ -3,18 +3,18 @@
 
 #include <cerrno>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet {
 
 namespace {
 
-std::mutex g_params_mutex;
-std::unique_ptr<SocketParams> g_params;
+Mutex g_params_mutex;
+std::unique_ptr<SocketParams> g_params LNET_GUARDED_BY(g_params_mutex);
 
 // The module parameters of the kernel's acceptor and ksocklnd, as variables.
 const EnvVar kAccept{"LNET_ACCEPT", "secure",
@@ -97,12 +97,12 @@ Result<SocketParams> SocketParams::from_env() {
 }
 
 void set_socket_params(const SocketParams& p) {
-  std::lock_guard g(g_params_mutex);
+  MutexLock g(g_params_mutex);
   g_params = std::make_unique<SocketParams>(p);
 }
 
 SocketParams socket_params() {
-  std::lock_guard g(g_params_mutex);
+  MutexLock g(g_params_mutex);
   if (g_params) return *g_params;
   auto p = SocketParams::from_env();
   if (!p) {

@@ -6,16 +6,16 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 
 #include <lnet/nid.hpp>
+#include <lnet/mutex.hpp>
 
 namespace lnet {
 
 inline constexpr std::size_t kCacheLine = 64;
 
 struct alignas(kCacheLine) PaddedMutex {
-  std::mutex m;
+  Mutex m;
 };
 
 class CptTable {
@@ -36,15 +36,19 @@ class CptTable {
 };
 
 // One mutex per CPT. lock_all() takes them in ascending order (the "exclusive" lock that
-// configuration changes hold); a thread holds at most one otherwise.
-class CptLocks {
+// configuration changes hold); a thread holds at most one otherwise. What they guard is
+// sharded by CPT, the lock chosen at run time: the thread-safety analysis cannot name
+// it, so that state carries no LNET_GUARDED_BY (the owners' comments say which lock).
+// For the analysis, the set is one capability, held exclusively by ExclusiveLock: state
+// that only changes under every lock (and is read under all of them) is guarded by it.
+class LNET_CAPABILITY("cpt locks") CptLocks {
  public:
   explicit CptLocks(unsigned n) : n_(n), locks_(std::make_unique<PaddedMutex[]>(n)) {}
-  std::mutex& operator[](unsigned cpt) { return locks_[cpt].m; }
-  void lock_all() {
+  Mutex& operator[](unsigned cpt) { return locks_[cpt].m; }
+  void lock_all() LNET_ACQUIRE() LNET_NO_THREAD_SAFETY_ANALYSIS {
     for (unsigned i = 0; i < n_; ++i) locks_[i].m.lock();
   }
-  void unlock_all() {
+  void unlock_all() LNET_RELEASE() LNET_NO_THREAD_SAFETY_ANALYSIS {
     for (unsigned i = n_; i-- > 0;) locks_[i].m.unlock();
   }
 
@@ -53,10 +57,10 @@ class CptLocks {
   std::unique_ptr<PaddedMutex[]> locks_;
 };
 
-class ExclusiveLock {
+class LNET_SCOPED_CAPABILITY ExclusiveLock {
  public:
-  explicit ExclusiveLock(CptLocks& l) : l_(l) { l_.lock_all(); }
-  ~ExclusiveLock() { l_.unlock_all(); }
+  explicit ExclusiveLock(CptLocks& l) LNET_ACQUIRE(l) : l_(l) { l_.lock_all(); }
+  ~ExclusiveLock() LNET_RELEASE() { l_.unlock_all(); }
   ExclusiveLock(const ExclusiveLock&) = delete;
   ExclusiveLock& operator=(const ExclusiveLock&) = delete;
 

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include <lnet/config.hpp>
 #include <lnet/control.hpp>
 #include <lnet/lnd/lnd.hpp>
+#include <lnet/mutex.hpp>
 
 #include "base/counters.hpp"
 #include "base/cpt.hpp"
@@ -125,17 +125,19 @@ class Core final : public LndHost, public Control, private portals::Completer {
   const net::NetView* find_net(NetId id) const { return table().find(id); }
   bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
 
+  // The NIs of the configuration and the ping target (startup()).
+  Status start_nets() LNET_EXCLUDES(config_mutex_);
   // Local NIs (nets.cpp); under config_mutex_.
-  Result<Lnd*> driver_for(const NetConfig& nc);
-  Result<Ni*> bring_up(const NetConfig& nc);
-  void take_down(Ni* ni);
-  void publish(std::unique_ptr<net::NetTable> t);
+  Result<Lnd*> driver_for(const NetConfig& nc) LNET_REQUIRES(config_mutex_);
+  Result<Ni*> bring_up(const NetConfig& nc) LNET_REQUIRES(config_mutex_);
+  void take_down(Ni* ni) LNET_REQUIRES(config_mutex_);
+  void publish(std::unique_ptr<net::NetTable> t) LNET_REQUIRES(config_mutex_);
   void refresh_ping_target();
 
   // Peers. The peer NI of `nid`, made (single-rail, unconfigured) if missing; takes every
   // net lock to make one. nullptr: it could not be made.
   PeerNi* peer_ni_for(Nid nid);
-  int add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail);  // under every net lock
+  int add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) LNET_REQUIRES(net_locks_);
   int peer_credits_for(NetId net) const;
   int peer_rtr_credits_for(NetId net) const;
 
@@ -199,21 +201,23 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.
-  mutable std::mutex config_mutex_;
-  std::map<std::uint32_t, std::shared_ptr<Lnd>> lnds_;  // drivers in use, by net type
-  std::vector<std::unique_ptr<net::Net>> all_nets_;
-  std::vector<std::unique_ptr<Ni>> all_nis_;
+  mutable Mutex config_mutex_;
+  std::map<std::uint32_t, std::shared_ptr<Lnd>> lnds_ LNET_GUARDED_BY(config_mutex_);  // drivers in use
+  std::vector<std::unique_ptr<net::Net>> all_nets_ LNET_GUARDED_BY(config_mutex_);
+  std::vector<std::unique_ptr<Ni>> all_nis_ LNET_GUARDED_BY(config_mutex_);
   std::atomic<const net::NetTable*> table_{nullptr};
-  std::vector<std::unique_ptr<net::NetTable>> tables_;
+  std::vector<std::unique_ptr<net::NetTable>> tables_ LNET_GUARDED_BY(config_mutex_);
   Ni* lo_ni_ = nullptr;
-  GlobalTunables globals_;
-  net::UdspRules udsp_;
+  GlobalTunables globals_ LNET_GUARDED_BY(config_mutex_);
+  // Changed under config_mutex_ and every net lock; peers made on the data path (under
+  // every net lock only) read it.
+  net::UdspRules udsp_ LNET_GUARDED_BY(net_locks_);
 
   // Routing.
   std::atomic<bool> routing_{false};
-  BufferConfig buffers_;
+  BufferConfig buffers_ LNET_GUARDED_BY(config_mutex_);
   std::thread checker_;
-  std::mutex checker_mutex_;
+  Mutex checker_mutex_;
   std::condition_variable checker_cv_;
   std::atomic<std::uint32_t> ping_seq_{1};
 

@@ -12,6 +12,7 @@
 #include <lnet/lnd/header.hpp>
 #include <lnet/md.hpp>
 #include <lnet/result.hpp>
+#include <lnet/mutex.hpp>
 
 #include "base/cpt.hpp"
 #include "portals/delivery.hpp"
@@ -73,19 +74,21 @@ class PortalTable {
 
  private:
   enum class Kind : int { Unset, Wildcard, Unique };
+  // A CPT's MEs and MDs. Its lock also guards the CPT's match tables and the fields of
+  // its MEs and MDs, which the analysis cannot name (the CPT is chosen at run time).
   struct alignas(kCacheLine) Res {
-    std::mutex lock;
-    HandleTable handles;
-    LibMd* md_free = nullptr;
-    LibMe* me_free = nullptr;
-    std::vector<std::unique_ptr<LibMd>> mds;
-    std::vector<std::unique_ptr<LibMe>> mes;
+    Mutex lock;
+    HandleTable handles LNET_GUARDED_BY(lock);
+    LibMd* md_free LNET_GUARDED_BY(lock) = nullptr;
+    LibMe* me_free LNET_GUARDED_BY(lock) = nullptr;
+    std::vector<std::unique_ptr<LibMd>> mds LNET_GUARDED_BY(lock);
+    std::vector<std::unique_ptr<LibMe>> mes LNET_GUARDED_BY(lock);
   };
   struct Portal {
-    std::mutex mutex;  // leaf lock: kind changes, lazy flag, waiting messages
+    Mutex mutex;  // leaf lock: kind changes, lazy flag, waiting messages
     std::atomic<Kind> kind{Kind::Unset};
     std::atomic<bool> lazy{false};
-    DeliveryQueue delayed;
+    DeliveryQueue delayed LNET_GUARDED_BY(mutex);
     std::atomic<std::uint64_t> attach_gen{0};  // MD attaches so far
     std::vector<MatchTable> tables;            // per CPT; a request portal uses tables[home]
     unsigned home = 0;
@@ -97,27 +100,28 @@ class PortalTable {
     EventHandler handler;
     std::shared_ptr<EventQueue> eq;
   };
-  LibMd* alloc_md(Res& r);
+  LibMd* alloc_md(Res& r) LNET_REQUIRES(r.lock);
   // Returns the MD to the pool; its handler and queue move to *doomed (if given).
-  void free_md(Res& r, LibMd* md, Sink* doomed = nullptr);
+  void free_md(Res& r, LibMd* md, Sink* doomed = nullptr) LNET_REQUIRES(r.lock);
   LibMe* make_me(Res& r, unsigned cpt, unsigned portal, ProcessId id, std::uint64_t bits, std::uint64_t ignore,
-                 Unlink unlink);
+                 Unlink unlink) LNET_REQUIRES(r.lock);
   // The container a handle's cookie points to (nullptr for a malformed cookie).
   Res* res_for(std::uint64_t cookie, HandleType type);
-  void free_me(Res& r, LibMe* me);
+  void free_me(Res& r, LibMe* me) LNET_REQUIRES(r.lock);
   void fill_md(LibMd* md, const MdDesc& d, Unlink unlink);
   void fill_md_event(const LibMd* md, Event& ev) const;
   // Takes the MD off its ME; frees the ME if it was attached with Unlink (or `force`).
-  void detach_from_me(Res& r, LibMd* md, bool force);
+  void detach_from_me(Res& r, LibMd* md, bool force) LNET_REQUIRES(r.lock);
   // After a successful match: consume it, and detach an exhausted auto-unlink MD.
-  void commit(Res& r, const MatchResult& m, Delivery* msg);
+  void commit(Res& r, const MatchResult& m, Delivery* msg) LNET_REQUIRES(r.lock);
   // Marks an idle MD gone; returns true when its sink wants an UNLINK event.
-  bool retire_locked(Res& r, LibMd* md);
+  bool retire_locked(Res& r, LibMd* md) LNET_REQUIRES(r.lock);
   // Hands a delivery whose event is out to the completer (or back to the pool: an
   // UNLINK carrier).
   static void finish(Delivery* d, Completer& c);
-  void sink_event(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Delivery* msg, Completer& c);
-  void unlink_md_locked(std::unique_lock<std::mutex>& lk, Res& r, LibMd* md, Completer& c);
+  // Both are called with r.lock held and release it (events are delivered unlocked).
+  void sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) LNET_RELEASE(r.lock);
+  void unlink_md_locked(Res& r, LibMd* md, Completer& c) LNET_RELEASE(r.lock);
 
   const CptTable& cpts_;
   std::uint64_t iface_cookie_;
