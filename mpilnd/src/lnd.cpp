@@ -1,6 +1,7 @@
 // lnet::mpi::MpiLnd: the mpi driver of one communicator, for any host of the SPI.
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
+#include <lnet/mutex.hpp>
 
 #include "mpi_ni.hpp"
 
@@ -25,7 +26,7 @@ Status MpiLnd::check_config(const NetConfig& config) const {
 
 int MpiLnd::startup(NetInterface& ni) {
   {
-    std::lock_guard g(mutex_);
+    MutexLock g(mutex_);
     if (ni_) return -EEXIST;  // one NI per communicator
   }
   int rank = 0;
@@ -49,7 +50,7 @@ int MpiLnd::startup(NetInterface& ni) {
     m->stop();
     return rc;
   }
-  std::lock_guard g(mutex_);
+  MutexLock g(mutex_);
   ni_ = m.get();
   ni.lnd_data = m.release();
   return 0;
@@ -59,7 +60,7 @@ void MpiLnd::shutdown(NetInterface& ni) {
   auto* m = static_cast<MpiNi*>(ni.lnd_data);
   if (!m) return;
   {
-    std::lock_guard g(mutex_);
+    MutexLock g(mutex_);
     ni_ = nullptr;
   }
   m->stop();
@@ -80,24 +81,24 @@ int MpiLnd::timeout(const NetInterface& ni) const {
 }
 
 Stats MpiLnd::stats() const {
-  std::lock_guard g(mutex_);
+  MutexLock g(mutex_);
   return ni_ ? ni_->stats() : Stats{};
 }
 
 bool MpiLnd::progress_thread() const {
-  std::lock_guard g(mutex_);
+  MutexLock g(mutex_);
   return ni_ && ni_->has_thread();
 }
 
 bool MpiLnd::idle() const {
-  std::lock_guard g(mutex_);
+  MutexLock g(mutex_);
   return !ni_ || ni_->idle();
 }
 
 int MpiLnd::barrier(std::chrono::steady_clock::time_point deadline) {
   MpiNi* ni;
   {
-    std::lock_guard g(mutex_);
+    MutexLock g(mutex_);
     ni = ni_;
   }
   return ni ? ni->barrier(deadline) : -ENETDOWN;

@@ -22,7 +22,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -31,6 +30,7 @@
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/mpi.hpp>
+#include <lnet/mutex.hpp>
 
 #include "mpi_wire.hpp"
 
@@ -41,18 +41,38 @@ using Clock = std::chrono::steady_clock;
 struct Peer;
 struct Bulk;
 
+// Bytes written before they are read: growing the vector does not zero them (a message
+// buffer is filled right after it is sized; zeroing 4 KiB first cost a tenth of a
+// microsecond per message).
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+using Bytes = std::vector<std::uint8_t, UninitializedAllocator<std::uint8_t>>;
+
 // A short message on its way out (and the LNet message it carries, if any). Pooled.
 struct Tx {
   Tx* next = nullptr;
   Peer* peer = nullptr;
-  MsgKind kind = MsgKind::Noop;   // decided when posted (the peer's limits are known then)
-  LndMessage* msg = nullptr;      // finalized when everything of this Tx is done
-  LndMessage* reply = nullptr;    // optimised GET: the REPLY the sink completes
-  Bulk* bulk = nullptr;           // BULK: the payload; GET_REQ: the sink
-  std::vector<std::uint8_t> buf;  // header + body (capacity kept across uses)
-  std::uint32_t tag = 0;          // GET_NAK
-  std::int32_t status = 0;        // GET_NAK
-  int pending = 0;                // MPI operations still running
+  MsgKind kind = MsgKind::Noop;  // decided when posted (the peer's limits are known then)
+  LndMessage* msg = nullptr;     // finalized when everything of this Tx is done
+  LndMessage* reply = nullptr;   // optimised GET: the REPLY the sink completes
+  Bulk* bulk = nullptr;          // BULK: the payload; GET_REQ: the sink
+  Bytes buf;                     // header + body (capacity kept across uses)
+  std::uint32_t tag = 0;         // GET_NAK
+  std::int32_t status = 0;       // GET_NAK
+  int pending = 0;               // MPI operations still running
   int rc = 0;
   HealthStatus health = HealthStatus::Ok;
   Clock::time_point deadline{};  // while queued: when it fails for want of a handshake or credit
@@ -92,12 +112,12 @@ struct Rx {
   Peer* peer = nullptr;
   std::uint32_t tag = 0;
   std::uint32_t sink_length = 0;          // GET_REQ
-  std::mutex mutex;                       // recv() against the payload moving to the heap
+  Mutex mutex;                            // recv() against the payload moving to the heap
   const std::uint8_t* payload = nullptr;  // IMMEDIATE: in a pool buffer or `heap`
   std::uint32_t payload_len = 0;
-  std::vector<std::uint8_t> heap;  // the payload when the host delays the receive
-  bool received = false;           // recv() ran
-  bool parsed = false;             // parse() returned (whoever comes second frees it)
+  Bytes heap;                                    // the payload when the host delays the receive
+  bool received LNET_GUARDED_BY(mutex) = false;  // recv() ran
+  bool parsed LNET_GUARDED_BY(mutex) = false;    // parse() returned (whoever comes second frees it)
   // The common case: the host receives an IMMEDIATE within parse(), on the thread that
   // handles the pool buffer. Then neither the mutex nor the flags above are needed.
   std::atomic<std::thread::id> parser{};
@@ -194,55 +214,55 @@ class MpiNi {
   bool check(int rc, const char* what);
 
   // peer.cpp
-  Peer* peer_locked(int rank);
+  Peer* peer_locked(int rank) LNET_REQUIRES(mu_);
   std::uint32_t alloc_tag(Peer& p, bool odd);
   void free_tag(Peer& p, std::uint32_t tag);
   std::uint32_t chunk_for(const Peer& p) const;
   std::uint8_t take_owed(Peer& p);
-  void add_request(MPI_Request r, Owner::Kind kind, void* obj);
+  void add_request(MPI_Request r, Owner::Kind kind, void* obj) LNET_REQUIRES(mu_);
 
   // tx.cpp
   enum { kSendFailed, kSent, kSentDone };
-  int isend_locked(Tx* tx);
-  void enqueue_locked(Tx* tx, Done& done);
-  void flush_locked(Peer& p, Done& done);
-  void post_locked(Tx* tx, Done& done);
-  bool post_get_sink_locked(Tx* tx, std::uint32_t tag, Done& done);
-  void post_bulk_payload_locked(Tx* tx, std::uint32_t tag, Done& done);
+  int isend_locked(Tx* tx) LNET_REQUIRES(mu_);
+  void enqueue_locked(Tx* tx, Done& done) LNET_REQUIRES(mu_);
+  void flush_locked(Peer& p, Done& done) LNET_REQUIRES(mu_);
+  void post_locked(Tx* tx, Done& done) LNET_REQUIRES(mu_);
+  bool post_get_sink_locked(Tx* tx, std::uint32_t tag, Done& done) LNET_REQUIRES(mu_);
+  void post_bulk_payload_locked(Tx* tx, std::uint32_t tag, Done& done) LNET_REQUIRES(mu_);
   bool plain_get(const LndMessage& m) const;
   bool packable(const Peer& p, const Tx* tx) const;
-  void post_packed_locked(Peer& p, Tx* first, Done& done);
-  void post_control_locked(Peer& p, MsgKind kind);
-  void fail_tx_locked(Tx* tx, int rc, HealthStatus h, Done& done);
-  void tx_part_done_locked(Tx* tx, int rc, Done& done);
-  void tx_finished_locked(Tx* tx, Done& done);  // tx->msg is to be finalized
+  void post_packed_locked(Peer& p, Tx* first, Done& done) LNET_REQUIRES(mu_);
+  void post_control_locked(Peer& p, MsgKind kind) LNET_REQUIRES(mu_);
+  void fail_tx_locked(Tx* tx, int rc, HealthStatus h, Done& done) LNET_REQUIRES(mu_);
+  void tx_part_done_locked(Tx* tx, int rc, Done& done) LNET_REQUIRES(mu_);
+  void tx_finished_locked(Tx* tx, Done& done) LNET_REQUIRES(mu_);  // tx->msg is to be finalized
   Tx* get_tx();
   void put_tx(Tx* tx);
 
   // bulk.cpp
-  bool post_bulk_locked(Bulk* b);
-  void bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done);
-  void bulk_finished_locked(Bulk* b, Done& done);
-  void cancel_requests_of_locked(void* obj);
+  bool post_bulk_locked(Bulk* b) LNET_REQUIRES(mu_);
+  void bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done) LNET_REQUIRES(mu_);
+  void bulk_finished_locked(Bulk* b, Done& done) LNET_REQUIRES(mu_);
+  void cancel_requests_of_locked(void* obj) LNET_REQUIRES(mu_);
   Bulk* get_bulk();
   void put_bulk(Bulk* b);
 
   // receive.cpp
-  void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done);
-  void on_hello(PoolWork& w, const Decoded& d, Done& done);
-  void on_lnet(PoolWork& w, const Decoded& d, Done& done);
-  void on_get_nak(PoolWork& w, const Decoded& d, Done& done);
-  void on_noop(PoolWork& w, const Decoded& d, Done& done);
-  void on_packed(PoolWork& w, const Decoded& d, Done& done);
-  void drop_bad_locked(int source, const std::string& why, Done& done);
-  void replace_pool_rx_locked(int index);
-  bool init_pool_rx_locked(std::size_t i);
-  void hand_to_host_locked(PoolWork& w, const Decoded& d);
-  void parse_pool_work();
-  void finish_pool_work_locked(Done& done);
-  void repost_locked(int index);
+  void pool_rx_locked(int index, const MPI_Status& st, int err, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void on_hello(PoolWork& w, const Decoded& d, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void on_lnet(PoolWork& w, const Decoded& d, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void on_get_nak(PoolWork& w, const Decoded& d, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void on_noop(PoolWork& w, const Decoded& d, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void on_packed(PoolWork& w, const Decoded& d, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void drop_bad_locked(int source, const std::string& why, Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void replace_pool_rx_locked(int index) LNET_REQUIRES(mu_);
+  bool init_pool_rx_locked(std::size_t i) LNET_REQUIRES(mu_);
+  void hand_to_host_locked(PoolWork& w, const Decoded& d) LNET_REQUIRES(mu_, progress_mu_);
+  void parse_pool_work() LNET_REQUIRES(progress_mu_);
+  void finish_pool_work_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void repost_locked(int index) LNET_REQUIRES(mu_);
   void receive_bulk_locked(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
-                           std::uint32_t mlen, std::uint32_t rlen, Done& done);
+                           std::uint32_t mlen, std::uint32_t rlen, Done& done) LNET_REQUIRES(mu_);
   Rx* get_rx();
   void put_rx(Rx* rx);
 
@@ -250,9 +270,11 @@ class MpiNi {
   // Tests the requests outstanding besides the pool (MPI_Testsome), drops the finished
   // ones from the table and hands each completion to its owner. The number completed,
   // or -1 when the test itself failed.
-  int reap_locked(Done& done);
-  void test_pool_locked(Done& done, bool* worked);
-  void check_timeouts_locked(Clock::time_point now, Done& done);
+  // progress(): a round, with progress_mu_ held; completions for complete().
+  bool round_locked(Done& done) LNET_REQUIRES(progress_mu_);
+  int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
+  void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
+  void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
   void complete(Done& done);
   void thread_main();
   void kick();  // work for the progress thread (a no-op without one, or on it)
@@ -271,33 +293,36 @@ class MpiNi {
   int timeout_ = 50;  // seconds a send waits for a handshake or a credit
   std::size_t buf_size_ = 0;
 
-  mutable std::mutex mu_;
-  std::vector<MPI_Request> reqs_;  // [0, pool) persistent pool receives, then the rest
-  std::vector<Owner> owners_;
-  std::vector<std::unique_ptr<std::uint8_t[]>> pool_;
-  std::vector<std::unique_ptr<std::uint8_t[]>> retired_;  // buffers of receives left to MPI
-  std::vector<std::unique_ptr<Peer>> peers_;              // by rank, made on first contact
-  std::vector<Peer*> contacted_;
-  Fifo<Tx> deferred_;         // sends from threads that may not call MPI
-  Fifo<Bulk> deferred_bulk_;  // receives likewise
-  Clock::time_point next_timeout_check_{};
-  std::uint32_t rounds_ = 0;   // progress rounds, to read the clock now and then
-  std::size_t pool_head_ = 0;  // the pool receive started longest ago
-  bool stopped_ = false;
+  // The driver's state, and every MPI call on the communicator (a thread level below
+  // MPI_THREAD_MULTIPLE allows no two at once). The peers' fields are under it too.
+  mutable Mutex mu_;
+  std::vector<MPI_Request> reqs_ LNET_GUARDED_BY(mu_);  // [0, pool) persistent pool receives, then the rest
+  std::vector<Owner> owners_ LNET_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<std::uint8_t[]>> pool_ LNET_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<std::uint8_t[]>> retired_ LNET_GUARDED_BY(mu_);  // buffers of receives left to MPI
+  std::vector<std::unique_ptr<Peer>> peers_ LNET_GUARDED_BY(mu_);              // by rank, made on first contact
+  std::vector<Peer*> contacted_ LNET_GUARDED_BY(mu_);
+  Fifo<Tx> deferred_ LNET_GUARDED_BY(mu_);         // sends from threads that may not call MPI
+  Fifo<Bulk> deferred_bulk_ LNET_GUARDED_BY(mu_);  // receives likewise
+  Clock::time_point next_timeout_check_ LNET_GUARDED_BY(mu_){};
+  std::uint32_t rounds_ LNET_GUARDED_BY(mu_) = 0;   // progress rounds, to read the clock now and then
+  std::size_t pool_head_ LNET_GUARDED_BY(mu_) = 0;  // the pool receive started longest ago
+  bool stopped_ LNET_GUARDED_BY(mu_) = false;
 
-  std::mutex progress_mu_;  // one progressing thread at a time
-  std::vector<int> indices_;
-  std::vector<MPI_Status> statuses_;
-  std::vector<Completion> completed_;
-  std::vector<PoolWork> pool_work_;
-  bool pool_busy_ = false;  // the last round found messages in the pool (progress lock)
+  // One progressing thread at a time; the round's scratch is its. Taken before mu_.
+  Mutex progress_mu_ LNET_ACQUIRED_BEFORE(mu_);
+  std::vector<int> indices_ LNET_GUARDED_BY(progress_mu_);
+  std::vector<MPI_Status> statuses_ LNET_GUARDED_BY(progress_mu_);
+  std::vector<Completion> completed_ LNET_GUARDED_BY(progress_mu_);
+  std::vector<PoolWork> pool_work_ LNET_GUARDED_BY(progress_mu_);
+  bool pool_busy_ LNET_GUARDED_BY(progress_mu_) = false;  // the last round found messages in the pool
 
   std::thread thread_;
   bool setup_ok_ = true;       // the constructor's MPI queries succeeded
   std::thread::id thread_id_;  // the progress thread's, set before it runs
   std::atomic<bool> stopping_{false};
   // The progress thread naps when idle; work started by other threads wakes it.
-  std::mutex nap_mu_;
+  Mutex nap_mu_;
   std::condition_variable nap_cv_;
   std::atomic<bool> napping_{false};
   std::atomic<bool> kicked_{false};

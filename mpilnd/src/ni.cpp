@@ -5,6 +5,7 @@
 #include <random>
 
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include "mpi_ni.hpp"
 
@@ -57,7 +58,7 @@ bool MpiNi::check(int rc, const char* what) {
 
 int MpiNi::start() {
   if (!setup_ok_) return -EIO;
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   pool_.resize(opts_.pool_depth);
   reqs_.resize(opts_.pool_depth, MPI_REQUEST_NULL);
   owners_.resize(opts_.pool_depth);
@@ -76,9 +77,9 @@ int MpiNi::start() {
     return -EINVAL;
   }
   if (want_thread) {
-    std::unique_lock g(nap_mu_);  // thread_id_ is set before the thread looks
+    MutexLock g(nap_mu_);  // thread_id_ is set before the thread looks
     thread_ = std::thread([this] {
-      { std::lock_guard w(nap_mu_); }
+      { MutexLock w(nap_mu_); }
       thread_main();
     });
     thread_id_ = thread_.get_id();
@@ -94,7 +95,7 @@ int MpiNi::start() {
 }
 
 bool MpiNi::idle() {
-  std::lock_guard g(mu_);
+  MutexLock g(mu_);
   if (reqs_.size() > opts_.pool_depth || !deferred_.empty() || !deferred_bulk_.empty()) return false;
   for (Peer* p : contacted_)
     if (!p->queue.empty()) return false;
@@ -104,14 +105,14 @@ bool MpiNi::idle() {
 int MpiNi::barrier(Clock::time_point deadline) {
   MPI_Request r;
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     if (!check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier")) return -EIO;
   }
   for (;;) {
     if (!has_thread()) progress();
     int flag = 0;
     {
-      std::lock_guard g(mu_);
+      MutexLock g(mu_);
       if (!check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test")) return -EIO;
     }
     if (flag) return 0;
@@ -140,15 +141,15 @@ void MpiNi::stop() {
   stopping_.store(true);
   if (thread_.joinable()) {
     {
-      std::lock_guard g(nap_mu_);
+      MutexLock g(nap_mu_);
       nap_cv_.notify_one();
     }
     thread_.join();
   }
-  std::lock_guard pl(progress_mu_);
+  MutexLock pl(progress_mu_);
   Done done;
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     stopped_ = true;
     while (Tx* tx = deferred_.pop_front()) fail_tx_locked(tx, -ESHUTDOWN, HealthStatus::LocalAborted, done);
     while (Bulk* b = deferred_bulk_.pop_front()) {
@@ -178,7 +179,7 @@ void MpiNi::stop() {
   // abandoned to MPI (its messages fail here).
   auto deadline = Clock::now() + std::chrono::seconds(2);
   for (;;) {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     if (reqs_.size() <= opts_.pool_depth) break;
     bool broken = reap_locked(done) < 0;
     if (!broken && Clock::now() < deadline) continue;
@@ -190,7 +191,7 @@ void MpiNi::stop() {
       if (o.kind == Owner::TxShort) {
         // MPI may still read the message: its buffer is left to it for good.
         auto* tx = static_cast<Tx*>(o.obj);
-        (void)new std::vector<std::uint8_t>(std::move(tx->buf));
+        (void)new Bytes(std::move(tx->buf));
         tx_part_done_locked(tx, -ESHUTDOWN, done);
       } else {
         auto* b = static_cast<Bulk*>(o.obj);

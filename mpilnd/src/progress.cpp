@@ -1,8 +1,7 @@
 // MPI LND progress: one round (deferred work, timeouts, completed requests, the pool),
 // the completions handed back to the host, and the progress thread.
-#include <sys/prctl.h>
-
 #include <lnet/log.hpp>
+#include <lnet/mutex.hpp>
 
 #include "mpi_ni.hpp"
 
@@ -11,11 +10,13 @@ namespace lnet::mpi {
 namespace {
 
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
-constexpr int kSpinBeforeYield = 50;  // idle progress rounds (5-10 us) before the thread yields
-// While MPI moves our data, the progress thread naps at most kInFlightNapUs, for the
-// first kInFlightNapWindow of an idle stretch.
-constexpr int kInFlightNapUs = 20;
-constexpr auto kInFlightNapWindow = std::chrono::milliseconds(5);
+// The progress thread's waiting, counted in rounds of progress, not in timer ticks:
+constexpr int kSpinBeforeYield = 50;  // idle rounds (5-10 us) before it yields the CPU each round
+constexpr int kSpinRounds = 200;      // idle rounds before it may nap
+// While MPI moves data of ours it does not nap at all, unless nothing has completed for
+// this long (a transfer waiting on a silent peer): then it naps as when idle.
+constexpr auto kInFlightPatience = std::chrono::seconds(1);
+constexpr int kClockEvery = 64;  // idle rounds between reads of the clock
 
 }  // namespace
 
@@ -88,12 +89,18 @@ void MpiNi::test_pool_locked(Done& done, bool* worked) {
 
 bool MpiNi::progress() {
   if (!may_call_mpi()) return false;
-  std::unique_lock pl(progress_mu_, std::try_to_lock);
-  if (!pl) return false;
+  if (!progress_mu_.try_lock()) return false;  // another thread runs a round
   Done done;
+  bool worked = round_locked(done);
+  progress_mu_.unlock();
+  complete(done);
+  return worked;
+}
+
+bool MpiNi::round_locked(Done& done) {
   bool worked = false;
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     if (stopped_) return false;
     while (Tx* tx = deferred_.pop_front()) {
       enqueue_locked(tx, done);
@@ -121,11 +128,9 @@ bool MpiNi::progress() {
   }
   if (!pool_work_.empty()) {
     parse_pool_work();
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     finish_pool_work_locked(done);
   }
-  pl.unlock();
-  complete(done);
   return worked;
 }
 
@@ -179,38 +184,38 @@ void MpiNi::complete(Done& done) {
   while (Bulk* b = bulks.pop_front()) put_bulk(b);
 }
 
+// The waiting policy depends on no timer: while there is work, or MPI moves data of
+// ours, the thread keeps polling (a transfer's completion wakes nobody, and a nap of any
+// length is as long as the host's timers make it: on one host 20 us naps cost 40 us per
+// 1 MiB transfer). Only a rank with nothing in flight naps, and a send or receive
+// started by another thread wakes it (kick).
 void MpiNi::thread_main() {
-  // Naps as long as asked (Linux lets a timer run 50 us late by default, more than the
-  // nap while a transfer is in flight). Without it the naps are only longer.
-  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-  int idle = 0;
-  Clock::time_point idle_since;  // the first nap of this idle stretch
+  int idle = 0;                   // rounds since the last one that did something
+  int naps = 0;                   // naps since then
+  Clock::time_point quiet_since;  // when that was (read once idle)
   while (!stopping_.load(std::memory_order_acquire)) {
     if (progress()) {
-      idle = 0;
+      idle = naps = 0;
       continue;
     }
-    // Poll tightly for a while after the last completion, then nap, longer and longer up
-    // to idle_us: an idle rank costs next to no CPU, a busy one answers at once.
-    if (++idle < 200) {
-      // After the first rounds, let a thread that shares our core (the application's,
-      // often) run first: its send is what we would be waiting for. Not at once: a
-      // yield costs a system call (0.7 us on the test VM), and the answer in
-      // request-response traffic comes within those first rounds.
+    ++idle;
+    if (idle == 1) quiet_since = Clock::now();
+    // Let a thread that shares our core (the application's, often) run first: its send
+    // is what we would be waiting for. Not from the first idle round: a yield costs a
+    // system call (0.7 us on the test VM), and the answer in request-response traffic
+    // comes within those first rounds.
+    bool spin = idle < kSpinRounds;
+    if (!spin && in_flight_.load(std::memory_order_relaxed))
+      spin = idle % kClockEvery != 0 || Clock::now() - quiet_since < kInFlightPatience;
+    if (spin) {
       if (idle > kSpinBeforeYield) std::this_thread::yield();
       continue;
     }
-    // While MPI still moves something of ours, nap briefly: a transfer's completion
-    // wakes nobody, and a long nap would be added to its time. Only for a while: such
-    // naps cost half a core (measured on the test VM), and a transfer that waits on a
-    // silent peer would keep them going.
-    if (idle == 200) idle_since = Clock::now();
-    bool brief = in_flight_.load(std::memory_order_relaxed) && Clock::now() - idle_since < kInFlightNapWindow;
-    int cap = brief ? std::min(opts_.idle_us, kInFlightNapUs) : opts_.idle_us;
-    int us = std::min(cap, 5 << std::min(idle - 200, 10));
-    std::unique_lock lk(nap_mu_);
+    // Idle: naps longer and longer, up to idle_us, so an idle rank costs next to no CPU.
+    int us = std::min(opts_.idle_us, 5 << std::min(naps++, 10));
+    MutexLock lk(nap_mu_);
     napping_.store(true);
-    if (!kicked_.exchange(false) && !stopping_.load()) nap_cv_.wait_for(lk, std::chrono::microseconds(us));
+    if (!kicked_.exchange(false) && !stopping_.load()) lk.wait_for(nap_cv_, std::chrono::microseconds(us));
     napping_.store(false);
   }
 }
@@ -219,7 +224,7 @@ void MpiNi::kick() {
   if (!thread_.joinable() || std::this_thread::get_id() == thread_id_) return;
   kicked_.store(true);
   if (napping_.load()) {
-    std::lock_guard g(nap_mu_);
+    MutexLock g(nap_mu_);
     nap_cv_.notify_one();
   }
 }

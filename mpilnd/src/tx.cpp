@@ -3,6 +3,7 @@
 // RESPONSE and NOOP are the driver's own.
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/lnd/pool.hpp>
+#include <lnet/mutex.hpp>
 
 #include "mpi_ni.hpp"
 
@@ -22,7 +23,7 @@ Clock::time_point coarse_now() {
 
 // Appends one message to `buf`: header `h` (its size filled in), then, when there is an
 // LNet message, its header and the first `body` bytes of its payload.
-void append_message(std::vector<std::uint8_t>& buf, MsgHdr h, const LndMessage* m, std::uint32_t body) {
+void append_message(Bytes& buf, MsgHdr h, const LndMessage* m, std::uint32_t body) {
   std::size_t at = buf.size();
   h.nob = static_cast<std::uint32_t>(kMsgHdrSize + (m ? kHeaderSize : 0) + body);
   buf.resize(at + h.nob);
@@ -33,11 +34,26 @@ void append_message(std::vector<std::uint8_t>& buf, MsgHdr h, const LndMessage* 
   if (body) copy_from_fragments(b + kMsgHdrSize + kHeaderSize, m->iov, m->niov, m->offset, body);
 }
 
+// Buffers this big are reclaimed (put_tx); smaller messages go eagerly (a copy by MPI,
+// not a read of our buffer by the peer) with every MPI we know of.
+constexpr std::size_t kReclaimMin = 2048;
+constexpr std::size_t kCacheLine = 64;
+
 }  // namespace
 
 Tx* MpiNi::get_tx() { return Pool<Tx>::take(); }
 
 void MpiNi::put_tx(Tx* tx) {
+  // A peer may have read the buffer straight from our memory (a rendezvous by single
+  // copy, as Open MPI's shared memory does above its eager size): its cache holds the
+  // lines, and our next write to each would first have to take it back. Take them back
+  // now, one store a line, while the thread would be waiting anyway: the next message
+  // copied in here then writes to lines it owns (a 4 KiB copy took 0.32 us instead of
+  // 0.10 us on the test host, on the critical path of every request-response).
+  if (tx->buf.size() >= kReclaimMin) {
+    std::uint8_t* b = tx->buf.data();
+    for (std::size_t i = 0; i < tx->buf.size(); i += kCacheLine) b[i] = 0;
+  }
   tx->peer = nullptr;
   tx->msg = tx->reply = nullptr;
   tx->bulk = nullptr;
@@ -79,7 +95,7 @@ int MpiNi::send(LndMessage& msg) {
   if (to.net() != ni_.nid.net() || to.addr() >= static_cast<std::uint32_t>(size_)) return -EHOSTUNREACH;
   Done done;
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     if (stopped_) return -ESHUTDOWN;
     Tx* tx = get_tx();
     tx->msg = &msg;

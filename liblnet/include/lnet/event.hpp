@@ -10,9 +10,9 @@
 #include <vector>
 
 #include <lnet/md.hpp>
+#include <lnet/mutex.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/wire.hpp>
-#include <lnet/mutex.hpp>
 
 namespace lnet {
 

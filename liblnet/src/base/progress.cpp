@@ -1,7 +1,7 @@
 // The registry of the poll functions of drivers without threads (lnet/progress.hpp).
 // Readers (drive_progress) take a shared lock; registration is rare and exclusive.
-#include <lnet/progress.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/progress.hpp>
 
 #include "base/progress_registry.hpp"
 

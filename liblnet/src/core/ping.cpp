@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <condition_variable>
 
-#include <lnet/progress.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/progress.hpp>
 
 #include "core/core.hpp"
 

@@ -1,8 +1,8 @@
 // Event queues: a ring per queue under its own lock; a process-wide epoch wakes callers
 // polling several queues at once (LNetEQPoll) without costing single-queue users.
 #include <lnet/event.hpp>
-#include <lnet/progress.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/progress.hpp>
 
 #include <atomic>
 

@@ -484,7 +484,7 @@ void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   LibMd* md = msg->md;
   msg->md = nullptr;
   Res& r = res_[md->cpt];
-  r.lock.lock();  // sink_event releases it
+  r.lock.lock();   // sink_event releases it
   md->refcount--;  // the event keeps the MD as it was when this message took it
   if (md->refcount == 0 && !md->dead && (md->zombie || (md->auto_unlink && md->exhausted()))) {
     retire_locked(r, md);

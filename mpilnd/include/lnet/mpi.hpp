@@ -26,12 +26,12 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <lnet/api.hpp>
 #include <lnet/config.hpp>
 #include <lnet/lnd/lnd.hpp>
+#include <lnet/mutex.hpp>
 #include <lnet/result.hpp>
 
 namespace lnet::mpi {
@@ -106,8 +106,8 @@ class MpiLnd final : public Lnd {
  private:
   MPI_Comm comm_;
   Options opts_;
-  mutable std::mutex mutex_;  // ni_ against the queries
-  MpiNi* ni_ = nullptr;
+  mutable Mutex mutex_;  // ni_ against the queries
+  MpiNi* ni_ LNET_GUARDED_BY(mutex_) = nullptr;
 };
 
 // The collective set-up of LNet over a communicator, without LNet: a duplicate of it

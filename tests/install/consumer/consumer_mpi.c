@@ -13,8 +13,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (lnet_mpi_init(MPI_COMM_WORLD) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
   n = lnet_ping(lnet_mpi_id((rank + 1) % size), 30000, ids, 4);
-  printf("C MPI consumer: rank %d pings %s: %d NID(s)\n", rank, libcfs_nid2str(lnet_mpi_id((rank + 1) % size).nid),
-         n);
+  printf("C MPI consumer: rank %d pings %s: %d NID(s)\n", rank, libcfs_nid2str(lnet_mpi_id((rank + 1) % size).nid), n);
   lnet_mpi_fini();
   ok = n >= 1;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -107,9 +107,8 @@ void Conn::watch(std::uint32_t events, bool add) {
   // Closed on the next turn of the I/O thread: the caller may hold tx_mutex_ (want_write),
   // which closing takes.
   auto self = shared_from_this();
-  io_.post([self, rc] {
-    self->close_now(rc, HealthStatus::LocalError, std::string("epoll_ctl: ") + std::strerror(-rc));
-  });
+  io_.post(
+      [self, rc] { self->close_now(rc, HealthStatus::LocalError, std::string("epoll_ctl: ") + std::strerror(-rc)); });
 }
 
 void Conn::want_write(bool on) {

@@ -17,8 +17,8 @@
 
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/lnd/lnd.hpp>
-#include <lnet/socklnd.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/socklnd.hpp>
 
 #include "io_thread.hpp"
 #include "sock_wire.hpp"

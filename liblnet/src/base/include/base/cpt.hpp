@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <memory>
 
-#include <lnet/nid.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/nid.hpp>
 
 namespace lnet {
 

@@ -11,8 +11,8 @@
 
 #include <lnet/lnd/header.hpp>
 #include <lnet/md.hpp>
-#include <lnet/result.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/result.hpp>
 
 #include "base/cpt.hpp"
 #include "portals/delivery.hpp"
