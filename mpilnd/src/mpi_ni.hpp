@@ -207,8 +207,6 @@ class MpiNi {
     // Peers to report down, or up again after that, in the order it happened (rare).
     std::vector<std::pair<Nid, bool>> health;
   };
-  // What a pool receive of each kind does (receive.cpp), one handler per kind.
-  using KindHandler = void (MpiNi::*)(PoolWork& w, const Decoded& d, Done& done);
 
   bool may_call_mpi() const;
   bool check(int rc, const char* what);

@@ -162,17 +162,6 @@ void MpiNi::drop_bad_locked(int source, const std::string& why, Done& done) {
 // credits it returns, and hand it to the handler of its kind. The receive is restarted
 // by finish_pool_work_locked(), after the host has seen the buffer.
 void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done) {
-  static constexpr KindHandler kHandlers[] = {
-      nullptr,             // 0: no such kind (decode_msg refuses it)
-      &MpiNi::on_hello,    // QUERY
-      &MpiNi::on_hello,    // RESPONSE
-      &MpiNi::on_lnet,     // IMMEDIATE
-      &MpiNi::on_lnet,     // BULK
-      &MpiNi::on_lnet,     // GET_REQ
-      &MpiNi::on_get_nak,  // GET_NAK
-      &MpiNi::on_noop,     // NOOP
-      &MpiNi::on_packed,   // PACKED
-  };
   PoolWork& w = pool_work_.emplace_back();
   w.index = index;
   int source = st.MPI_SOURCE, count = 0;
@@ -203,7 +192,18 @@ void MpiNi::pool_rx_locked(int index, const MPI_Status& st, int err, Done& done)
     done.health.emplace_back(p->nid, true);
   }
   if (dec.hdr.credits) p->tx_credits += dec.hdr.credits;
-  (this->*kHandlers[static_cast<unsigned>(w.kind)])(w, dec, done);
+  // One handler per kind (decode_msg refused any other); the compiler checks that
+  // every kind has one.
+  switch (w.kind) {
+    case MsgKind::Query:
+    case MsgKind::Response: on_hello(w, dec, done); return;
+    case MsgKind::Immediate:
+    case MsgKind::Bulk:
+    case MsgKind::GetReq: on_lnet(w, dec, done); return;
+    case MsgKind::GetNak: on_get_nak(w, dec, done); return;
+    case MsgKind::Noop: on_noop(w, dec, done); return;
+    case MsgKind::Packed: on_packed(w, dec, done); return;
+  }
 }
 
 void MpiNi::on_hello(PoolWork& w, const Decoded& d, Done&) {
@@ -283,8 +283,8 @@ void MpiNi::parse_pool_work() {
     // The host refused the header. Whatever the sender posted must still be consumed:
     // drain a bulk payload, tell a GET's sink that nothing comes.
     stats_.bad_messages.fetch_add(1, std::memory_order_relaxed);
-    LNET_LOG(Warn, kLogLnd, "%s: dropped a %s from %s: the LNet header was refused (%d)", ni_.nid.to_string().c_str(),
-             kind_name(w.kind), w.peer->nid.to_string().c_str(), rc);
+    LNET_LOG(Warn, kLogLnd, "%s: dropped a %s from %s: the LNet header was refused: %s", ni_.nid.to_string().c_str(),
+             kind_name(w.kind), w.peer->nid.to_string().c_str(), errno_string(rc).c_str());
     if (w.kind != MsgKind::Immediate) {
       {
         MutexLock rg(rx->mutex);

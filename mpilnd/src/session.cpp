@@ -51,7 +51,8 @@ Session::~Session() {
     }
     if (!lnd_->idle()) LNET_LOG(Warn, kLogLnd, "rank %d: transfers still running when LNet ends", rank());
     if (int rc = lnd_->barrier(std::chrono::steady_clock::now() + std::chrono::seconds(60)); rc != 0)
-      LNET_LOG(Warn, kLogLnd, "rank %d: the closing barrier failed (%d); ending anyway", rank(), rc);
+      LNET_LOG(Warn, kLogLnd, "rank %d: the closing barrier failed: %s; ending anyway", rank(),
+               errno_string(rc).c_str());
   }
   lnet_.reset();  // shuts the NI down before the communicator goes with the group
 }
