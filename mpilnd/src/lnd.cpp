@@ -1,4 +1,6 @@
 // lnet::mpi::MpiLnd: the mpi driver of one communicator, for any host of the SPI.
+#include <algorithm>
+
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
 #include <lnet/mutex.hpp>
@@ -8,6 +10,9 @@
 namespace lnet::mpi {
 
 MpiLnd::MpiLnd(MPI_Comm comm, const Options& opts) : comm_(comm), opts_(opts) {}
+
+MpiLnd::MpiLnd(MPI_Comm comm, std::vector<Nid> nids, const Options& opts)
+    : comm_(comm), nids_(std::move(nids)), opts_(opts) {}
 
 MpiLnd::~MpiLnd() = default;
 
@@ -29,13 +34,20 @@ int MpiLnd::startup(NetInterface& ni) {
     MutexLock g(mutex_);
     if (ni_) return -EEXIST;  // one NI per communicator
   }
-  int rank = 0;
-  if (int rc = MPI_Comm_rank(comm_, &rank); rc != MPI_SUCCESS) {
-    LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank failed: %s", ni.config.net.to_string().c_str(),
-             mpi_error_string(rc).c_str());
-    return -EIO;
+  int rank = 0, size = 0;
+  for (int rc : {MPI_Comm_rank(comm_, &rank), MPI_Comm_size(comm_, &size)}) {
+    if (rc != MPI_SUCCESS) {
+      LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank/size failed: %s", ni.config.net.to_string().c_str(),
+               mpi_error_string(rc).c_str());
+      return -EIO;
+    }
   }
-  Nid want = Nid::make(ni.config.net, static_cast<std::uint32_t>(rank));
+  if (Status s = check_nids(ni.config.net, size); !s) {
+    LNET_LOG(Error, kLogLnd, "%s: %s", ni.config.net.to_string().c_str(), s.message().c_str());
+    return s.code();
+  }
+  Nid want = nids_.empty() ? Nid::make(ni.config.net, static_cast<std::uint32_t>(rank))
+                           : nids_[static_cast<std::size_t>(rank)];
   if (!ni.nid.is_any() && ni.nid != want) {
     LNET_LOG(Error, kLogLnd, "%s: the NID of rank %d is %s, not %s", ni.config.net.to_string().c_str(), rank,
              want.to_string().c_str(), ni.nid.to_string().c_str());
@@ -45,7 +57,7 @@ int MpiLnd::startup(NetInterface& ni) {
   // Flow control (lnet-lnd(7)): by default the host hands a peer as many messages at a
   // time as this driver grants each peer short messages in flight.
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = opts_.credits;
-  auto m = std::make_unique<MpiNi>(ni, comm_, opts_);
+  auto m = std::make_unique<MpiNi>(ni, comm_, nids_, opts_);
   if (int rc = m->start()) {
     m->stop();
     return rc;
@@ -54,6 +66,22 @@ int MpiLnd::startup(NetInterface& ni) {
   ni_ = m.get();
   ni.lnd_data = m.release();
   return 0;
+}
+
+Status MpiLnd::check_nids(NetId net, int size) const {
+  if (nids_.empty()) return {};
+  if (nids_.size() != static_cast<std::size_t>(size))
+    return Failure{-EINVAL, "a table of " + std::to_string(nids_.size()) + " NIDs for a communicator of " +
+                                std::to_string(size) + " ranks"};
+  std::vector<Nid> sorted = nids_;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i].net() != net)
+      return Failure{-EINVAL, "NID " + sorted[i].to_string() + " is not on " + net.to_string()};
+    if (i && sorted[i] == sorted[i - 1])
+      return Failure{-EINVAL, "NID " + sorted[i].to_string() + " is in the table twice"};
+  }
+  return {};
 }
 
 void MpiLnd::shutdown(NetInterface& ni) {

@@ -148,7 +148,8 @@ struct Peer {
 
 class MpiNi {
  public:
-  MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts);
+  // `nids`: the NID of each rank (empty: rank r is r@mpi<N>), checked by the driver.
+  MpiNi(NetInterface& ni, MPI_Comm comm, const std::vector<Nid>& nids, const Options& opts);
   ~MpiNi();
   int start();  // posts the pool, starts progress (a thread, or ni.poll for the host)
   void stop();  // fails what is queued, cancels what is posted, frees the requests
@@ -213,6 +214,8 @@ class MpiNi {
 
   // peer.cpp
   Peer* peer_locked(int rank) LNET_REQUIRES(mu_);
+  Nid nid_of(int rank) const;
+  int rank_of(Nid nid) const;  // -1: not a rank of the communicator
   std::uint32_t alloc_tag(Peer& p, bool odd);
   void free_tag(Peer& p, std::uint32_t tag);
   std::uint32_t chunk_for(const Peer& p) const;
@@ -283,6 +286,8 @@ class MpiNi {
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 0;
+  std::vector<Nid> nids_;                    // by rank (empty: rank r is r@mpi<N>)
+  std::vector<std::pair<Nid, int>> by_nid_;  // sorted, for rank_of
   int thread_level_ = MPI_THREAD_SINGLE;
   std::thread::id owner_;
   std::uint64_t stamp_ = 0;

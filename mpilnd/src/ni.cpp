@@ -18,8 +18,10 @@ std::string mpi_error_string(int rc) {
   return std::string(text, static_cast<std::size_t>(len));
 }
 
-MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const Options& opts)
-    : ni_(ni), host_(*ni.host), opts_(opts), comm_(comm) {
+MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const std::vector<Nid>& nids, const Options& opts)
+    : ni_(ni), host_(*ni.host), opts_(opts), comm_(comm), nids_(nids) {
+  for (std::size_t r = 0; r < nids_.size(); ++r) by_nid_.emplace_back(nids_[r], static_cast<int>(r));
+  std::sort(by_nid_.begin(), by_nid_.end());
   // A failure here (it would be the communicator's) makes start() fail.
   setup_ok_ = check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank") &&
               check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size") &&

@@ -11,11 +11,23 @@ Peer* MpiNi::peer_locked(int rank) {
   if (!slot) {
     slot = std::make_unique<Peer>();
     slot->rank = rank;
-    slot->nid = Nid::make(ni_.nid.net(), static_cast<std::uint32_t>(rank));
+    slot->nid = nid_of(rank);
     slot->tags.reserve(16);
     contacted_.push_back(slot.get());
   }
   return slot.get();
+}
+
+Nid MpiNi::nid_of(int rank) const {
+  return nids_.empty() ? Nid::make(ni_.nid.net(), static_cast<std::uint32_t>(rank))
+                       : nids_[static_cast<std::size_t>(rank)];
+}
+
+int MpiNi::rank_of(Nid nid) const {
+  if (nid.net() != ni_.nid.net()) return -1;
+  if (nids_.empty()) return nid.addr() < static_cast<std::uint32_t>(size_) ? static_cast<int>(nid.addr()) : -1;
+  auto it = std::lower_bound(by_nid_.begin(), by_nid_.end(), std::pair<Nid, int>(nid, -1));
+  return it != by_nid_.end() && it->first == nid ? it->second : -1;
 }
 
 // Payload tags we send are even, GET sinks we post are odd: the two directions of a

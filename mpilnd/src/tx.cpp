@@ -91,15 +91,15 @@ int MpiNi::isend_locked(Tx* tx) {
 }
 
 int MpiNi::send(LndMessage& msg) {
-  Nid to = msg.next_hop;
-  if (to.net() != ni_.nid.net() || to.addr() >= static_cast<std::uint32_t>(size_)) return -EHOSTUNREACH;
+  int to = rank_of(msg.next_hop);
+  if (to < 0) return -EHOSTUNREACH;
   Done done;
   {
     MutexLock g(mu_);
     if (stopped_) return -ESHUTDOWN;
     Tx* tx = get_tx();
     tx->msg = &msg;
-    tx->peer = peer_locked(static_cast<int>(to.addr()));
+    tx->peer = peer_locked(to);
     if (may_call_mpi()) {
       enqueue_locked(tx, done);
     } else {

@@ -257,11 +257,22 @@ class TestHost final : public LndHost {
   std::vector<std::unique_ptr<HostMsg>> owned_;
 };
 
+// The NIDs of the ranks: r@mpi, or with a table the odd ranks are 10.1.0.<r>@mpi (as
+// proxies are among the ranks of an application).
+std::vector<Nid> nid_table(int n, bool table) {
+  std::vector<Nid> nids;
+  for (int r = 0; r < n; ++r) {
+    std::uint32_t addr = table && r % 2 ? 0x0a010000u + static_cast<std::uint32_t>(r) : static_cast<std::uint32_t>(r);
+    nids.push_back(Nid::make(NetId::make(kMpiLnd, 0), addr));
+  }
+  return nids;
+}
+
 // The ring: rank r PUTs `size` bytes to r + 1 and GETs `size` bytes from it.
-void put_get_ring(TestHost& h, mpi::Group& g, std::size_t size) {
+void put_get_ring(TestHost& h, mpi::Group& g, const std::vector<Nid>& nids, std::size_t size) {
   SCOPED_TRACE(::testing::Message() << size << " bytes");
   int r = g.rank(), n = g.size();
-  Nid next = Nid::make(NetId::make(kMpiLnd, 0), static_cast<std::uint32_t>((r + 1) % n));
+  Nid next = nids[static_cast<std::size_t>((r + 1) % n)];
   h.fill_source(size, r);
   std::vector<char> payload(size), sink(size + 16, 0x5a);
   for (std::size_t i = 0; i < size; ++i) payload[i] = pattern(i, size, r + 1000);
@@ -286,20 +297,22 @@ void put_get_ring(TestHost& h, mpi::Group& g, std::size_t size) {
   h.sync();
 }
 
-void run_ring(bool optimised) {
+void run_ring(bool optimised, bool table = false) {
   auto group = mpi::Group::create(MPI_COMM_WORLD);
   ASSERT_TRUE(group) << group.message();
   auto opts = mpi::Options::from_env();
   ASSERT_TRUE(opts) << opts.message();
-  auto lnd = std::make_shared<mpi::MpiLnd>((*group)->comm(), *opts);
+  std::vector<Nid> nids = nid_table((*group)->size(), table);
+  auto lnd = table ? std::make_shared<mpi::MpiLnd>((*group)->comm(), nids, *opts)
+                   : std::make_shared<mpi::MpiLnd>((*group)->comm(), *opts);
   TestHost host(lnd, (*group)->pid(), optimised);
   ASSERT_TRUE((*group)->agree(host.start() == 0 ? Status() : Status::fail(-EIO, "startup")));
-  EXPECT_EQ(host.nid(), Nid::make(NetId::make(kMpiLnd, 0), static_cast<std::uint32_t>((*group)->rank())));
+  EXPECT_EQ(host.nid(), nids[static_cast<std::size_t>((*group)->rank())]);
   EXPECT_EQ(host.peer_credits(), opts->credits) << "peer_credits left at 0: the driver's credits";
   EXPECT_EQ(host.polled(), !lnd->progress_thread()) << "a driver without a thread asks its host to poll it";
   for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{opts->short_max},
                            std::size_t{opts->short_max} + 1, std::size_t{65536}, kMax}) {
-    put_get_ring(host, **group, size);
+    put_get_ring(host, **group, nids, size);
   }
   mpi::Stats st = lnd->stats();
   EXPECT_GT(st.immediate, 0u);
@@ -316,6 +329,22 @@ void run_ring(bool optimised) {
 
 TEST(MpiLndUnderAnotherHost, PutsAndPlainGets) { run_ring(false); }
 TEST(MpiLndUnderAnotherHost, PutsAndOptimisedGets) { run_ring(true); }
+// Ranks named by a NID table (what the proxy and its applications use).
+TEST(MpiLndUnderAnotherHost, RanksNamedByANidTable) { run_ring(true, true); }
+
+TEST(MpiLndUnderAnotherHost, ABadNidTableIsRefusedAtStartup) {
+  auto group = mpi::Group::create(MPI_COMM_WORLD);
+  ASSERT_TRUE(group) << group.message();
+  auto opts = mpi::Options::from_env();
+  ASSERT_TRUE(opts) << opts.message();
+  std::vector<Nid> dup = nid_table((*group)->size(), false);
+  dup.back() = dup.front();
+  std::vector<Nid> short_table(dup.begin(), dup.end() - 1);
+  for (auto* nids : {&dup, &short_table}) {
+    TestHost host(std::make_shared<mpi::MpiLnd>((*group)->comm(), *nids, *opts), (*group)->pid(), false);
+    EXPECT_EQ(host.start(), -EINVAL);
+  }
+}
 
 }  // namespace
 }  // namespace lnet

@@ -43,6 +43,10 @@ const LndName* find_name_prefix(std::string_view text, std::string_view& rest) {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+// The mpi net has two address forms: an application rank (a number below 2^24) and a
+// proxy's static <primary IPv4> (seed 002 §1.2.2), written and read as a dotted address.
+bool mpi_ip_form(std::uint32_t type, std::uint32_t addr) { return type == kMpiLnd && addr >= (1u << 24); }
+
 }  // namespace
 
 const char* lnd_type_name(std::uint32_t type) {
@@ -160,7 +164,8 @@ std::string Nid::to_string() const {
     std::snprintf(buf, sizeof buf, "%x", addr());
     return std::string(buf) + "@" + n.to_string();
   }
-  std::string a = lnd_type_uses_ip(n.type()) ? text::ipv4_string(addr()) : std::to_string(addr());
+  std::string a =
+      lnd_type_uses_ip(n.type()) || mpi_ip_form(n.type(), addr()) ? text::ipv4_string(addr()) : std::to_string(addr());
   return a + "@" + n.to_string();
 }
 
@@ -179,7 +184,11 @@ Result<Nid> Nid::parse(std::string_view input) {
   }
   if (addr_text.empty()) return Failure{-EINVAL, "bad NID " + quoted(input) + ": missing address before '@'"};
   std::uint32_t addr = 0;
-  if (lnd_type_uses_ip(net.type())) {
+  if (lnd_type_uses_ip(net.type()) || (net.type() == kMpiLnd && addr_text.find('.') != std::string_view::npos)) {
+    if (text::parse_ipv4(addr_text, addr) && net.type() == kMpiLnd && !mpi_ip_form(kMpiLnd, addr)) {
+      return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) +
+                                  " is below 1.0.0.0 (an application rank is written as a number)"};
+    }
     if (!text::parse_ipv4(addr_text, addr)) {
       return Failure{-EINVAL,
                      "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not a dotted IPv4 address"};

@@ -37,8 +37,14 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       portals_(cpts_, make_interface_cookie()),
       peers_(cpts_),
       rtr_buffers_(cpts_.count()) {
-  for (auto& d : drivers)
-    if (d) lnds_[d->net_type()] = std::move(d);
+  for (auto& d : drivers) {
+    if (!d) continue;
+    if (BufferMemory* m = d->router_memory(); m && !rtr_memory_owner_) {
+      rtr_memory_owner_ = d;
+      rtr_buffers_.set_memory(m);
+    }
+    lnds_[d->net_type()] = std::move(d);
+  }
 }
 
 Core::~Core() { shutdown(); }

@@ -71,8 +71,13 @@ RtrBuffer* RouterBuffers::take(RtrPool& pool, int kind) {
     pool.all.push_back(std::make_unique<RtrBuffer>());
     b = pool.all.back().get();
     std::size_t size = static_cast<std::size_t>(kRtrPoolPages[kind]) * kRtrPageSize;
-    if (size) b->data = std::make_unique<char[]>(size);
-    b->iov = iovec{b->data.get(), size};
+    char* data = nullptr;
+    if (size && memory_) data = static_cast<char*>(memory_->allocate(size));
+    if (size && !data) {
+      b->owned = std::make_unique<char[]>(size);
+      data = b->owned.get();
+    }
+    b->iov = iovec{data, size};
   }
   b->next = nullptr;
   return b;

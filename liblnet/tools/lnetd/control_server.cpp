@@ -102,6 +102,7 @@ void ControlServer::serve(int fd) {
     if (!spec || spec->changes) {
       MutexLock g(cmd_mutex_);
       resp = dlc::execute(lnet_, *req, hooks_);
+      if (changed_) changed_();
     } else {
       resp = dlc::execute(lnet_, *req, hooks_);
     }

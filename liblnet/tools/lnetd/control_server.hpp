@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,8 +18,10 @@ namespace lnetd {
 
 class ControlServer {
  public:
-  ControlServer(lnet::Instance& lnet, lnet::dlc::Hooks hooks, std::optional<gid_t> ctl_gid)
-      : lnet_(lnet), hooks_(std::move(hooks)), ctl_gid_(ctl_gid) {}
+  // `changed` runs after every command that may change the configuration.
+  ControlServer(lnet::Instance& lnet, lnet::dlc::Hooks hooks, std::optional<gid_t> ctl_gid,
+                std::function<void()> changed = {})
+      : lnet_(lnet), hooks_(std::move(hooks)), ctl_gid_(ctl_gid), changed_(std::move(changed)) {}
   ~ControlServer();
 
   // Listens on `path` (replacing a stale socket), mode 0600 or 0660 with the group.
@@ -37,6 +40,7 @@ class ControlServer {
   lnet::Instance& lnet_;
   lnet::dlc::Hooks hooks_;
   std::optional<gid_t> ctl_gid_;
+  std::function<void()> changed_;
   std::string path_;
   int listen_fd_ = -1;
   lnet::Mutex cmd_mutex_;  // configuration commands run one at a time

@@ -16,6 +16,7 @@
 
 #include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
+#include <lnet/up/uplnd.hpp>
 
 #include "control_server.hpp"
 #include "options.hpp"
@@ -122,6 +123,21 @@ Status unconfigure(Control& c) {
   return {};
 }
 
+// The nets this lnetd reaches besides its mpi nets: its other local nets, and the nets
+// of its routes. Proxies pass them to their applications as the nets behind them.
+std::vector<NetId> routed_nets(Control& c) {
+  std::vector<NetId> out;
+  auto add = [&out](NetId n) {
+    if (n.type() == kLoLnd || n.type() == kMpiLnd) return;
+    for (NetId have : out)
+      if (have == n) return;
+    out.push_back(n);
+  };
+  for (const NiInfo& i : c.ni_info()) add(i.nid.net());
+  for (const RouteConfig& r : c.route_configs()) add(r.net);
+  return out;
+}
+
 void log_to_syslog() {
   openlog("lnetd", LOG_PID, LOG_DAEMON);
   set_log_sink([](LogLevel l, std::string_view line) {
@@ -182,11 +198,16 @@ int main(int argc, char** argv) {
   pid.create();
   catch_signals();
 
-  auto created = Instance::create(*env, kPidLustre);
+  // The UP LND serves mpi nets (the proxies' bridge); its shared region holds the
+  // router buffers, so forwarded payloads cross the bridge without a copy.
+  auto up = std::make_shared<up::UpLnd>(o.up);
+  auto created = Instance::create(*env, kPidLustre, {up});
   if (!created) die("cannot start LNet: " + created.message());
   std::unique_ptr<Instance> lnet = std::move(*created);
   if (Status s = dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add); !s)
     die("cannot apply the configuration from " + source + ": " + s.message());
+  auto publish_nets = [&lnet, &up] { up->set_nets(routed_nets(lnet->control())); };
+  publish_nets();
 
   dlc::Hooks hooks;
   hooks.configure = [&lnet, &startup_yaml]() -> Status {
@@ -195,7 +216,7 @@ int main(int argc, char** argv) {
     return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
   };
   hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
-  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid);
+  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
 

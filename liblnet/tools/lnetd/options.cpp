@@ -22,7 +22,8 @@ const char* kUsage =
     "usage: lnetd [options]\n\n"
     "The host LNet: liblnet with the socket LND (tcp, wire-compatible with ksocklnd),\n"
     "configured from YAML in the schema of `lnetctl export`, serving lnetctl on a\n"
-    "control socket. Configuration: the networks of LNET_NETWORKS (as the kernel's\n"
+    "control socket; with an mpi net in its configuration, the UP LND serves parallel\n"
+    "proxies (lnet-proxy) on the bridge socket. Configuration: the networks of LNET_NETWORKS (as the kernel's\n"
     "networks= module parameter), then --config FILE, else /etc/lnet.conf when present;\n"
     "with neither a file nor LNET_NETWORKS, 0@lo plus tcp on the first interface that\n"
     "is up.\n\noptions";
@@ -83,8 +84,9 @@ bool setup_socket(const po::variables_map& vm, int port, const std::string& acce
 
 Parsed parse_options(int argc, char** argv) {
   Options o;
-  std::string log_level, log_subsys, ctl_group, accept;
+  std::string log_level, log_subsys, ctl_group, accept, bridge_group;
   int port = 0;
+  unsigned bridge_mib = 1024;
   po::options_description opts(kUsage);
   opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&o.config_path),
                                                            "YAML configuration (lnetctl export schema)")(
@@ -96,6 +98,11 @@ Parsed parse_options(int argc, char** argv) {
       "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
       "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
       "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
+      "bridge", po::value(&o.up.bridge)->default_value(lnet::up::kDefaultBridge),
+      "the UP LND's bridge socket, where proxies connect (mpi nets)")(
+      "bridge-group", po::value(&bridge_group), "group whose members may connect a proxy besides root")(
+      "bridge-size", po::value(&bridge_mib)->default_value(1024),
+      "MiB of shared memory for payloads crossing the bridge (router buffers live there)")(
       "env", "list the environment variables lnetd reads and exit");
   po::variables_map vm;
   try {
@@ -124,6 +131,19 @@ Parsed parse_options(int argc, char** argv) {
     }
     o.ctl_gid = g->gr_gid;
   }
+  if (vm.count("bridge-group")) {
+    group* g = getgrnam(bridge_group.c_str());
+    if (!g) {
+      LNET_LOG(Error, kLogDaemon, "no group '%s' (--bridge-group)", bridge_group.c_str());
+      return {std::nullopt, 2};
+    }
+    o.up.group = g->gr_gid;
+  }
+  if (bridge_mib < 16 || bridge_mib > (1u << 20)) {
+    LNET_LOG(Error, kLogDaemon, "bad --bridge-size %u (16..1048576 MiB)", bridge_mib);
+    return {std::nullopt, 2};
+  }
+  o.up.region_size = std::size_t{bridge_mib} << 20;
   return {o, 0};
 }
 

@@ -9,6 +9,7 @@
 #include <lnet/log.hpp>
 #include <lnet/result.hpp>
 #include <lnet/socklnd.hpp>
+#include <lnet/up/uplnd.hpp>
 
 namespace lnetd {
 
@@ -23,6 +24,7 @@ struct Options {
   std::optional<gid_t> ctl_gid;  // --ctl-group
   std::string pid_file = kDefaultPidFile;
   lnet::SocketParams socket;  // LNET_ACCEPT*/LNET_SOCK_* with --port and --accept over them
+  lnet::up::UpOptions up;     // the UP LND of an mpi net: --bridge, --bridge-group, --bridge-size
 };
 
 // What main() does after parsing: run, or exit at once with a status (help printed,

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <lnet/api.hpp>
 #include <lnet/config.hpp>
@@ -75,11 +76,15 @@ struct Stats {
 class MpiNi;
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
-// own the communicator, which must stay valid until its NI is shut down; the NI's NID
-// is <rank in comm>@mpi<opts.net_number>. One NI per driver object.
+// own the communicator, which must stay valid until its NI is shut down. Rank r of the
+// communicator is r@mpi<opts.net_number>, or, with a NID table, nids[r] (a proxy's
+// <IPv4>@mpi among the ranks of an application, say); the NI's NID is its own rank's.
+// One NI per driver object.
 class MpiLnd final : public Lnd {
  public:
   MpiLnd(MPI_Comm comm, const Options& opts);
+  // `nids`: one NID per rank of `comm`, all on the net, none twice (checked at startup).
+  MpiLnd(MPI_Comm comm, std::vector<Nid> nids, const Options& opts);
   ~MpiLnd() override;
 
   std::uint32_t net_type() const override { return kMpiLnd; }
@@ -104,7 +109,9 @@ class MpiLnd final : public Lnd {
   int barrier(std::chrono::steady_clock::time_point deadline);
 
  private:
+  Status check_nids(NetId net, int size) const;
   MPI_Comm comm_;
+  std::vector<Nid> nids_;  // by rank; empty: rank r is r@mpi<N>
   Options opts_;
   mutable Mutex mutex_;  // ni_ against the queries
   MpiNi* ni_ LNET_GUARDED_BY(mutex_) = nullptr;

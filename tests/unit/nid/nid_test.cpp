@@ -61,12 +61,22 @@ TEST(Nid, Loopback) {
 }
 
 TEST(Nid, RoundTrips) {
-  for (const char* s :
-       {"10.0.0.1@tcp", "255.255.255.255@o2ib65535", "5@mpi", "0@mpi3", "4294967295@gni", "1.2.3.4@efa", "7@kfi"}) {
+  for (const char* s : {"10.0.0.1@tcp", "255.255.255.255@o2ib65535", "5@mpi", "0@mpi3", "4294967295@gni", "1.2.3.4@efa",
+                        "7@kfi", "192.168.1.2@mpi", "127.0.0.2@mpi1"}) {
     auto n = Nid::parse(s);
     ASSERT_TRUE(n) << s << ": " << n.message();
     EXPECT_EQ(n->to_string(), s);
   }
+}
+
+// The mpi net carries application ranks (numbers) and proxies' static <IPv4>@mpi NIDs.
+TEST(Nid, MpiAddressesAboveTwoToThe24ArePrintedAsIpv4) {
+  EXPECT_EQ(Nid::parse("16777215@mpi")->to_string(), "16777215@mpi");
+  EXPECT_EQ(Nid::parse("16777216@mpi")->to_string(), "1.0.0.0@mpi");
+  EXPECT_EQ(Nid::parse("10.0.0.1@mpi")->addr(), 0x0a000001u);
+  auto low = Nid::parse("0.0.0.5@mpi");
+  ASSERT_FALSE(low);
+  EXPECT_NE(low.message().find("below 1.0.0.0"), std::string::npos) << low.message();
 }
 
 TEST(Nid, TcpIsTcp0AndBareAddressIsTcp) {

@@ -7,6 +7,7 @@
 
 #include <sys/uio.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -112,6 +113,17 @@ class LndHost {
   virtual void set_reply_length(LndMessage& reply, std::uint32_t len) = 0;
 };
 
+// Memory a driver offers its host for router buffers, so that a payload forwarded
+// through the driver already sits where the driver passes it on without a copy (the UP
+// LND's region shared with the proxies).
+class BufferMemory {
+ public:
+  virtual ~BufferMemory() = default;
+  // `size` bytes, page aligned, valid as long as the driver object lives; nullptr when
+  // there is none left (the host then uses its own memory).
+  virtual void* allocate(std::size_t size) = 0;
+};
+
 class Lnd {
  public:
   virtual ~Lnd() = default;
@@ -144,6 +156,10 @@ class Lnd {
     (void)ni;
     return 0;
   }
+  // Memory for the host's router buffers (nullptr: the host's own). A host asks the
+  // drivers it was handed when it is created and uses the first that offers some; it
+  // keeps that driver object alive as long as it has router buffers.
+  virtual BufferMemory* router_memory() { return nullptr; }
 };
 
 // Makes a driver for one net type; registered once per process.

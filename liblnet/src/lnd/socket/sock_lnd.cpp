@@ -2,7 +2,6 @@
 #include "sock_lnd.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <future>
 
+#include <lnet/lnd/ifaddr.hpp>
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
@@ -91,34 +91,6 @@ SocketLnd::~SocketLnd() {
   for (auto& io : io_) io->stop();
 }
 
-namespace {
-
-// The IPv4 address of `ifname`, or of the first interface that is up, not loopback.
-Result<std::uint32_t> interface_ip(const std::string& ifname) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return Failure{-errno, std::string("getifaddrs: ") + std::strerror(errno)};
-  std::uint32_t ip = 0;
-  bool found = false;
-  for (ifaddrs* a = list; a && !found; a = a->ifa_next) {
-    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
-    if (ifname.empty()) {
-      if ((a->ifa_flags & IFF_LOOPBACK) || !(a->ifa_flags & IFF_UP)) continue;
-    } else if (ifname != a->ifa_name) {
-      continue;
-    }
-    ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
-    found = true;
-  }
-  freeifaddrs(list);
-  if (!found) {
-    return Failure{-ENODEV, ifname.empty() ? std::string("no interface that is up with an IPv4 address")
-                                           : "interface '" + ifname + "' has no IPv4 address"};
-  }
-  return ip;
-}
-
-}  // namespace
-
 int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
@@ -126,7 +98,7 @@ int SocketLnd::startup(NetInterface& ni) {
   if (!ni.nid.is_any()) {
     sni->ip = ni.nid.addr();
   } else {
-    auto ip = interface_ip(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
+    auto ip = interface_ipv4(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
     if (!ip) {
       LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
       return ip.code();

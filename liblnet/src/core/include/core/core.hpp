@@ -194,6 +194,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   portals::PortalTable portals_;
   net::PeerTable peers_;
   net::Routes routes_;
+  std::shared_ptr<Lnd> rtr_memory_owner_;  // the driver whose memory holds router buffers (outlives them)
   net::RouterBuffers rtr_buffers_;
   net::Selector selector_{peers_, routes_};
   std::atomic<std::uint64_t> config_gen_{0};

@@ -12,6 +12,7 @@
 
 #include <lnet/config.hpp>
 #include <lnet/lnd/fifo.hpp>
+#include <lnet/lnd/lnd.hpp>
 #include <lnet/result.hpp>
 #include <lnet/stats.hpp>
 
@@ -54,7 +55,7 @@ class Routes {
 // A forwarding buffer; allocated on first use and kept.
 struct RtrBuffer {
   RtrBuffer* next = nullptr;
-  std::unique_ptr<char[]> data;
+  std::unique_ptr<char[]> owned;  // null when a driver's memory holds it
   iovec iov{};
 };
 
@@ -86,6 +87,9 @@ inline int pool_for(std::uint32_t len) {
 class RouterBuffers {
  public:
   explicit RouterBuffers(unsigned ncpts);
+  // Buffers made from now on come from `m` while it has memory (a driver's, see
+  // Lnd::router_memory), then from the heap. Set before any buffer is taken.
+  void set_memory(BufferMemory* m) { memory_ = m; }
   RtrPool& pool(unsigned cpt, int kind) { return pools_[cpt * kNumPools + static_cast<unsigned>(kind)]; }
   const RtrPool& pool(unsigned cpt, int kind) const { return pools_[cpt * kNumPools + static_cast<unsigned>(kind)]; }
   // Sizes every pool to its share of the totals in `b` (at least one buffer per CPT);
@@ -100,6 +104,7 @@ class RouterBuffers {
  private:
   unsigned ncpts_;
   std::unique_ptr<RtrPool[]> pools_;
+  BufferMemory* memory_ = nullptr;
 };
 
 }  // namespace lnet::net

@@ -1,0 +1,380 @@
+// The UP LND under liblnet's core, with this test as the proxy (the bridge client): pids,
+// the Receive and Send paths with their descriptors, payloads in place in the shared
+// region when they are router buffers and through a bounce buffer when they are lnetd's
+// own, a proxy that goes away, bad messages and uids that may not connect.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include <lnet/lnet.hpp>
+#include <lnet/up/client.hpp>
+#include <lnet/up/uplnd.hpp>
+
+#include "support/event_log.hpp"
+#include "support/fabric.hpp"
+
+namespace lnet::up {
+namespace {
+
+using namespace std::chrono_literals;
+using test::EventLog;
+using test::Fabric;
+
+constexpr unsigned kPortal = 8;
+const NetId kMpi = NetId::make(kMpiLnd, 0);
+const Nid kUpNid = Nid::make(kMpi, 0x7f000002);  // 127.0.0.2@mpi
+const Nid kRank0 = Nid::make(kMpi, 0);           // 0@mpi: an application rank
+
+Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
+
+Header put_header(Nid dst, Pid dst_pid, Pid src_pid, std::uint32_t len) {
+  Header h;
+  h.dest_nid = dst;
+  h.src_nid = kRank0;
+  h.dest_pid = dst_pid;
+  h.src_pid = src_pid;
+  h.type = MsgType::Put;
+  h.payload_length = len;
+  h.msg.put.ack_wmd = WireHandle::none();
+  h.msg.put.ptl_index = kPortal;
+  return h;
+}
+
+std::vector<char> pattern(std::size_t n, char seed) {
+  std::vector<char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<char>(seed + i * 7);
+  return v;
+}
+
+class UpLndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/lnet-up-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    opts.bridge = dir + "/bridge.sock";
+    opts.region_size = 64u << 20;
+    opts.bounce_large = 4;
+  }
+  void TearDown() override {
+    client.reset();
+    router.reset();
+    server.reset();
+    lnetd.reset();
+    std::filesystem::remove_all(dir);
+  }
+  // lnetd: the UP NI 127.0.0.2@mpi (and, for routing, gni address 3).
+  void start(bool with_gni = false) {
+    up = std::make_shared<UpLnd>(opts);
+    Config c = with_gni ? test::fabric_config({3}) : Config{};
+    NetConfig n;
+    n.net = kMpi;
+    n.nid = kUpNid;
+    c.nets.push_back(n);
+    lnetd = Instance::create(c, kPidLustre, {up}).value();
+    up->set_nets({NetId::make(kGniLnd, 0)});
+    client = BridgeClient::connect(opts.bridge, 0, 5s).value();
+  }
+  std::optional<Message> next(Type want) {
+    auto m = client->receive(5000);
+    EXPECT_TRUE(m) << "waiting for " << type_name(want) << ": " << m.message();
+    if (!m) return std::nullopt;
+    EXPECT_EQ(type_of(*m), want) << "got " << type_name(type_of(*m))
+                                 << (type_of(*m) == Type::Error ? ": " + std::get<Error>(*m).text : "");
+    if (type_of(*m) != want) return std::nullopt;
+    return *m;
+  }
+  Pid new_pid() {
+    client->send(PidNew{11}).or_throw();
+    auto r = next(Type::PidReply);
+    if (!r) return 0;
+    const PidReply& p = std::get<PidReply>(*r);
+    EXPECT_EQ(p.cookie, 11u);
+    EXPECT_EQ(p.status, 0);
+    EXPECT_EQ(p.nid, kUpNid);
+    return p.pid;
+  }
+  MdHandle sink(Instance& lnet, std::vector<char>& buf, EventLog& log) {
+    auto me = lnet.me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After).value();
+    MdDesc d;
+    d.start = buf.data();
+    d.length = buf.size();
+    d.options = kMdOpPut | kMdTruncate;
+    d.threshold = 1;
+    d.handler = log.handler();
+    return lnet.md_attach(me, d, Unlink::Unlink).value();
+  }
+  MdHandle source(Instance& lnet, std::vector<char>& buf, EventLog& log) {
+    MdDesc d;
+    d.start = buf.data();
+    d.length = buf.size();
+    d.threshold = 1;
+    d.handler = log.handler();
+    return lnet.md_bind(d, Unlink::Unlink).value();
+  }
+
+  std::string dir;
+  UpOptions opts;
+  std::shared_ptr<UpLnd> up;
+  std::unique_ptr<Instance> lnetd, router, server;
+  std::unique_ptr<BridgeClient> client;
+};
+
+TEST_F(UpLndTest, WelcomeNamesTheNiTheNetsAndTheRegion) {
+  start();
+  const Welcome& w = client->welcome();
+  EXPECT_EQ(w.nid, kUpNid);
+  EXPECT_EQ(w.pid, kPidLustre);
+  EXPECT_EQ(w.region_size, opts.region_size);
+  EXPECT_EQ(client->region().size(), opts.region_size);
+  ASSERT_EQ(w.nnets, 1u);
+  EXPECT_EQ(w.nets[0], NetId::make(kGniLnd, 0));
+  struct stat st {};
+  ASSERT_EQ(stat(opts.bridge.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);  // root only: no group configured
+  EXPECT_EQ(up->stats().proxies, 1u);
+}
+
+TEST_F(UpLndTest, PidsAreFreshUserPidsOwnedByOneProxy) {
+  start();
+  Pid a = new_pid(), b = new_pid();
+  EXPECT_TRUE(a & kPidUserFlag);
+  EXPECT_NE(a, b);
+  // Another proxy (another rank of the job) registers what rank 0 got; a third may not.
+  auto other = BridgeClient::connect(opts.bridge, 1, 5s).value();
+  Pid fresh = kPidUserFlag | 4000;
+  other->send(PidRegister{1, fresh}).or_throw();
+  auto r = other->receive(5000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(std::get<PidReply>(*r).status, 0);
+  client->send(PidRegister{2, fresh}).or_throw();
+  EXPECT_EQ(std::get<PidReply>(*next(Type::PidReply)).status, -EEXIST);
+  client->send(PidRegister{3, kPidLustre}).or_throw();  // not an application pid
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("not an application pid"), std::string::npos);
+  EXPECT_EQ(up->stats().pids, 3u);
+  other.reset();  // its pid goes with it
+  for (int i = 0; i < 500 && up->stats().pids != 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(up->stats().pids, 2u);
+  client->send(PidRelease{4, a}).or_throw();
+  EXPECT_EQ(std::get<PidReply>(*next(Type::PidReply)).status, 0);
+  EXPECT_EQ(up->stats().pids, 1u);
+}
+
+// A PUT from an application to lnetd's own MD: the payload comes through a bounce buffer.
+TEST_F(UpLndTest, ReceivePathIntoLnetdsOwnMemoryThroughABounce) {
+  start();
+  Pid pid = new_pid();
+  std::vector<char> buf(8192, 0);
+  EventLog log;
+  MdHandle md = sink(*lnetd, buf, log);
+  auto data = pattern(5000, 'a');
+  client->send(Parse{77, pid, 0, kRank0, put_header(kUpNid, kPidLustre, pid, 5000)}).or_throw();
+  auto m = next(Type::Recv);
+  ASSERT_TRUE(m);
+  const Recv& r = std::get<Recv>(*m);
+  EXPECT_EQ(r.cookie, 77u);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.mlen, 5000u);
+  EXPECT_EQ(r.rlen, 5000u);
+  char* at = client->region().at(r.offset, r.mlen);
+  ASSERT_NE(at, nullptr);
+  std::memcpy(at, data.data(), data.size());
+  client->send(RecvDone{r.desc, 0, 0}).or_throw();
+  ASSERT_TRUE(log.wait_unlinked(md));
+  auto put = log.find(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 0);
+  EXPECT_EQ(put->mlength, 5000u);
+  EXPECT_EQ(put->initiator, (ProcessId{kRank0, pid}));
+  EXPECT_EQ(std::memcmp(buf.data(), data.data(), data.size()), 0);
+  UpStats s = up->stats();
+  EXPECT_EQ(s.parses, 1u);
+  EXPECT_EQ(s.copies, 1u);
+  EXPECT_EQ(s.in_place, 0u);
+  // The same descriptor again is stale: refused.
+  client->send(RecvDone{r.desc, 0, 0}).or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("not one of this proxy's active ones"), std::string::npos);
+}
+
+TEST_F(UpLndTest, SendPathToAnApplication) {
+  start();
+  Pid pid = new_pid();
+  auto data = pattern(3000, 'x');
+  EventLog log;
+  MdHandle md = source(*lnetd, data, log);
+  ASSERT_EQ(lnetd->put(Nid::any(), md, AckReq::NoAck, ProcessId{kRank0, pid}, kPortal, 9, 0, 0), 0);
+  auto m = next(Type::Send);
+  ASSERT_TRUE(m);
+  const Send& s = std::get<Send>(*m);
+  EXPECT_EQ(s.pid, pid);
+  EXPECT_EQ(s.target, (ProcessId{kRank0, pid}));
+  EXPECT_EQ(s.next_hop, kRank0);
+  EXPECT_EQ(s.hdr.type, MsgType::Put);
+  EXPECT_EQ(s.hdr.src_nid, kUpNid);
+  EXPECT_EQ(s.hdr.msg.put.match_bits, 9u);
+  ASSERT_EQ(s.len, 3000u);
+  char* at = client->region().at(s.offset, s.len);
+  ASSERT_NE(at, nullptr);
+  EXPECT_EQ(std::memcmp(at, data.data(), data.size()), 0);
+  client->send(SendDone{s.desc, 0, 0}).or_throw();
+  ASSERT_TRUE(log.wait_unlinked(md));
+  EXPECT_EQ(log.find(EventType::Send)->status, 0);
+  EXPECT_EQ(up->stats().sends, 1u);
+}
+
+TEST_F(UpLndTest, NoProxyOwnsThePidTheSendFails) {
+  start();
+  auto data = pattern(10, 'x');
+  EventLog log;
+  MdHandle md = source(*lnetd, data, log);
+  (void)lnetd->put(Nid::any(), md, AckReq::NoAck, ProcessId{kRank0, kPidUserFlag | 999}, kPortal, 0, 0, 0);
+  ASSERT_TRUE(log.wait_unlinked(md));
+  EXPECT_NE(log.find(EventType::Send)->status, 0);
+}
+
+// The proxy dies with a message of lnetd's in its hands: it fails, the pid is released.
+TEST_F(UpLndTest, AProxyThatGoesAwayFailsWhatItHeldAndFreesItsPids) {
+  start();
+  Pid pid = new_pid();
+  auto data = pattern(100, 'x');
+  EventLog log;
+  MdHandle md = source(*lnetd, data, log);
+  ASSERT_EQ(lnetd->put(Nid::any(), md, AckReq::NoAck, ProcessId{kRank0, pid}, kPortal, 0, 0, 0), 0);
+  ASSERT_TRUE(next(Type::Send));
+  // And a PARSE whose RECV it never answers.
+  std::vector<char> buf(100);
+  EventLog rlog;
+  MdHandle rmd = sink(*lnetd, buf, rlog);
+  client->send(Parse{1, pid, 0, kRank0, put_header(kUpNid, kPidLustre, pid, 100)}).or_throw();
+  ASSERT_TRUE(next(Type::Recv));
+  client.reset();
+  ASSERT_TRUE(log.wait_unlinked(md));
+  EXPECT_EQ(log.find(EventType::Send)->status, -ECONNRESET);
+  for (int i = 0; i < 500 && up->stats().proxies != 0; ++i) std::this_thread::sleep_for(10ms);
+  UpStats s = up->stats();
+  EXPECT_EQ(s.proxies, 0u);
+  EXPECT_EQ(s.pids, 0u);
+  EXPECT_EQ(s.failed, 2u);
+  // The PUT it never delivered ends the MD with an error.
+  ASSERT_TRUE(rlog.wait_unlinked(rmd));
+  EXPECT_EQ(rlog.find(EventType::Put)->status, -ECONNRESET);
+  // Its pid is no one's now.
+  auto d2 = pattern(10, 'y');
+  EventLog log2;
+  MdHandle md2 = source(*lnetd, d2, log2);
+  (void)lnetd->put(Nid::any(), md2, AckReq::NoAck, ProcessId{kRank0, pid}, kPortal, 0, 0, 0);
+  ASSERT_TRUE(log2.wait_unlinked(md2));
+  EXPECT_NE(log2.find(EventType::Send)->status, 0);
+}
+
+TEST_F(UpLndTest, BadMessagesAreRefusedAndTooManyCloseTheConnection) {
+  start();
+  Pid pid = new_pid();
+  // A PARSE for a pid it did not register, one claiming another source pid, garbage.
+  client->send(Parse{1, kPidUserFlag | 555, 0, kRank0, put_header(kUpNid, kPidLustre, kPidUserFlag | 555, 0)})
+      .or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("did not register"), std::string::npos);
+  client->send(Parse{1, pid, 0, kRank0, put_header(kUpNid, kPidLustre, kPidUserFlag | 555, 0)}).or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("a message from pid 555"), std::string::npos);
+  client->send(Send{}).or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("lnetd's to send"), std::string::npos);
+  const std::uint8_t junk[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+  for (int i = 0; i < 13; ++i) ASSERT_EQ(::send(client->fd(), junk, sizeof junk, MSG_NOSIGNAL), 17);
+  bool closed = false;
+  for (int i = 0; i < 20 && !closed; ++i) {
+    auto m = client->receive(5000);
+    if (!m)
+      closed = m.code() == -ECONNRESET;
+    else
+      EXPECT_EQ(type_of(*m), Type::Error);
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(up->stats().bad_messages, 16u);
+  // lnetd is unaffected: a new proxy is served.
+  client = BridgeClient::connect(opts.bridge, 0, 5s).value();
+  EXPECT_NE(new_pid(), 0u);
+}
+
+TEST_F(UpLndTest, AUidThatIsNeitherRootNorInTheGroupIsRefused) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to try another uid";
+  start();
+  // Let the directory's and the socket's modes pass: SO_PEERCRED must not.
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(opts.bridge.c_str(), 0666), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, opts.bridge.c_str(), sizeof a.sun_path - 1);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    std::uint8_t hello[kMaxFrame];
+    std::size_t n = encode(Hello{}, std::span<std::uint8_t, kMaxFrame>(hello, kMaxFrame));
+    (void)!::send(fd, hello, n, MSG_NOSIGNAL);
+    std::uint8_t buf[kMaxFrame];
+    _exit(::recv(fd, buf, sizeof buf, 0) <= 0 ? 0 : 1);  // closed without a WELCOME
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(up->stats().refused, 1u);
+}
+
+// lnetd as a router between an application on mpi and a server on gni: both ways, the
+// payload sits in a router buffer of the shared region and crosses the bridge in place.
+TEST_F(UpLndTest, RoutedPayloadsCrossTheBridgeWithoutACopy) {
+  Fabric::install();
+  start(true);
+  server = Instance::create(test::fabric_config({4}), kPidLustre).value();
+  for (Instance* i : {lnetd.get(), server.get()}) i->control().set_global("alive_router_check_interval", 0).or_throw();
+  ASSERT_TRUE(server->control().add_route(RouteConfig{kMpi, gni(3), -1, 0}));
+  ASSERT_TRUE(lnetd->control().set_routing(true));
+  Pid pid = new_pid();
+
+  // Application -> server.
+  std::vector<char> buf(1 << 20, 0);
+  EventLog slog;
+  MdHandle smd = sink(*server, buf, slog);
+  auto data = pattern(300000, 'r');
+  client->send(Parse{5, pid, 0, kRank0, put_header(gni(4), kPidLustre, pid, 300000)}).or_throw();
+  auto m = next(Type::Recv);
+  ASSERT_TRUE(m);
+  const Recv& r = std::get<Recv>(*m);
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.mlen, 300000u);
+  std::memcpy(client->region().at(r.offset, r.mlen), data.data(), data.size());
+  client->send(RecvDone{r.desc, 0, 0}).or_throw();
+  ASSERT_TRUE(slog.wait_unlinked(smd));
+  EXPECT_EQ(slog.find(EventType::Put)->mlength, 300000u);
+  EXPECT_EQ(std::memcmp(buf.data(), data.data(), data.size()), 0);
+
+  // Server -> application.
+  auto back = pattern(200000, 'b');
+  EventLog blog;
+  MdHandle bmd = source(*server, back, blog);
+  ASSERT_EQ(server->put(Nid::any(), bmd, AckReq::NoAck, ProcessId{kRank0, pid}, kPortal, 0, 0, 0), 0);
+  auto sm = next(Type::Send);
+  ASSERT_TRUE(sm);
+  const Send& s = std::get<Send>(*sm);
+  ASSERT_EQ(s.len, 200000u);
+  EXPECT_EQ(s.hdr.src_nid, gni(4));  // forwarded: the header is the server's
+  EXPECT_EQ(std::memcmp(client->region().at(s.offset, s.len), back.data(), back.size()), 0);
+  client->send(SendDone{s.desc, 0, 0}).or_throw();
+  ASSERT_TRUE(blog.wait_unlinked(bmd));
+
+  UpStats st = up->stats();
+  EXPECT_EQ(st.in_place, 2u);
+  EXPECT_EQ(st.copies, 0u);
+}
+
+}  // namespace
+}  // namespace lnet::up

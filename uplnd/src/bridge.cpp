@@ -1,0 +1,363 @@
+// The bridge protocol's codecs: a 16-byte frame header, then a fixed body per type (an
+// ERROR's text is the one variable part).
+#include <lnet/lnd/byteorder.hpp>
+#include <lnet/lnd/lnd.hpp>
+#include <lnet/up/bridge.hpp>
+
+#include <cstring>
+
+namespace lnet::up {
+
+namespace {
+
+using namespace lnet::wire;
+
+// Body sizes; an ERROR's is the minimum (its text follows).
+constexpr std::size_t kHelloSize = 16;
+constexpr std::size_t kWelcomeSize = 32 + 4 * kMaxNets;
+constexpr std::size_t kPidNewSize = 8;
+constexpr std::size_t kPidRegisterSize = 16;
+constexpr std::size_t kPidReleaseSize = 16;
+constexpr std::size_t kPidReplySize = 24;
+constexpr std::size_t kParseSize = 24 + kHeaderSize;
+constexpr std::size_t kRecvSize = 40 + kHeaderSize;
+constexpr std::size_t kDoneSize = 16;
+constexpr std::size_t kSendSize = 56 + kHeaderSize;
+constexpr std::size_t kNotifySize = 16;
+constexpr std::size_t kErrorSize = 8;
+static_assert(kFrameHdrSize + kErrorSize + kMaxErrorText <= kMaxFrame);
+static_assert(kFrameHdrSize + kSendSize <= kMaxFrame);
+
+std::size_t body_size(Type t) {
+  switch (t) {
+    case Type::Hello: return kHelloSize;
+    case Type::Welcome: return kWelcomeSize;
+    case Type::PidNew: return kPidNewSize;
+    case Type::PidRegister: return kPidRegisterSize;
+    case Type::PidRelease: return kPidReleaseSize;
+    case Type::PidReply: return kPidReplySize;
+    case Type::Parse: return kParseSize;
+    case Type::Recv: return kRecvSize;
+    case Type::RecvDone: return kDoneSize;
+    case Type::Send: return kSendSize;
+    case Type::SendDone: return kDoneSize;
+    case Type::Notify: return kNotifySize;
+    case Type::Error: return kErrorSize;
+  }
+  return 0;
+}
+
+// Writes field after field; the body was zeroed first, so padding stays 0.
+struct Writer {
+  std::uint8_t* p;
+  void u32(std::uint32_t v) {
+    put_le32(p, v);
+    p += 4;
+  }
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void u64(std::uint64_t v) {
+    put_le64(p, v);
+    p += 8;
+  }
+  void nid(Nid n) { u64(n.value()); }
+  void pad(std::size_t n) { p += n; }
+  void hdr(const Header& h) {
+    encode_header(h, std::span<std::uint8_t, kHeaderSize>(p, kHeaderSize));
+    p += kHeaderSize;
+  }
+  void desc(DescRef d) {
+    u32(d.index);
+    u32(d.gen);
+  }
+};
+
+struct Reader {
+  const std::uint8_t* p;
+  std::uint32_t u32() {
+    std::uint32_t v = get_le32(p);
+    p += 4;
+    return v;
+  }
+  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  std::uint64_t u64() {
+    std::uint64_t v = get_le64(p);
+    p += 8;
+    return v;
+  }
+  Nid nid() { return Nid(u64()); }
+  void pad(std::size_t n) { p += n; }
+  bool hdr(Header& h) {
+    int rc = decode_header(std::span<const std::uint8_t>(p, kHeaderSize), h);
+    p += kHeaderSize;
+    return rc == 0;
+  }
+  DescRef desc() {
+    DescRef d;
+    d.index = u32();
+    d.gen = u32();
+    return d;
+  }
+};
+
+Failure bad(Type t, const std::string& why) {
+  return Failure{-EPROTO, std::string("bad bridge message ") + type_name(t) + ": " + why};
+}
+
+void write_body(const Message& m, Writer& w) {
+  std::visit(
+      [&w](const auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, Hello>) {
+          w.u32(b.version);
+          w.u32(b.rank);
+          w.u64(b.os_pid);
+        } else if constexpr (std::is_same_v<T, Welcome>) {
+          w.nid(b.nid);
+          w.u32(b.pid);
+          w.u32(b.nnets);
+          w.u64(b.region_size);
+          w.u32(b.max_payload);
+          w.pad(4);
+          for (std::size_t i = 0; i < kMaxNets; ++i) w.u32(i < b.nnets ? b.nets[i].value() : 0);
+        } else if constexpr (std::is_same_v<T, PidNew>) {
+          w.u64(b.cookie);
+        } else if constexpr (std::is_same_v<T, PidRegister> || std::is_same_v<T, PidRelease>) {
+          w.u64(b.cookie);
+          w.u32(b.pid);
+          w.pad(4);
+        } else if constexpr (std::is_same_v<T, PidReply>) {
+          w.u64(b.cookie);
+          w.i32(b.status);
+          w.u32(b.pid);
+          w.nid(b.nid);
+        } else if constexpr (std::is_same_v<T, Parse>) {
+          w.u64(b.cookie);
+          w.u32(b.pid);
+          w.u32(b.flags);
+          w.nid(b.from);
+          w.hdr(b.hdr);
+        } else if constexpr (std::is_same_v<T, Recv>) {
+          w.u64(b.cookie);
+          w.desc(b.desc);
+          w.i32(b.status);
+          w.u32(b.flags);
+          w.u64(b.offset);
+          w.u32(b.mlen);
+          w.u32(b.rlen);
+          if (b.flags & kRecvSource) w.hdr(b.hdr);
+        } else if constexpr (std::is_same_v<T, RecvDone> || std::is_same_v<T, SendDone>) {
+          w.desc(b.desc);
+          w.i32(b.status);
+          w.u32(b.health);
+        } else if constexpr (std::is_same_v<T, Send>) {
+          w.desc(b.desc);
+          w.u32(b.pid);
+          w.pad(4);
+          w.nid(b.target.nid);
+          w.u32(b.target.pid);
+          w.u32(b.len);
+          w.nid(b.next_hop);
+          w.u64(b.offset);
+          w.hdr(b.hdr);
+        } else if constexpr (std::is_same_v<T, Notify>) {
+          w.u32(b.pid);
+          w.u32(b.alive ? 1 : 0);
+          w.nid(b.peer);
+        } else if constexpr (std::is_same_v<T, Error>) {
+          std::size_t n = std::min(b.text.size(), kMaxErrorText);
+          w.i32(b.code);
+          w.u32(static_cast<std::uint32_t>(n));
+          std::memcpy(w.p, b.text.data(), n);
+          w.p += n;
+        }
+      },
+      m);
+}
+
+Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
+  switch (t) {
+    case Type::Hello: {
+      Hello b;
+      b.version = r.u32();
+      b.rank = r.u32();
+      b.os_pid = r.u64();
+      return Message{b};
+    }
+    case Type::Welcome: {
+      Welcome b;
+      b.nid = r.nid();
+      b.pid = r.u32();
+      b.nnets = r.u32();
+      b.region_size = r.u64();
+      b.max_payload = r.u32();
+      r.pad(4);
+      if (b.nnets > kMaxNets) return bad(t, std::to_string(b.nnets) + " nets (at most 16)");
+      for (std::size_t i = 0; i < kMaxNets; ++i) b.nets[i] = NetId(r.u32());
+      return Message{b};
+    }
+    case Type::PidNew: {
+      PidNew b;
+      b.cookie = r.u64();
+      return Message{b};
+    }
+    case Type::PidRegister:
+    case Type::PidRelease: {
+      std::uint64_t cookie = r.u64();
+      Pid pid = r.u32();
+      if (t == Type::PidRegister) return Message{PidRegister{cookie, pid}};
+      return Message{PidRelease{cookie, pid}};
+    }
+    case Type::PidReply: {
+      PidReply b;
+      b.cookie = r.u64();
+      b.status = r.i32();
+      b.pid = r.u32();
+      b.nid = r.nid();
+      if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
+      return Message{b};
+    }
+    case Type::Parse: {
+      Parse b;
+      b.cookie = r.u64();
+      b.pid = r.u32();
+      b.flags = r.u32();
+      b.from = r.nid();
+      if (b.flags & ~kParseRdma) return bad(t, "unknown flags " + std::to_string(b.flags));
+      if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
+      return Message{b};
+    }
+    case Type::Recv: {
+      Recv b;
+      b.cookie = r.u64();
+      b.desc = r.desc();
+      b.status = r.i32();
+      b.flags = r.u32();
+      b.offset = r.u64();
+      b.mlen = r.u32();
+      b.rlen = r.u32();
+      if (b.flags & ~(kRecvDelayed | kRecvSource)) return bad(t, "unknown flags " + std::to_string(b.flags));
+      if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
+      if (b.status == 0 && !(b.flags & kRecvSource) && b.mlen > b.rlen)
+        return bad(t, "mlen " + std::to_string(b.mlen) + " beyond rlen " + std::to_string(b.rlen));
+      if ((b.flags & kRecvSource) && !r.hdr(b.hdr)) return bad(t, "a REPLY header that does not decode");
+      return Message{b};
+    }
+    case Type::RecvDone:
+    case Type::SendDone: {
+      DescRef d = r.desc();
+      std::int32_t status = r.i32();
+      std::uint32_t health = r.u32();
+      if (status > 0) return bad(t, "positive status " + std::to_string(status));
+      if (health > static_cast<std::uint32_t>(HealthStatus::NetworkTimeout))
+        return bad(t, "health status " + std::to_string(health) + " unknown");
+      if (t == Type::RecvDone) return Message{RecvDone{d, status, health}};
+      return Message{SendDone{d, status, health}};
+    }
+    case Type::Send: {
+      Send b;
+      b.desc = r.desc();
+      b.pid = r.u32();
+      r.pad(4);
+      b.target.nid = r.nid();
+      b.target.pid = r.u32();
+      b.len = r.u32();
+      b.next_hop = r.nid();
+      b.offset = r.u64();
+      if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
+      return Message{b};
+    }
+    case Type::Notify: {
+      Notify b;
+      b.pid = r.u32();
+      std::uint32_t alive = r.u32();
+      if (alive > 1) return bad(t, "alive " + std::to_string(alive) + " (0 or 1)");
+      b.alive = alive == 1;
+      b.peer = r.nid();
+      return Message{b};
+    }
+    case Type::Error: {
+      Error b;
+      b.code = r.i32();
+      std::uint32_t n = r.u32();
+      if (n > kMaxErrorText) return bad(t, "text of " + std::to_string(n) + " bytes (at most 240)");
+      if (n != body_len - kErrorSize)
+        return bad(t, "text of " + std::to_string(n) + " bytes in a body of " + std::to_string(body_len));
+      b.text.assign(reinterpret_cast<const char*>(r.p), n);
+      return Message{b};
+    }
+  }
+  return bad(t, "unknown type");
+}
+
+}  // namespace
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::Hello: return "HELLO";
+    case Type::Welcome: return "WELCOME";
+    case Type::PidNew: return "PID_NEW";
+    case Type::PidRegister: return "PID_REGISTER";
+    case Type::PidRelease: return "PID_RELEASE";
+    case Type::PidReply: return "PID_REPLY";
+    case Type::Parse: return "PARSE";
+    case Type::Recv: return "RECV";
+    case Type::RecvDone: return "RECV_DONE";
+    case Type::Send: return "SEND";
+    case Type::SendDone: return "SEND_DONE";
+    case Type::Notify: return "NOTIFY";
+    case Type::Error: return "ERROR";
+  }
+  return "?";
+}
+
+Type type_of(const Message& m) { return static_cast<Type>(m.index() + 1); }
+
+std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out) {
+  Type t = type_of(m);
+  std::size_t body = body_size(t);
+  if (const Error* e = std::get_if<Error>(&m)) body += std::min(e->text.size(), kMaxErrorText);
+  if (const Recv* r = std::get_if<Recv>(&m); r && !(r->flags & kRecvSource)) body -= kHeaderSize;
+  std::size_t len = kFrameHdrSize + body;
+  std::memset(out.data(), 0, len);
+  put_le32(out.data(), kBridgeMagic);
+  put_le16(out.data() + 4, kBridgeVersion);
+  put_le16(out.data() + 6, static_cast<std::uint16_t>(t));
+  put_le32(out.data() + 8, static_cast<std::uint32_t>(len));
+  Writer w{out.data() + kFrameHdrSize};
+  write_body(m, w);
+  return len;
+}
+
+Result<Message> decode(std::span<const std::uint8_t> in) {
+  if (in.size() < kFrameHdrSize)
+    return Failure{-EPROTO, "bad bridge message: " + std::to_string(in.size()) + " bytes, shorter than a header"};
+  std::uint32_t magic = get_le32(in.data());
+  std::uint16_t version = get_le16(in.data() + 4);
+  std::uint16_t type = get_le16(in.data() + 6);
+  std::uint32_t len = get_le32(in.data() + 8);
+  std::uint32_t reserved = get_le32(in.data() + 12);
+  if (magic != kBridgeMagic) return Failure{-EPROTO, "bad bridge message: magic " + std::to_string(magic)};
+  if (version != kBridgeVersion)
+    return Failure{-EPROTO, "bad bridge message: version " + std::to_string(version) + " (this side speaks 1)"};
+  if (type < static_cast<std::uint16_t>(Type::Hello) || type > static_cast<std::uint16_t>(Type::Error))
+    return Failure{-EPROTO, "bad bridge message: unknown type " + std::to_string(type)};
+  Type t = static_cast<Type>(type);
+  if (len != in.size())
+    return bad(t, "frame length " + std::to_string(len) + " but " + std::to_string(in.size()) + " bytes arrived");
+  if (reserved != 0) return bad(t, "reserved field " + std::to_string(reserved));
+  std::size_t body_len = in.size() - kFrameHdrSize;
+  std::size_t want = body_size(t);
+  if (t == Type::Recv) {
+    // A RECV carries the REPLY's header only with kRecvSource.
+    if (body_len < want - kHeaderSize) return bad(t, "body of " + std::to_string(body_len) + " bytes");
+    std::uint32_t flags = get_le32(in.data() + kFrameHdrSize + 20);
+    if (body_len != ((flags & kRecvSource) ? want : want - kHeaderSize))
+      return bad(t, "body of " + std::to_string(body_len) + " bytes for flags " + std::to_string(flags));
+  } else if (t == Type::Error ? body_len < want : body_len != want) {
+    return bad(t, "body of " + std::to_string(body_len) + " bytes (" + std::to_string(want) + " expected)");
+  }
+  Reader r{in.data() + kFrameHdrSize};
+  return read_body(t, r, body_len);
+}
+
+}  // namespace lnet::up

@@ -1,0 +1,99 @@
+// UpLnd: the driver object lnetd hands to its Instance; one NI, on an mpi net.
+#include <lnet/lnd/ifaddr.hpp>
+#include <lnet/log.hpp>
+#include <lnet/up/uplnd.hpp>
+
+#include "up_ni.hpp"
+
+namespace lnet::up {
+
+// The region, offered to the host for its router buffers.
+class UpLnd::Memory final : public BufferMemory {
+ public:
+  explicit Memory(std::unique_ptr<Region> r) : region(std::move(r)) {}
+  void* allocate(std::size_t size) override { return region->allocate(size); }
+  std::unique_ptr<Region> region;
+};
+
+UpLnd::UpLnd(UpOptions opts) : opts_(std::move(opts)) {
+  auto r = Region::create(opts_.region_size, "lnet-bridge");
+  if (r)
+    memory_ = std::make_unique<Memory>(std::move(*r));
+  else
+    LNET_LOG(Error, kLogLnd, "the UP LND has no shared region: %s", r.message().c_str());
+}
+
+UpLnd::~UpLnd() {
+  MutexLock g(mutex_);
+  delete ni_;
+  ni_ = nullptr;
+}
+
+std::uint32_t UpLnd::net_type() const { return kMpiLnd; }
+
+int UpLnd::startup(NetInterface& ni) {
+  MutexLock g(mutex_);
+  if (ni_) {
+    LNET_LOG(Error, kLogLnd, "cannot start %s: lnetd serves one mpi net (its bridge is %s)",
+             ni.config.net.to_string().c_str(), opts_.bridge.c_str());
+    return -EEXIST;
+  }
+  if (!memory_) return -ENOMEM;
+  if (ni.nid.is_any()) {
+    auto ip = interface_ipv4(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
+    if (!ip) {
+      LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
+      return ip.code();
+    }
+    ni.nid = Nid::make(ni.config.net, *ip);
+  }
+  if (ni.nid.addr() < (1u << 24)) {
+    LNET_LOG(Error, kLogLnd, "cannot start %s: %s is an application's address, not an IPv4 one",
+             ni.config.net.to_string().c_str(), ni.nid.to_string().c_str());
+    return -EINVAL;
+  }
+  if (ni.config.tunables.peer_credits == 0) ni.config.tunables.peer_credits = 32;
+  auto* u = new UpNi(ni, *memory_->region, opts_);
+  u->set_nets(nets_);
+  if (Status s = u->start(); !s) {
+    LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.nid.to_string().c_str(), s.message().c_str());
+    delete u;
+    return s.code();
+  }
+  ni.lnd_data = u;
+  ni_ = u;
+  return 0;
+}
+
+void UpLnd::shutdown(NetInterface& ni) {
+  auto* u = static_cast<UpNi*>(ni.lnd_data);
+  if (!u) return;
+  u->stop();
+  MutexLock g(mutex_);
+  if (ni_ == u) ni_ = nullptr;
+  ni.lnd_data = nullptr;
+  delete u;
+}
+
+int UpLnd::send(NetInterface& ni, LndMessage& msg) { return static_cast<UpNi*>(ni.lnd_data)->send(msg); }
+
+int UpLnd::recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
+                std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
+  return static_cast<UpNi*>(ni.lnd_data)
+      ->recv(static_cast<Desc*>(lnd_private), msg, iov, niov, offset, mlen, rlen, delayed);
+}
+
+BufferMemory* UpLnd::router_memory() { return memory_.get(); }
+
+UpStats UpLnd::stats() const {
+  MutexLock g(mutex_);
+  return ni_ ? ni_->stats() : UpStats{};
+}
+
+void UpLnd::set_nets(std::vector<NetId> nets) {
+  MutexLock g(mutex_);
+  nets_ = nets;
+  if (ni_) ni_->set_nets(std::move(nets));
+}
+
+}  // namespace lnet::up

@@ -1,0 +1,261 @@
+// Messages from proxies: read, checked, and handled one handler per type. A message that
+// does not decode, comes out of order, names a pid the proxy does not own or a
+// descriptor that is not its own is refused with an ERROR, logged and counted; after
+// kMaxBad of them the connection is closed.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <lnet/lnd/fragments.hpp>
+#include <lnet/log.hpp>
+
+#include "up_ni.hpp"
+
+namespace lnet::up {
+
+namespace {
+
+constexpr int kReadBatch = 64;                   // packets read per wake-up before others get a turn
+constexpr std::uint32_t kMaxPayload = 1u << 20;  // LNET_MTU
+
+std::string pid_text(Pid p) {
+  return "pid " + std::to_string(p & ~kPidUserFlag) + ((p & kPidUserFlag) ? "(user)" : "");
+}
+
+}  // namespace
+
+bool UpNi::read_ready(Conn& c) {
+  std::uint8_t buf[kMaxFrame + 1];
+  for (int i = 0; i < kReadBatch; ++i) {
+    ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      close_conn(c, errno_string(errno).c_str());
+      return false;
+    }
+    if (n == 0) {
+      close_conn(c, "closed");
+      return false;
+    }
+    if (static_cast<std::size_t>(n) > kMaxFrame) {
+      if (!refuse(c, "a packet of " + std::to_string(n) + " bytes (at most 512)")) return false;
+      continue;
+    }
+    auto m = decode(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(n)));
+    if (!m) {
+      if (!refuse(c, m.message())) return false;
+      continue;
+    }
+    if (!handle(c, *m)) return false;
+  }
+  return true;
+}
+
+bool UpNi::handle(Conn& c, const Message& m) {
+  Type t = type_of(m);
+  if (!c.hello && t != Type::Hello) return refuse(c, std::string(type_name(t)) + " before HELLO");
+  if (c.hello && t == Type::Hello) return refuse(c, "a second HELLO");
+  switch (t) {
+    case Type::Hello: return on_hello(c, std::get<Hello>(m));
+    case Type::PidNew:
+    case Type::PidRegister:
+    case Type::PidRelease: return on_pid(c, m);
+    case Type::Parse: return on_parse(c, std::get<Parse>(m));
+    case Type::RecvDone: {
+      const RecvDone& d = std::get<RecvDone>(m);
+      return on_done(c, d.desc, false, d.status, d.health);
+    }
+    case Type::SendDone: {
+      const SendDone& d = std::get<SendDone>(m);
+      return on_done(c, d.desc, true, d.status, d.health);
+    }
+    case Type::Notify: {
+      const Notify& n = std::get<Notify>(m);
+      bool owned;
+      {
+        MutexLock g(mu_);
+        owned = c.pids.count(n.pid) != 0;
+      }
+      if (!owned) return refuse(c, "NOTIFY for " + pid_text(n.pid) + ", which this proxy did not register");
+      if (n.peer.net() != ni_.nid.net()) return refuse(c, "NOTIFY for " + n.peer.to_string() + ", not on this net");
+      host_.notify_peer(ni_, n.peer, n.alive);
+      return true;
+    }
+    case Type::Error: {
+      const Error& e = std::get<Error>(m);
+      LNET_LOG(Warn, kLogLnd, "%s: %s reports: %s (%s)", ni_.nid.to_string().c_str(), c.name.c_str(), e.text.c_str(),
+               errno_string(e.code).c_str());
+      return true;
+    }
+    case Type::Welcome:
+    case Type::PidReply:
+    case Type::Recv:
+    case Type::Send: break;
+  }
+  return refuse(c, std::string(type_name(t)) + " is lnetd's to send, not a proxy's");
+}
+
+bool UpNi::on_hello(Conn& c, const Hello& h) {
+  if (h.version != kBridgeVersion)
+    return refuse(c, "protocol version " + std::to_string(h.version) + " (this lnetd speaks 1)");
+  Welcome w;
+  w.nid = ni_.nid;
+  w.pid = ni_.pid;
+  w.region_size = region_.size();
+  w.max_payload = kMaxPayload;
+  std::uint8_t frame[kMaxFrame];
+  MutexLock g(mu_);
+  c.hello = true;
+  c.rank = h.rank;
+  c.name = "proxy rank " + std::to_string(h.rank) + " (pid " + std::to_string(c.os_pid) + ")";
+  for (NetId n : nets_) {
+    if (w.nnets == kMaxNets) break;
+    w.nets[w.nnets++] = n;
+  }
+  // The WELCOME carries the region's fd; it is the first thing written, so the socket
+  // has room for it.
+  std::size_t len = encode(Message{w}, std::span<std::uint8_t, kMaxFrame>(frame, kMaxFrame));
+  iovec iov{frame, len};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl;
+  mh.msg_controllen = sizeof ctl;
+  cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  int fd = region_.fd();
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  if (sendmsg(c.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(len)) {
+    LNET_LOG(Warn, kLogLnd, "%s: WELCOME to %s: %s", ni_.nid.to_string().c_str(), c.name.c_str(),
+             errno_string(errno).c_str());
+    c.broken = true;
+    return true;
+  }
+  LNET_LOG(Info, kLogLnd, "%s: %s connected", ni_.nid.to_string().c_str(), c.name.c_str());
+  return true;
+}
+
+bool UpNi::on_pid(Conn& c, const Message& m) {
+  PidReply r;
+  r.nid = ni_.nid;
+  DoneList done;
+  std::string why;
+  {
+    MutexLock g(mu_);
+    if (const PidNew* n = std::get_if<PidNew>(&m)) {
+      r.cookie = n->cookie;
+      // A fresh pid (user flag set), not one in use; pids are not reused until the
+      // counter wraps, so a late message of a gone application finds no owner.
+      for (unsigned tries = 0;; ++tries) {
+        Pid p = kPidUserFlag | next_pid_;
+        next_pid_ = (next_pid_ + 1) & ~kPidUserFlag;
+        if (next_pid_ == 0) next_pid_ = 1;
+        if (!apps_.count(p)) {
+          r.pid = p;
+          break;
+        }
+        if (tries > 1000000) {
+          r.status = -EAGAIN;
+          break;
+        }
+      }
+    } else if (const PidRegister* rg = std::get_if<PidRegister>(&m)) {
+      r.cookie = rg->cookie;
+      r.pid = rg->pid;
+      if (!(rg->pid & kPidUserFlag) || rg->pid == kPidAny) {
+        why = "PID_REGISTER of " + pid_text(rg->pid) + ", not an application pid";
+      } else if (auto it = apps_.find(rg->pid); it != apps_.end()) {
+        r.status = -EEXIST;
+      }
+    } else {
+      const PidRelease& rl = std::get<PidRelease>(m);
+      r.cookie = rl.cookie;
+      r.pid = rl.pid;
+      if (!c.pids.count(rl.pid)) why = "PID_RELEASE of " + pid_text(rl.pid) + ", which this proxy did not register";
+    }
+    if (why.empty()) {
+      if (std::holds_alternative<PidRelease>(m)) {
+        fail_descs_locked(c, r.pid, done);
+        stats_.failed += done.size();
+      } else if (r.status == 0) {
+        App& a = apps_[r.pid];
+        a.pid = r.pid;
+        a.owner = &c;
+        c.pids.insert(r.pid);
+        stats_.pids = apps_.size();
+      }
+      reply_locked(c, r);
+    }
+  }
+  if (!why.empty()) return refuse(c, why);
+  finalize_all(done);
+  return true;
+}
+
+bool UpNi::on_parse(Conn& c, const Parse& p) {
+  Desc* d;
+  // c.pids changes on this thread only.
+  if (!c.pids.count(p.pid)) return refuse(c, "PARSE for " + pid_text(p.pid) + ", which this proxy did not register");
+  if (p.from.net() != ni_.nid.net())
+    return refuse(c, "PARSE from " + p.from.to_string() + ", not on " + ni_.nid.net().to_string());
+  if (p.hdr.src_pid != p.pid)
+    return refuse(c, "PARSE of a message from " + pid_text(p.hdr.src_pid) + " for " + pid_text(p.pid));
+  if (p.hdr.payload_length > kMaxPayload)
+    return refuse(c, "PARSE of a " + std::to_string(p.hdr.payload_length) + "-byte payload (at most 1 MiB)");
+  {
+    MutexLock g(mu_);
+    d = new_desc_locked(Desc::Kind::Recv, &c, p.pid);
+    d->cookie = p.cookie;
+    d->rdma = p.flags & kParseRdma;
+    ++stats_.parses;
+  }
+  int rc = host_.parse(ni_, p.hdr, p.from, d, d->rdma);
+  if (rc < 0) {
+    // The host takes no payload and makes no recv() call: tell the proxy to discard it.
+    MutexLock g(mu_);
+    d->status = rc;
+    d->msg = nullptr;
+    if (!d->conn) {
+      free_desc_locked(d);
+    } else {
+      d->state = Desc::State::Pending;
+      submit_locked(apps_[d->pid], *d);
+    }
+  }
+  return true;
+}
+
+bool UpNi::on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health) {
+  LndMessage* msg = nullptr;
+  {
+    MutexLock g(mu_);
+    Desc* d = find_desc_locked(ref, is_send ? Desc::Kind::Send : Desc::Kind::Recv, c);
+    if (d) {
+      msg = d->msg;
+      if (d->bounce && !is_send && !(d->flags & kRecvSource) && status == 0 && d->mlen) {
+        copy_to_fragments(d->iov, d->niov, d->iov_offset, d->bounce->data, d->mlen);
+        ++stats_.copies;
+      }
+      bool bounced = d->bounce != nullptr;
+      free_desc_locked(d);  // gives its bounce back
+      if (bounced) {        // what waited for one may go now, to any proxy
+        for (auto& [fd, other] : conns_) flush_locked(*other);
+      } else {
+        flush_locked(c);
+      }
+    }
+  }
+  if (!msg)
+    return refuse(c, std::string(is_send ? "SEND_DONE" : "RECV_DONE") + " for descriptor " + std::to_string(ref.index) +
+                         "/" + std::to_string(ref.gen) + ", not one of this proxy's active ones");
+  msg->health = static_cast<HealthStatus>(health);
+  host_.finalize(msg, status);
+  return true;
+}
+
+}  // namespace lnet::up
