@@ -4,6 +4,8 @@
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/up/bridge.hpp>
 
+#include <sys/socket.h>
+
 #include <cstring>
 
 namespace lnet::up {
@@ -308,6 +310,40 @@ const char* type_name(Type t) {
     case Type::Error: return "ERROR";
   }
   return "?";
+}
+
+long send_frame(int sock, std::span<const std::uint8_t> frame, int fd, int flags) {
+  iovec iov{const_cast<std::uint8_t*>(frame.data()), frame.size()};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (fd >= 0) {
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  }
+  return sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+}
+
+long receive_frame(int sock, std::span<std::uint8_t> buf, int* fd, int flags) {
+  iovec iov{buf.data(), buf.size()};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl;
+  mh.msg_controllen = sizeof ctl;
+  long n = recvmsg(sock, &mh, flags | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+  *fd = -1;
+  if (n < 0) return n;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(cm), sizeof(int));
+  return n;
 }
 
 Type type_of(const Message& m) { return static_cast<Type>(m.index() + 1); }

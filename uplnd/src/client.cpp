@@ -12,22 +12,6 @@ namespace lnet::up {
 
 namespace {
 
-// Receives one packet, and the fd that may come with it (-1 if none).
-ssize_t receive_packet(int fd, std::uint8_t* buf, std::size_t len, int* passed) {
-  iovec iov{buf, len};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = ctl;
-  mh.msg_controllen = sizeof ctl;
-  ssize_t n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
-  *passed = -1;
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) std::memcpy(passed, CMSG_DATA(cm), sizeof(int));
-  return n;
-}
-
 int wait_readable(int fd, int timeout_ms) {
   pollfd p{fd, POLLIN, 0};
   for (;;) {
@@ -64,12 +48,12 @@ Result<std::unique_ptr<BridgeClient>> BridgeClient::connect(const std::string& p
     return Failure{rc, "no WELCOME from the bridge " + path + ": " + errno_string(rc)};
   std::uint8_t buf[kMaxFrame + 1];
   int passed = -1;
-  ssize_t n = receive_packet(c->fd_, buf, sizeof buf, &passed);
+  long n = receive_frame(c->fd_, buf, &passed, 0);
   if (n <= 0) {
     if (passed >= 0) ::close(passed);
     return Failure{-ECONNRESET, "the bridge " + path + " closed the connection (is this user permitted?)"};
   }
-  auto m = decode(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(std::min<ssize_t>(n, kMaxFrame + 1))));
+  auto m = decode(std::span<const std::uint8_t>(buf, std::min(static_cast<std::size_t>(n), sizeof buf)));
   if (!m || !std::holds_alternative<Welcome>(*m)) {
     if (passed >= 0) ::close(passed);
     std::string why = !m ? m.message()
@@ -106,7 +90,7 @@ Result<Message> BridgeClient::receive(int timeout_ms) {
   if (int rc = wait_readable(fd_, timeout_ms); rc < 0) return Failure{rc, errno_string(rc)};
   std::uint8_t buf[kMaxFrame + 1];
   int passed = -1;
-  ssize_t n = receive_packet(fd_, buf, sizeof buf, &passed);
+  long n = receive_frame(fd_, buf, &passed, 0);
   if (passed >= 0) ::close(passed);
   if (n == 0) return Failure{-ECONNRESET, "lnetd closed the bridge " + path_};
   if (n < 0) return Failure{-errno, "the bridge " + path_ + ": " + errno_string(errno)};

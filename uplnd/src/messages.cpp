@@ -17,8 +17,7 @@ namespace lnet::up {
 
 namespace {
 
-constexpr int kReadBatch = 64;                   // packets read per wake-up before others get a turn
-constexpr std::uint32_t kMaxPayload = 1u << 20;  // LNET_MTU
+constexpr int kReadBatch = 64;  // packets read per wake-up before others get a turn
 
 std::string pid_text(Pid p) {
   return "pid " + std::to_string(p & ~kPidUserFlag) + ((p & kPidUserFlag) ? "(user)" : "");
@@ -117,20 +116,8 @@ bool UpNi::on_hello(Conn& c, const Hello& h) {
   // The WELCOME carries the region's fd; it is the first thing written, so the socket
   // has room for it.
   std::size_t len = encode(Message{w}, std::span<std::uint8_t, kMaxFrame>(frame, kMaxFrame));
-  iovec iov{frame, len};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = ctl;
-  mh.msg_controllen = sizeof ctl;
-  cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  int fd = region_.fd();
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  if (sendmsg(c.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(len)) {
+  if (send_frame(c.fd, std::span<const std::uint8_t>(frame, len), region_.fd(), MSG_DONTWAIT) !=
+      static_cast<long>(len)) {
     LNET_LOG(Warn, kLogLnd, "%s: WELCOME to %s: %s", ni_.nid.to_string().c_str(), c.name.c_str(),
              errno_string(errno).c_str());
     c.broken = true;
@@ -187,7 +174,6 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
         a.pid = r.pid;
         a.owner = &c;
         c.pids.insert(r.pid);
-        stats_.pids = apps_.size();
       }
       reply_locked(c, r);
     }

@@ -190,7 +190,6 @@ void UpNi::accept_ready() {
     }
     MutexLock g(mu_);
     ++stats_.connections;
-    ++stats_.proxies;
     conns_.emplace(fd, std::move(c));
   }
 }
@@ -203,7 +202,6 @@ void UpNi::close_conn(Conn& c, const char* why) {
     pids.assign(c.pids.begin(), c.pids.end());
     fail_descs_locked(c, 0, done);
     stats_.failed += done.size();
-    --stats_.proxies;
   }
   (void)epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   std::string list;
@@ -243,7 +241,10 @@ bool UpNi::refuse(Conn& c, const std::string& why) {
 
 UpStats UpNi::stats() const {
   MutexLock g(mu_);
-  return stats_;
+  UpStats s = stats_;
+  s.proxies = conns_.size();
+  s.pids = apps_.size();
+  return s;
 }
 
 void UpNi::set_nets(std::vector<NetId> nets) {

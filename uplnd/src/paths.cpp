@@ -291,15 +291,12 @@ void UpNi::fail_descs_locked(Conn& c, Pid pid, DoneList& done) {
     free_desc_locked(&d);
   }
   if (pid) {
-    release_pid_locked(pid);
+    apps_.erase(pid);
     c.pids.erase(pid);
   } else {
-    for (Pid p : c.pids) release_pid_locked(p);
+    for (Pid p : c.pids) apps_.erase(p);
     c.pids.clear();
   }
-  stats_.pids = apps_.size();
 }
-
-void UpNi::release_pid_locked(Pid pid) { apps_.erase(pid); }
 
 }  // namespace lnet::up

@@ -148,7 +148,6 @@ class UpNi {
   // Fails the descriptors of `c` (of its application `pid` only, when not 0) and releases
   // its pids (that one); the host's messages go to `done`.
   void fail_descs_locked(Conn& c, Pid pid, DoneList& done) LNET_REQUIRES(mu_);
-  void release_pid_locked(Pid pid) LNET_REQUIRES(mu_);
 
   NetInterface& ni_;
   LndHost& host_;
@@ -171,7 +170,7 @@ class UpNi {
   unsigned large_made_ LNET_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<Bounce>> bounces_ LNET_GUARDED_BY(mu_);
   std::vector<NetId> nets_ LNET_GUARDED_BY(mu_);
-  UpStats stats_ LNET_GUARDED_BY(mu_);
+  UpStats stats_ LNET_GUARDED_BY(mu_);  // the counters (proxies and pids are counted when asked)
 };
 
 }  // namespace lnet::up

@@ -168,4 +168,12 @@ std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out);
 // naming the fault.
 Result<Message> decode(std::span<const std::uint8_t> in);
 
+// Socket I/O of frames. send_frame sends one frame on a bridge socket, with `fd`
+// riding along (SCM_RIGHTS) when it is >= 0 (the WELCOME's region); sendmsg's result.
+// receive_frame receives one packet into `buf` and the descriptor that came with it
+// (-1: none; the caller owns it); recvmsg's result with MSG_TRUNC, so a packet longer
+// than `buf` shows its real length.
+long send_frame(int sock, std::span<const std::uint8_t> frame, int fd, int flags);
+long receive_frame(int sock, std::span<std::uint8_t> buf, int* fd, int flags);
+
 }  // namespace lnet::up
