@@ -123,13 +123,13 @@ bool MpiLnd::idle() const {
   return !ni_ || ni_->idle();
 }
 
-int MpiLnd::barrier(std::chrono::steady_clock::time_point deadline) {
+int MpiLnd::barrier(std::chrono::steady_clock::time_point deadline, MPI_Comm comm) {
   MpiNi* ni;
   {
     MutexLock g(mutex_);
     ni = ni_;
   }
-  return ni ? ni->barrier(deadline) : -ENETDOWN;
+  return ni ? ni->barrier(deadline, comm) : -ENETDOWN;
 }
 
 }  // namespace lnet::mpi

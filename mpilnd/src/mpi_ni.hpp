@@ -162,8 +162,9 @@ class MpiNi {
   // No transfer or queued send outstanding (a collective end drains until then).
   bool idle();
   bool has_thread() const { return thread_.joinable(); }
-  // MPI_Ibarrier on the communicator, progressing while it runs (a collective end).
-  int barrier(Clock::time_point deadline);
+  // MPI_Ibarrier on `comm` (the NI's when MPI_COMM_NULL), progressing while it runs (a
+  // collective end).
+  int barrier(Clock::time_point deadline, MPI_Comm comm);
   Stats stats() const;
   int timeout() const { return timeout_; }
 
@@ -336,8 +337,5 @@ class MpiNi {
         credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0};
   } stats_;
 };
-
-// MPI's text for an error code ("MPI_ERR_TRUNCATE: message truncated"), or "MPI error N".
-std::string mpi_error_string(int rc);
 
 }  // namespace lnet::mpi

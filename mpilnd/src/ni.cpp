@@ -104,11 +104,11 @@ bool MpiNi::idle() {
   return true;
 }
 
-int MpiNi::barrier(Clock::time_point deadline) {
+int MpiNi::barrier(Clock::time_point deadline, MPI_Comm comm) {
   MPI_Request r;
   {
     MutexLock g(mu_);
-    if (!check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier")) return -EIO;
+    if (!check(MPI_Ibarrier(comm == MPI_COMM_NULL ? comm_ : comm, &r), "MPI_Ibarrier")) return -EIO;
   }
   for (;;) {
     if (!has_thread()) progress();

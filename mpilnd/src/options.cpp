@@ -22,6 +22,9 @@ const EnvVar kPack{"LNET_MPI_PACK", "1",
                    "1: short messages that waited for a credit go out packed in one MPI message; 0: one each"};
 const EnvVar kFault{"LNET_MPI_FAULT", "none",
                     "testing only: none; mute ignores every handshake; isend fails every MPI_Isend of an LNet message"};
+const EnvVar kProxy{"LNET_PROXY", "",
+                    "reach lnetd's nets through lnet-proxy: its port file (a path) or name:<published service>"};
+const EnvVar kProxyTimeout{"LNET_PROXY_TIMEOUT", "30", "seconds to reach the proxy and get its answer"};
 
 }  // namespace
 
@@ -32,10 +35,10 @@ Result<Options> Options::from_env() {
     long lo, hi;
     long* out;
   };
-  long net, short_max, pool, credits, timeout, chunk, idle;
+  long net, short_max, pool, credits, timeout, chunk, idle, proxy_timeout;
   for (Num n : {Num{kNet, 0, 65535, &net}, Num{kShortMax, 0, kMaxPayload, &short_max}, Num{kPool, 1, 65536, &pool},
                 Num{kCredits, 1, 255, &credits}, Num{kTimeout, 1, 3600, &timeout}, Num{kChunk, 1, INT_MAX, &chunk},
-                Num{kIdleUs, 1, 1000000, &idle}}) {
+                Num{kIdleUs, 1, 1000000, &idle}, Num{kProxyTimeout, 1, 3600, &proxy_timeout}}) {
     auto v = n.var.number(n.lo, n.hi);
     if (!v) return v.failure();
     *n.out = *v;
@@ -47,6 +50,8 @@ Result<Options> Options::from_env() {
   o.timeout = static_cast<int>(timeout);
   o.chunk = static_cast<std::uint32_t>(chunk);
   o.idle_us = static_cast<int>(idle);
+  o.proxy_timeout = static_cast<int>(proxy_timeout);
+  if (const char* p = kProxy.value()) o.proxy = p;
   auto pack = kPack.flag();
   if (!pack) return pack.failure();
   o.pack = *pack;

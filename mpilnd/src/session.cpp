@@ -1,9 +1,13 @@
-// lnet::mpi::Session: a Group, an MpiLnd for its communicator, and an Instance with the
-// driver's NI, started and ended collectively.
+// lnet::mpi::Session: a Group, an MpiLnd for its communicator (or, with LNET_PROXY, for
+// the communicator merged with a parallel proxy's), and an Instance with the driver's NI,
+// started and ended collectively.
 #include <thread>
 
+#include <lnet/control.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
+
+#include "proxy_client.hpp"
 
 namespace lnet::mpi {
 
@@ -15,6 +19,20 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm) {
   return start(comm, *cfg, *opts);
 }
 
+namespace {
+
+// One route per net the proxies' lnetds reach and per proxy rank: every proxy is a
+// gateway to every such net.
+Status add_proxy_routes(Instance& lnet, const proxy::Table& t) {
+  for (NetId net : t.nets)
+    for (Nid gw : t.proxies)
+      if (Status s = lnet.control().add_route(RouteConfig{net, gw, 1, 0}); !s)
+        return Failure{s.code(), "route to " + net.to_string() + " via " + gw.to_string() + ": " + s.message()};
+  return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Options opts) {
   NetId net = NetId::make(kMpiLnd, opts.net_number);
   for (const NetConfig& nc : cfg.nets)
@@ -24,21 +42,33 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
   std::unique_ptr<Session> s(new Session);
   s->group_ = std::move(*group);
   s->net_ = opts.net_number;
-  s->lnd_ = std::make_shared<MpiLnd>(s->group_->comm(), opts);
+  s->pid_ = s->group_->pid();
+  if (!opts.proxy.empty()) {
+    auto link = ProxyLink::open(*s->group_, opts);
+    if (!link) return Failure{link.code(), "cannot start LNet over MPI: " + link.message()};
+    s->link_ = std::move(*link);
+    s->pid_ = s->link_->table().pid;
+    s->lnd_ = std::make_shared<MpiLnd>(s->link_->merged(), s->link_->nids(net, s->group_->size()), opts);
+  } else {
+    s->lnd_ = std::make_shared<MpiLnd>(s->group_->comm(), opts);
+  }
   NetConfig nc;
   nc.net = net;
   nc.nid = Nid::make(net, static_cast<std::uint32_t>(s->group_->rank()));
   cfg.nets.push_back(nc);
   Status mine;
-  if (auto inst = Instance::create(cfg, s->group_->pid(), {s->lnd_}))
+  if (auto inst = Instance::create(cfg, s->pid_, {s->lnd_})) {
     s->lnet_ = std::move(*inst);
-  else
+    if (s->link_) mine = add_proxy_routes(*s->lnet_, s->link_->table());
+  } else {
     mine = inst.failure();
+  }
   // Everyone up, or everyone down.
   if (Status all = s->group_->agree(mine); !all) {
     s->lnet_.reset();
     return Failure{all.code(), "cannot start LNet over MPI: " + all.message()};
   }
+  if (s->link_) s->link_->start_heartbeat();
   return s;
 }
 
@@ -50,13 +80,17 @@ Session::~Session() {
       if (lnd_->progress_thread() || !lnet_->progress()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (!lnd_->idle()) LNET_LOG(Warn, kLogLnd, "rank %d: transfers still running when LNet ends", rank());
-    if (int rc = lnd_->barrier(std::chrono::steady_clock::now() + std::chrono::seconds(60)); rc != 0)
+    // Over the job's own ranks: the proxy's are not part of its end.
+    if (int rc = lnd_->barrier(std::chrono::steady_clock::now() + std::chrono::seconds(60), group_->comm()); rc != 0)
       LNET_LOG(Warn, kLogLnd, "rank %d: the closing barrier failed: %s; ending anyway", rank(),
                errno_string(rc).c_str());
   }
   lnet_.reset();  // shuts the NI down before the communicator goes with the group
+  link_.reset();  // the goodbye, and the proxy's communicators
 }
 
 Nid Session::nid(int rank) const { return Nid::make(NetId::make(kMpiLnd, net_), static_cast<std::uint32_t>(rank)); }
+
+std::vector<Nid> Session::proxies() const { return link_ ? link_->table().proxies : std::vector<Nid>{}; }
 
 }  // namespace lnet::mpi

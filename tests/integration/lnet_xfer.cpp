@@ -2,7 +2,7 @@
 // and GET, remote-managed offsets); `check` pings a serving peer, then PUTs (with ACK)
 // and GETs back payloads of several sizes, checking every byte. Each runs its own liblnet
 // with one tcp NI (and routes), like an application node would.
-//   lnet_xfer serve --nid NID [--route NET@GW]...
+//   lnet_xfer serve --nid NID [--route NET@GW]... [--buffer BYTES]
 //   lnet_xfer check --nid NID --peer NID [--route NET@GW]... [--sizes 0,1,4096,1048576]
 //                   [--bits B]   (PUTs carry match bits B, GETs B+1; the server matches any)
 #include <signal.h>
@@ -79,6 +79,7 @@ struct Args {
   std::vector<std::uint32_t> sizes = {0, 1, 4096, 1 << 20};
   int timeout = 10;
   std::uint64_t bits = 0;
+  std::size_t buffer = kBuf;
 };
 
 unsigned long long number(const std::string& option, const std::string& v, unsigned long long max) {
@@ -118,6 +119,8 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (a == "--timeout") {
       args.timeout = static_cast<int>(number(a, v, 3600));
+    } else if (a == "--buffer") {
+      args.buffer = number(a, v, 1ULL << 32);
     } else if (a == "--bits") {
       args.bits = number(a, v, ~0ULL);
     } else {
@@ -132,7 +135,7 @@ Args parse_args(int argc, char** argv) {
 
 // Posts the buffer and waits for SIGTERM or SIGINT.
 int serve(Instance& lnet, const Args& args) {
-  std::vector<char> buf(kBuf);
+  std::vector<char> buf(args.buffer);
   auto me = lnet.me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After);
   MdDesc d;
   d.start = buf.data();

@@ -54,6 +54,9 @@ struct Options {
   bool pack = true;                            // LNET_MPI_PACK: sends that waited for a credit go out together
   bool mute = false;                           // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
   bool fail_isend = false;                     // LNET_MPI_FAULT=isend: MPI_Isend of LNet messages fails (testing only)
+  // Session only: reach the nets of the lnetds behind a parallel proxy (lnet-proxy(8)).
+  std::string proxy;       // LNET_PROXY: a port file, name:<service>, or empty (no proxy)
+  int proxy_timeout = 30;  // LNET_PROXY_TIMEOUT: seconds to reach the proxy and get its table
 
   static Result<Options> from_env();
 };
@@ -74,6 +77,10 @@ struct Stats {
 };
 
 class MpiNi;
+class ProxyLink;
+
+// MPI's text for an error code ("MPI_ERR_TRUNCATE: message truncated"), or "MPI error N".
+std::string mpi_error_string(int rc);
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the
@@ -106,7 +113,8 @@ class MpiLnd final : public Lnd {
   bool idle() const;
   // MPI_Ibarrier over the communicator, driving progress meanwhile: 0, or -ETIMEDOUT
   // past `deadline` (or -EIO). Collective.
-  int barrier(std::chrono::steady_clock::time_point deadline);
+  // `comm`: another communicator (the job's own, when the driver's spans a proxy too).
+  int barrier(std::chrono::steady_clock::time_point deadline, MPI_Comm comm = MPI_COMM_NULL);
 
  private:
   Status check_nids(NetId net, int size) const;
@@ -151,6 +159,10 @@ class Session {
   // Collective over `comm`, after MPI_Init[_thread]: a Group, an MpiLnd for its communicator,
   // and LNet brought up with `cfg` plus the NI <rank>@mpi<net_number>. Fails (on every
   // rank alike) with a message naming the problem.
+  // With opts.proxy (LNET_PROXY) the job also connects to that parallel proxy: the
+  // MPI LND runs over the job's ranks and the proxy's (the proxies' NIDs are their
+  // lnetds' <IPv4>@mpi), the pid is the one the proxy's lnetds gave the job, and every
+  // net those lnetds reach is routed through each proxy rank (lnet-proxy(8)).
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm, Config cfg, Options opts);
   // The same with the LNET_* and LNET_MPI_* environment variables.
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm = MPI_COMM_WORLD);
@@ -164,8 +176,10 @@ class Session {
   Instance& lnet() { return *lnet_; }
   int rank() const { return group_->rank(); }
   int size() const { return group_->size(); }
-  Pid pid() const { return group_->pid(); }
+  Pid pid() const { return pid_; }
   Nid nid(int rank) const;  // <rank>@mpi<N>
+  // The proxy ranks' NIDs (empty without LNET_PROXY).
+  std::vector<Nid> proxies() const;
   ProcessId id(int rank) const { return ProcessId{nid(rank), pid()}; }
   // Whether a progress thread runs (else the application drives progress).
   bool progress_thread() const { return lnd_->progress_thread(); }
@@ -179,7 +193,9 @@ class Session {
   std::unique_ptr<Group> group_;
   std::shared_ptr<MpiLnd> lnd_;
   std::unique_ptr<Instance> lnet_;
+  std::unique_ptr<ProxyLink> link_;  // with LNET_PROXY
   unsigned net_ = 0;
+  Pid pid_ = 0;
 };
 
 }  // namespace lnet::mpi

@@ -1,0 +1,102 @@
+// What an application and the parallel proxy (lnet-proxy) say to each other outside
+// LNet, shared by both ends: the port file the proxy writes, the knock on its doorbell,
+// the table the proxy sends after connecting, and the control messages of the session
+// (heartbeats, the goodbye). Formats: docs/design/proxy.md.
+//
+//   application rank 0                       proxy rank 0
+//   reads the port file (or looks the name up)
+//   knock ──TCP──────────────────────────▶   rings every proxy rank's doorbell
+//        ◀────────────────────────── "OK"   every proxy rank enters MPI_Comm_accept
+//   MPI_Comm_connect (all ranks)  ◀──MPI──▶  MPI_Comm_accept (all ranks)
+//   MPI_Intercomm_merge, low      ◀──MPI──▶  MPI_Intercomm_merge, high
+//        ◀──────────── TABLE (kTagTable)    pid, proxy NIDs, nets (or an error)
+//   HEARTBEAT … BYE (kTagControl) ───────▶
+//   MPI_Comm_disconnect           ◀──MPI──▶  MPI_Comm_disconnect
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <lnet/nid.hpp>
+#include <lnet/result.hpp>
+
+namespace lnet::mpi::proxy {
+
+// Tags on the intercommunicator (the merged communicator carries only LNet).
+inline constexpr int kTagTable = 17;
+inline constexpr int kTagControl = 18;
+
+inline constexpr std::uint32_t kTableMagic = 0x54504e4c;  // "LNPT"
+inline constexpr std::uint16_t kTableVersion = 1;
+inline constexpr std::size_t kTableHdrSize = 32;
+inline constexpr std::size_t kMaxProxies = 4096;
+inline constexpr std::size_t kMaxNets = 16;
+inline constexpr std::size_t kMaxErrorText = 512;
+inline constexpr std::size_t kMaxTable = kTableHdrSize + kMaxProxies * 8 + kMaxNets * 4 + kMaxErrorText;
+
+// Proxy rank 0 -> application rank 0, once, after the merge. status 0: the application
+// is `pid` on every proxy rank's lnetd, proxy rank p is `proxies[p]`, and the lnetds
+// reach `nets`; else a negative errno and why.
+struct Table {
+  std::int32_t status = 0;
+  Pid pid = 0;
+  std::vector<Nid> proxies;
+  std::vector<NetId> nets;
+  std::string error;
+  friend bool operator==(const Table&, const Table&) = default;
+};
+std::vector<std::uint8_t> encode(const Table& t);
+// Checks magic, version, counts against their bounds and the length against what
+// arrived; fails with -EPROTO naming the fault.
+Result<Table> decode_table(std::span<const std::uint8_t> in);
+
+// Application rank 0 -> proxy rank 0 (kTagControl), 8 bytes: magic, kind.
+enum class Control : std::uint32_t { Heartbeat = 1, Bye = 2 };
+inline constexpr std::uint32_t kControlMagic = 0x43504e4c;  // "LNPC"
+inline constexpr std::size_t kControlSize = 8;
+void encode(Control c, std::uint8_t (&out)[kControlSize]);
+Result<Control> decode_control(std::span<const std::uint8_t> in);
+
+// The port file: "lnet-proxy 1\nport <MPI port name>\ndoorbell <IPv4>:<port>\n".
+struct PortInfo {
+  std::string port;      // MPI_Open_port's name
+  std::string doorbell;  // "<IPv4>:<port>" of proxy rank 0's doorbell
+  friend bool operator==(const PortInfo&, const PortInfo&) = default;
+};
+std::string format_port_file(const PortInfo& p);
+Result<PortInfo> parse_port_file(std::string_view text);
+
+// The doorbell: the application sends one line "KNOCK 1 <ranks>\n"; the proxy answers
+// "OK\n" once its ranks are on their way into MPI_Comm_accept, or "ERROR <why>\n". A
+// proxy rank says "RANK <r>\n" on its own connection to rank 0's doorbell.
+inline constexpr std::size_t kMaxLine = 256;
+struct Knock {
+  enum Kind { Client, Rank } kind = Client;
+  int value = 0;  // the application's rank count, or the proxy rank
+};
+Result<Knock> parse_knock(std::string_view line);
+std::string format_knock(const Knock& k);
+
+}  // namespace lnet::mpi::proxy
+
+namespace lnet::mpi::proxy {
+
+// The doorbell's sockets (TCP, one line at a time), with deadlines: nothing here blocks
+// past the time it is given.
+using Deadline = std::chrono::steady_clock::time_point;
+// A listening socket on `ip` (an IPv4 address; "0.0.0.0" for all), any free port; its
+// address as "<ip>:<port>" in *addr.
+Result<int> listen_doorbell(const std::string& ip, std::string* addr);
+// Connects to "<IPv4>:<port>" before `deadline`.
+Result<int> dial_doorbell(std::string_view addr, Deadline deadline);
+// Writes `line` whole before `deadline`.
+Status write_line(int fd, std::string_view line, Deadline deadline);
+// Reads one line (up to kMaxLine bytes, the newline included) before `deadline`; reads
+// byte by byte, so nothing after the newline is taken from the socket.
+Result<std::string> read_line(int fd, Deadline deadline);
+
+}  // namespace lnet::mpi::proxy

@@ -1,0 +1,272 @@
+// The application's end of a parallel proxy: see proxy_client.hpp.
+#include "proxy_client.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <lnet/log.hpp>
+
+namespace lnet::mpi {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Failure mpi_failure(const std::string& what, int rc) {
+  return Failure{-EIO, what + " failed: " + mpi_error_string(rc)};
+}
+
+bool is_open_mpi() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return false;
+  return std::string_view(version, static_cast<std::size_t>(len)).find("Open MPI") != std::string_view::npos;
+}
+
+// Rank 0's status, on every rank.
+Status share(const Status& mine, MPI_Comm comm, int rank) {
+  int code = mine.code();
+  std::string text = mine.message();
+  int len = static_cast<int>(text.size());
+  for (int rc : {MPI_Bcast(&code, 1, MPI_INT, 0, comm), MPI_Bcast(&len, 1, MPI_INT, 0, comm)})
+    if (rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  if (rank != 0) text.resize(static_cast<std::size_t>(len));
+  if (int rc = MPI_Bcast(text.data(), len, MPI_CHAR, 0, comm); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  if (code == 0) return {};
+  return Failure{code, text};
+}
+
+// Rank 0's bytes, on every rank.
+Status share_bytes(std::vector<std::uint8_t>* bytes, MPI_Comm comm) {
+  int len = static_cast<int>(bytes->size());
+  if (int rc = MPI_Bcast(&len, 1, MPI_INT, 0, comm); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  bytes->resize(static_cast<std::size_t>(len));
+  if (int rc = MPI_Bcast(bytes->data(), len, MPI_BYTE, 0, comm); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  return {};
+}
+
+// MPI_Lookup_name reports failures on MPI_COMM_WORLD (fatal by default): for the time of
+// the call, they return.
+Result<std::string> lookup(const std::string& service) {
+  MPI_Errhandler old;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  char port[MPI_MAX_PORT_NAME + 1] = {};
+  int rc = MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, port);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+  MPI_Errhandler_free(&old);
+  if (rc != MPI_SUCCESS)
+    return Failure{-ENOENT,
+                   "no proxy published the name '" + service + "' (MPI_Lookup_name: " + mpi_error_string(rc) + ")"};
+  return std::string(port);
+}
+
+// Rank 0: where the proxy is (LNET_PROXY).
+Result<proxy::PortInfo> resolve(const std::string& spec) {
+  const std::string var = "LNET_PROXY=" + spec;
+  if (spec.starts_with("spawn:")) return Failure{-EOPNOTSUPP, "not supported yet: " + var};
+  if (spec.starts_with("name:")) {
+    std::string service = spec.substr(5);
+    if (service.empty()) return Failure{-EINVAL, var + ": no service name after 'name:'"};
+    auto port = lookup(service);
+    if (!port) return Failure{port.code(), var + ": " + port.message()};
+    auto bell = lookup(service + ".doorbell");
+    if (!bell) return Failure{bell.code(), var + ": " + bell.message()};
+    return proxy::PortInfo{*port, *bell};
+  }
+  std::ifstream f(spec);
+  if (!f)
+    return Failure{-ENOENT, var + ": cannot read the port file: " + std::strerror(errno) + " (is lnet-proxy running?)"};
+  std::stringstream text;
+  text << f.rdbuf();
+  auto pi = proxy::parse_port_file(text.str());
+  if (!pi) return Failure{pi.code(), var + ": " + pi.message()};
+  return pi;
+}
+
+// Rank 0: finds the proxy and knocks; the doorbell connection stays open (in *bell)
+// until the connect is done, so the proxy sees an application that dies before it.
+Result<std::string> knock(const Options& opts, int app_size, Clock::time_point deadline, int* bell) {
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level != MPI_THREAD_MULTIPLE)
+    return Failure{-EINVAL, "LNET_PROXY needs MPI_THREAD_MULTIPLE (start MPI with MPI_Init_thread)"};
+  if (is_open_mpi() && !std::getenv("OMPI_MCA_pmix_server_uri"))
+    return Failure{-EINVAL,
+                   "LNET_PROXY: Open MPI connects two jobs only through ompi-server, and this job has no "
+                   "server URI: run `ompi-server --no-daemonize -r FILE` and start this job with "
+                   "`mpirun --ompi-server file:FILE` (or OMPI_MCA_pmix_server_uri=file:FILE)"};
+  auto pi = resolve(opts.proxy);
+  if (!pi) return pi.failure();
+  auto fd = proxy::dial_doorbell(pi->doorbell, deadline);
+  if (!fd) return Failure{fd.code(), "LNET_PROXY=" + opts.proxy + ": " + fd.message()};
+  *bell = *fd;
+  if (Status s = proxy::write_line(*fd, proxy::format_knock({proxy::Knock::Client, app_size}), deadline); !s)
+    return Failure{s.code(), "LNET_PROXY=" + opts.proxy + ": " + s.message()};
+  auto answer = proxy::read_line(*fd, deadline);
+  if (!answer) return Failure{answer.code(), "LNET_PROXY=" + opts.proxy + ": the proxy: " + answer.message()};
+  if (*answer == "OK\n") return pi->port;
+  std::string why = *answer;
+  if (!why.empty() && why.back() == '\n') why.pop_back();
+  return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": the proxy refused: " + why};
+}
+
+// Rank 0: the TABLE from proxy rank 0, within the deadline.
+Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_point deadline) {
+  std::vector<std::uint8_t> buf(proxy::kMaxTable);
+  MPI_Request r;
+  if (int rc = MPI_Irecv(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, 0, proxy::kTagTable, inter, &r);
+      rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Irecv", rc);
+  MPI_Status st;
+  for (;;) {
+    int flag = 0;
+    if (int rc = MPI_Test(&r, &flag, &st); rc != MPI_SUCCESS) return mpi_failure("MPI_Test", rc);
+    if (flag) break;
+    if (Clock::now() >= deadline) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+      return Failure{-ETIMEDOUT, "the proxy sent no table in time (LNET_PROXY_TIMEOUT)"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& opts) {
+  auto deadline = Clock::now() + std::chrono::seconds(opts.proxy_timeout);
+  std::unique_ptr<ProxyLink> l(new ProxyLink);
+  l->rank_ = group.rank();
+  MPI_Comm comm = group.comm();
+  int bell = -1;
+  std::string port;
+  Status found;
+  if (l->rank_ == 0) {
+    auto p = knock(opts, group.size(), deadline, &bell);
+    if (p)
+      port = *p;
+    else
+      found = p.failure();
+  }
+  if (Status all = share(found, comm, l->rank_); !all) {
+    if (bell >= 0) ::close(bell);
+    return all.failure();
+  }
+  std::vector<char> port_buf(port.begin(), port.end());
+  port_buf.resize(MPI_MAX_PORT_NAME + 1, '\0');
+  if (int rc = MPI_Bcast(port_buf.data(), MPI_MAX_PORT_NAME, MPI_CHAR, 0, comm); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Bcast", rc);
+  int rc = MPI_Comm_connect(port_buf.data(), MPI_INFO_NULL, 0, comm, &l->inter_);
+  if (bell >= 0) ::close(bell);
+  if (rc != MPI_SUCCESS)
+    return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_connect failed: " + mpi_error_string(rc) +
+                                      " (this MPI may not connect separately launched jobs: see lnet-proxy(8))"};
+  MPI_Comm_set_errhandler(l->inter_, MPI_ERRORS_RETURN);
+  if (rc = MPI_Intercomm_merge(l->inter_, 0, &l->merged_); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Intercomm_merge", rc);
+  MPI_Comm_set_errhandler(l->merged_, MPI_ERRORS_RETURN);
+
+  std::vector<std::uint8_t> bytes;
+  Status got;
+  if (l->rank_ == 0) {
+    auto t = receive_table(l->inter_, deadline);
+    if (t)
+      bytes = std::move(*t);
+    else
+      got = t.failure();
+  }
+  if (Status all = share(got, comm, l->rank_); !all) return all.failure();
+  if (Status s = share_bytes(&bytes, comm); !s) return s.failure();
+  auto t = proxy::decode_table(bytes);
+  if (!t) return t.failure();
+  l->table_ = std::move(*t);
+  if (l->table_.status < 0)
+    return Failure{l->table_.status,
+                   "LNET_PROXY=" + opts.proxy + ": the proxy cannot serve this job: " + l->table_.error};
+  return l;
+}
+
+std::vector<Nid> ProxyLink::nids(NetId net, int app_size) const {
+  std::vector<Nid> out;
+  for (int r = 0; r < app_size; ++r) out.push_back(Nid::make(net, static_cast<std::uint32_t>(r)));
+  out.insert(out.end(), table_.proxies.begin(), table_.proxies.end());
+  return out;
+}
+
+Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::milliseconds wait) {
+  // Constant bytes: MPI may still read them after a send is given up.
+  struct Bytes {
+    std::uint8_t heartbeat[proxy::kControlSize], bye[proxy::kControlSize];
+    Bytes() {
+      proxy::encode(proxy::Control::Heartbeat, heartbeat);
+      proxy::encode(proxy::Control::Bye, bye);
+    }
+  };
+  static const Bytes kBytes;
+  const std::uint8_t* msg = c == proxy::Control::Bye ? kBytes.bye : kBytes.heartbeat;
+  MPI_Request r;
+  int rc = synchronous ? MPI_Issend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r)
+                       : MPI_Isend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r);
+  if (rc != MPI_SUCCESS) return mpi_failure("MPI_Isend", rc);
+  auto until = Clock::now() + wait;
+  for (;;) {
+    int flag = 0;
+    if (rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return mpi_failure("MPI_Test", rc);
+    if (flag) return {};
+    if (Clock::now() >= until) {
+      MPI_Request_free(&r);  // MPI may finish it whenever
+      return Failure{-ETIMEDOUT, "the proxy did not take it in time"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void ProxyLink::start_heartbeat() {
+  if (rank_ != 0) return;
+  heartbeat_ = std::thread([this] { heartbeat_main(); });
+}
+
+void ProxyLink::heartbeat_main() {
+  MutexLock g(mu_);
+  bool warned = false;
+  while (!stop_) {
+    g.unlock();
+    if (Status s = send_control(proxy::Control::Heartbeat, false, std::chrono::milliseconds(500)); !s && !warned) {
+      LNET_LOG(Warn, kLogLnd, "proxy heartbeat: %s", s.message().c_str());
+      warned = true;
+    }
+    g.lock();
+    if (!stop_) (void)g.wait_for(cv_, std::chrono::seconds(1));
+  }
+}
+
+ProxyLink::~ProxyLink() {
+  if (heartbeat_.joinable()) {
+    {
+      MutexLock g(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    heartbeat_.join();
+  }
+  if (inter_ == MPI_COMM_NULL) return;
+  if (rank_ == 0) {
+    if (Status s = send_control(proxy::Control::Bye, true, std::chrono::seconds(10)); !s)
+      LNET_LOG(Warn, kLogLnd, "proxy goodbye: %s", s.message().c_str());
+  }
+  // Collective with the proxy's ranks, which disconnect once rank 0 has the goodbye.
+  if (merged_ != MPI_COMM_NULL) MPI_Comm_free(&merged_);
+  MPI_Comm_disconnect(&inter_);
+}
+
+}  // namespace lnet::mpi

@@ -1,0 +1,166 @@
+// Codecs of what an application and lnet-proxy say outside LNet (lnet/mpi_proxy.hpp):
+// the TABLE, the control messages, the port file and the doorbell's lines.
+#include <cerrno>
+#include <charconv>
+
+#include <lnet/lnd/byteorder.hpp>
+#include <lnet/mpi_proxy.hpp>
+
+namespace lnet::mpi::proxy {
+
+namespace {
+
+Failure bad(const std::string& why) { return Failure{-EPROTO, why}; }
+
+// The words of a line, split at spaces.
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  while (!line.empty()) {
+    auto start = line.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    line.remove_prefix(start);
+    auto end = line.find(' ');
+    out.push_back(line.substr(0, end));
+    line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+  }
+  return out;
+}
+
+bool to_int(std::string_view s, long lo, long hi, long* out) {
+  long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Printable text only: the file and the lines come from outside.
+bool printable(std::string_view s) {
+  for (char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+}  // namespace
+
+// Layout: magic u32, version u16, reserved u16, status i32, pid u32, proxies u32,
+// nets u32, error length u32, reserved u32; then the proxies' NIDs (u64 each), the
+// nets (u32 each), the error text. Little-endian.
+std::vector<std::uint8_t> encode(const Table& t) {
+  std::size_t np = std::min(t.proxies.size(), kMaxProxies), nn = std::min(t.nets.size(), kMaxNets);
+  std::size_t ne = std::min(t.error.size(), kMaxErrorText);
+  std::vector<std::uint8_t> out(kTableHdrSize + np * 8 + nn * 4 + ne);
+  std::uint8_t* p = out.data();
+  wire::put_le32(p, kTableMagic);
+  wire::put_le16(p + 4, kTableVersion);
+  wire::put_le32(p + 8, static_cast<std::uint32_t>(t.status));
+  wire::put_le32(p + 12, t.pid);
+  wire::put_le32(p + 16, static_cast<std::uint32_t>(np));
+  wire::put_le32(p + 20, static_cast<std::uint32_t>(nn));
+  wire::put_le32(p + 24, static_cast<std::uint32_t>(ne));
+  p += kTableHdrSize;
+  for (std::size_t i = 0; i < np; ++i, p += 8) wire::put_le64(p, t.proxies[i].value());
+  for (std::size_t i = 0; i < nn; ++i, p += 4) wire::put_le32(p, t.nets[i].value());
+  if (ne) std::copy_n(t.error.data(), ne, p);
+  return out;
+}
+
+Result<Table> decode_table(std::span<const std::uint8_t> in) {
+  if (in.size() < kTableHdrSize)
+    return bad("proxy table: " + std::to_string(in.size()) + " bytes, shorter than its header");
+  const std::uint8_t* p = in.data();
+  if (wire::get_le32(p) != kTableMagic) return bad("proxy table: bad magic");
+  if (auto v = wire::get_le16(p + 4); v != kTableVersion)
+    return bad("proxy table: version " + std::to_string(v) + ", this side speaks " + std::to_string(kTableVersion));
+  Table t;
+  t.status = static_cast<std::int32_t>(wire::get_le32(p + 8));
+  t.pid = wire::get_le32(p + 12);
+  std::uint32_t np = wire::get_le32(p + 16), nn = wire::get_le32(p + 20), ne = wire::get_le32(p + 24);
+  if (np > kMaxProxies || nn > kMaxNets || ne > kMaxErrorText)
+    return bad("proxy table: counts out of range (" + std::to_string(np) + " proxies, " + std::to_string(nn) +
+               " nets, " + std::to_string(ne) + " bytes of text)");
+  if (in.size() != kTableHdrSize + std::size_t{np} * 8 + std::size_t{nn} * 4 + ne)
+    return bad("proxy table: " + std::to_string(in.size()) + " bytes, not what its counts make");
+  if (t.status > 0) return bad("proxy table: positive status " + std::to_string(t.status));
+  if (t.status == 0 && np == 0) return bad("proxy table: no proxies");
+  p += kTableHdrSize;
+  for (std::uint32_t i = 0; i < np; ++i, p += 8) t.proxies.emplace_back(wire::get_le64(p));
+  for (std::uint32_t i = 0; i < nn; ++i, p += 4) t.nets.emplace_back(wire::get_le32(p));
+  t.error.assign(reinterpret_cast<const char*>(p), ne);
+  if (!printable(t.error)) return bad("proxy table: the error text is not printable");
+  return t;
+}
+
+void encode(Control c, std::uint8_t (&out)[kControlSize]) {
+  wire::put_le32(out, kControlMagic);
+  wire::put_le32(out + 4, static_cast<std::uint32_t>(c));
+}
+
+Result<Control> decode_control(std::span<const std::uint8_t> in) {
+  if (in.size() != kControlSize) return bad("proxy control: " + std::to_string(in.size()) + " bytes, not 8");
+  if (wire::get_le32(in.data()) != kControlMagic) return bad("proxy control: bad magic");
+  std::uint32_t k = wire::get_le32(in.data() + 4);
+  if (k != static_cast<std::uint32_t>(Control::Heartbeat) && k != static_cast<std::uint32_t>(Control::Bye))
+    return bad("proxy control: unknown kind " + std::to_string(k));
+  return static_cast<Control>(k);
+}
+
+std::string format_port_file(const PortInfo& p) {
+  return "lnet-proxy 1\nport " + p.port + "\ndoorbell " + p.doorbell + "\n";
+}
+
+Result<PortInfo> parse_port_file(std::string_view text) {
+  if (text.size() > 4096) return bad("port file: " + std::to_string(text.size()) + " bytes, too long for one");
+  PortInfo pi;
+  bool header = false;
+  int line_no = 0;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    if (!printable(line)) return bad("port file line " + std::to_string(line_no) + ": not printable text");
+    auto w = words(line);
+    if (w.empty()) continue;
+    if (!header) {
+      if (w.size() != 2 || w[0] != "lnet-proxy") return bad("port file: not written by lnet-proxy");
+      if (w[1] != "1") return bad("port file: format " + std::string(w[1]) + ", this side reads 1");
+      header = true;
+    } else if (w[0] == "port" && w.size() == 2) {
+      pi.port = w[1];
+    } else if (w[0] == "doorbell" && w.size() == 2) {
+      pi.doorbell = w[1];
+    } else {
+      return bad("port file line " + std::to_string(line_no) + ": unknown: '" + std::string(line) + "'");
+    }
+  }
+  if (!header) return bad("port file: empty");
+  if (pi.port.empty()) return bad("port file: no 'port' line");
+  if (pi.doorbell.empty()) return bad("port file: no 'doorbell' line");
+  return pi;
+}
+
+Result<Knock> parse_knock(std::string_view line) {
+  if (line.size() > kMaxLine) return bad("doorbell: a line of " + std::to_string(line.size()) + " bytes");
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (!printable(line)) return bad("doorbell: not printable text");
+  auto w = words(line);
+  long v = 0;
+  if (w.size() == 3 && w[0] == "KNOCK") {
+    if (w[1] != "1") return bad("doorbell: knock version " + std::string(w[1]) + ", this side speaks 1");
+    if (!to_int(w[2], 1, 1 << 24, &v)) return bad("doorbell: bad rank count '" + std::string(w[2]) + "'");
+    return Knock{Knock::Client, static_cast<int>(v)};
+  }
+  if (w.size() == 2 && w[0] == "RANK") {
+    if (!to_int(w[1], 1, 1 << 24, &v)) return bad("doorbell: bad rank '" + std::string(w[1]) + "'");
+    return Knock{Knock::Rank, static_cast<int>(v)};
+  }
+  return bad("doorbell: unknown line '" + std::string(line.substr(0, 64)) + "'");
+}
+
+std::string format_knock(const Knock& k) {
+  return k.kind == Knock::Client ? "KNOCK 1 " + std::to_string(k.value) + "\n"
+                                 : "RANK " + std::to_string(k.value) + "\n";
+}
+
+}  // namespace lnet::mpi::proxy

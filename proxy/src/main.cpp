@@ -1,0 +1,131 @@
+// lnet-proxy: the parallel proxy. Started with mpirun on the server and router nodes, one
+// rank per node, each rank attached to its node's lnetd through the bridge; applications
+// started with LNET_PROXY reach the nets of those lnetds through it. lnet-proxy(8).
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include <lnet/env.hpp>
+#include <lnet/log.hpp>
+#include <lnet/up/uplnd.hpp>
+
+#include "proxy.hpp"
+
+namespace po = boost::program_options;
+using namespace lnet;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: mpirun [mpirun options] lnet-proxy [options]\n"
+    "The parallel proxy: one rank per server or router node, attached to that node's lnetd\n"
+    "(its UP LND's bridge). MPI applications started with LNET_PROXY=<port file> or\n"
+    "LNET_PROXY=name:<service> connect to it and reach the nets of those lnetds. Open MPI\n"
+    "connects separately launched jobs only through ompi-server: start both jobs with\n"
+    "`mpirun --ompi-server file:<uri file>`.\n\noptions";
+
+struct Parsed {
+  std::optional<proxy::ProxyOptions> opts;
+  int exit_code = 0;
+};
+
+Parsed parse(int argc, char** argv) {
+  proxy::ProxyOptions o;
+  std::string log_level;
+  po::options_description desc(kUsage);
+  desc.add_options()("help,h", "print this help and exit")(
+      "bridge,b", po::value(&o.bridge)->default_value(up::kDefaultBridge), "this node's lnetd bridge socket")(
+      "port-file,p", po::value(&o.port_file)->default_value("/run/lnet/lnet-proxy.port"),
+      "where rank 0 writes the MPI port and the doorbell (\"\" for none)")(
+      "publish", po::value(&o.publish), "also publish the port under this service name (MPI_Publish_name)")(
+      "doorbell-ip", po::value(&o.doorbell_ip),
+      "IPv4 address of rank 0's doorbell (default: the address of its lnetd's mpi NID)")(
+      "client-timeout", po::value(&o.client_timeout)->default_value(10),
+      "seconds without a heartbeat after which an application is gone (1..3600)")(
+      "timeout", po::value(&o.timeout)->default_value(30),
+      "seconds for each start-up step and each application's set-up (1..3600)")(
+      "log-level", po::value(&log_level), "error | warn | info | debug (default LNET_LOG_LEVEL, else info)")(
+      "env", "list the environment variables lnet-proxy reads (the MPI LND's LNET_MPI_*) and exit");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "lnet-proxy: %s (try --help)\n", e.what());
+    return {std::nullopt, 2};
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return {std::nullopt, 0};
+  }
+  if (vm.count("env")) {
+    std::cout << env_help();
+    return {std::nullopt, 0};
+  }
+  for (auto [name, v] : {std::pair{"client-timeout", o.client_timeout}, std::pair{"timeout", o.timeout}}) {
+    if (v < 1 || v > 3600) {
+      std::fprintf(stderr, "lnet-proxy: bad --%s %d (1..3600)\n", name, v);
+      return {std::nullopt, 2};
+    }
+  }
+  if (vm.count("log-level")) {
+    LogLevel l;
+    if (!parse_log_level(log_level, &l)) {
+      std::fprintf(stderr, "lnet-proxy: bad --log-level '%s' (error, warn, info, debug)\n", log_level.c_str());
+      return {std::nullopt, 2};
+    }
+    set_log_level(l);
+  } else if (!std::getenv("LNET_LOG_LEVEL")) {
+    set_log_level(LogLevel::Info);
+  }
+  auto lnd = mpi::Options::from_env();
+  if (!lnd) {
+    std::fprintf(stderr, "lnet-proxy: %s\n", lnd.message().c_str());
+    return {std::nullopt, 2};
+  }
+  o.lnd = *lnd;
+  if (!o.lnd.proxy.empty()) {
+    std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
+    return {std::nullopt, 2};
+  }
+  return {o, 0};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Parsed p = parse(argc, argv);
+  if (!p.opts) return p.exit_code;
+  // SIGINT/SIGTERM (mpirun forwards them) arrive through a signalfd; blocked before MPI
+  // starts its threads, so every thread inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "lnet-proxy: MPI_Init_thread failed\n");
+    return 1;
+  }
+  int rc = 1;
+  if (provided != MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "lnet-proxy: this MPI does not provide MPI_THREAD_MULTIPLE\n");
+  } else {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    {
+      proxy::ProxyRank rank(comm, *p.opts);
+      rc = rank.run(sfd);
+    }
+    MPI_Comm_free(&comm);
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,320 @@
+// One rank of lnet-proxy: start-up, the serving loops of rank 0 and of the others, and
+// the applications' lives (accept, set-up, end). See proxy.hpp and lnet-proxy(8).
+#include "proxy.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <lnet/log.hpp>
+
+namespace lnet::proxy {
+
+namespace mp = lnet::mpi::proxy;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Failure mpi_failure(const std::string& what, int rc) {
+  return Failure{-EIO, what + " failed: " + mpi::mpi_error_string(rc)};
+}
+
+std::string ipv4_of(Nid nid) {
+  in_addr a{htonl(nid.addr())};
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a, text, sizeof text);
+  return text;
+}
+
+// Writes `text` to `path` whole or not at all (a reader never sees half a file).
+Status write_file(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!(f << text) || !f.flush()) return Failure{-EIO, "cannot write " + tmp + ": " + std::strerror(errno)};
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Failure{-errno, "cannot rename " + tmp + " to " + path};
+  return {};
+}
+
+}  // namespace
+
+ProxyRank::ProxyRank(MPI_Comm comm, ProxyOptions opts) : comm_(comm), opts_(std::move(opts)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+ProxyRank::~ProxyRank() {
+  end_all();
+  up_.reset();
+  close_port();
+  for (int fd : bells_)
+    if (fd >= 0) ::close(fd);
+  if (bell_ >= 0) ::close(bell_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+// ---- start-up -------------------------------------------------------------------------
+
+namespace {
+
+// Every rank's `mine` ok, or a failure (this rank's own, or "another rank failed").
+Status agree(MPI_Comm comm, const Status& mine) {
+  int ok = mine ? 1 : 0, all = 0;
+  if (int rc = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS)
+    return mine ? Status(mpi_failure("MPI_Allreduce", rc)) : mine;
+  if (all) return {};
+  return mine ? Status(Failure{-EIO, "another proxy rank failed"}) : mine;
+}
+
+}  // namespace
+
+Status ProxyRank::start() {
+  Status mine;
+  if (wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
+  if (mine) {
+    auto u =
+        Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout), wake_fd_);
+    if (u)
+      up_ = std::move(*u);
+    else
+      mine = u.failure();
+  }
+  if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
+  if (Status all = agree(comm_, mine); !all) return all;
+  if (rank_ == 0) mine = open_port();
+  if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
+  if (Status all = agree(comm_, mine); !all) return all;
+  mine = join_ranks();
+  if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
+  if (Status all = agree(comm_, mine); !all) return all;
+  if (rank_ == 0) {
+    if (!opts_.port_file.empty()) {
+      mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
+    }
+    if (mine && !opts_.publish.empty()) {
+      int rc = MPI_Publish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Publish_name((opts_.publish + ".doorbell").c_str(), MPI_INFO_NULL, doorbell_.c_str());
+      if (rc == MPI_SUCCESS)
+        published_ = true;
+      else
+        mine = Failure{-EIO, "cannot publish the name '" + opts_.publish + "': " + mpi::mpi_error_string(rc)};
+    }
+    if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
+  }
+  return agree(comm_, mine);
+}
+
+Status ProxyRank::open_port() {
+  char port[MPI_MAX_PORT_NAME + 1] = {};
+  if (int rc = MPI_Open_port(MPI_INFO_NULL, port); rc != MPI_SUCCESS)
+    return Failure{-EOPNOTSUPP, "MPI_Open_port failed: " + mpi::mpi_error_string(rc) +
+                                    " (this MPI cannot accept applications: see lnet-proxy(8))"};
+  port_ = port;
+  std::string ip = opts_.doorbell_ip.empty() ? ipv4_of(up_->welcome().nid) : opts_.doorbell_ip;
+  auto fd = mp::listen_doorbell(ip, &doorbell_);
+  if (!fd) return fd.failure();
+  listen_fd_ = *fd;
+  return {};
+}
+
+void ProxyRank::close_port() {
+  if (published_) {
+    MPI_Unpublish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
+    MPI_Unpublish_name((opts_.publish + ".doorbell").c_str(), MPI_INFO_NULL, doorbell_.c_str());
+    published_ = false;
+  }
+  if (!port_.empty()) {
+    if (!opts_.port_file.empty()) (void)::unlink(opts_.port_file.c_str());
+    MPI_Close_port(port_.c_str());
+    port_.clear();
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+// Every other rank dials rank 0's doorbell and says which rank it is; rank 0 keeps
+// those connections to ring them.
+Status ProxyRank::join_ranks() {
+  auto deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
+  std::vector<char> addr(64, '\0');
+  if (rank_ == 0) std::copy_n(doorbell_.begin(), std::min<std::size_t>(doorbell_.size(), 63), addr.begin());
+  if (int rc = MPI_Bcast(addr.data(), 64, MPI_CHAR, 0, comm_); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  if (rank_ != 0) {
+    auto fd = mp::dial_doorbell(addr.data(), deadline);
+    if (!fd) return fd.failure();
+    bell_ = *fd;
+    return mp::write_line(bell_, mp::format_knock({mp::Knock::Rank, rank_}), deadline);
+  }
+  bells_.assign(static_cast<std::size_t>(size_), -1);
+  for (int joined = 1; joined < size_;) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0 || ::poll(&p, 1, left) <= 0)
+      return Failure{-ETIMEDOUT, std::to_string(size_ - joined) + " proxy ranks did not ring the doorbell"};
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    auto line = mp::read_line(fd, Clock::now() + std::chrono::seconds(5));
+    auto k = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
+    if (!k || k->kind != mp::Knock::Rank || k->value >= size_ || bells_[static_cast<std::size_t>(k->value)] >= 0) {
+      LNET_LOG(Warn, kLogDaemon, "proxy: doorbell during start-up: %s",
+               k ? "not a new proxy rank" : k.message().c_str());
+      ::close(fd);
+      continue;
+    }
+    bells_[static_cast<std::size_t>(k->value)] = fd;
+    ++joined;
+  }
+  return {};
+}
+
+int ProxyRank::run(int signal_fd) {
+  if (Status s = start(); !s) return 1;
+  if (rank_ == 0) {
+    std::printf("lnet-proxy: ready: %d rank(s), rank 0 is %s", size_, up_->welcome().nid.to_string().c_str());
+    if (!opts_.port_file.empty()) std::printf(", port file %s", opts_.port_file.c_str());
+    if (published_) std::printf(", published as '%s'", opts_.publish.c_str());
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  Stop why = rank_ == 0 ? serve_root(signal_fd) : serve_other(signal_fd);
+  end_all();
+  return why == Stop::Failed ? 1 : 0;
+}
+
+// ---- serving ----------------------------------------------------------------------------
+
+void ProxyRank::ring(const std::string& line) {
+  auto deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
+  for (int r = 1; r < size_; ++r) {
+    int& fd = bells_[static_cast<std::size_t>(r)];
+    if (fd < 0) continue;
+    if (Status s = mp::write_line(fd, line, deadline); !s) {
+      LNET_LOG(Error, kLogDaemon, "proxy: cannot ring rank %d: %s", r, s.message().c_str());
+      ::close(fd);
+      fd = -1;
+    }
+  }
+}
+
+ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
+  struct Pending {
+    int fd;
+    Clock::time_point deadline;
+  };
+  std::vector<Pending> knocks;
+  for (;;) {
+    std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+    for (int r = 1; r < size_; ++r) fds.push_back({bells_[static_cast<std::size_t>(r)], POLLIN, 0});
+    std::size_t first_knock = fds.size();
+    for (const Pending& k : knocks) fds.push_back({k.fd, POLLIN, 0});
+    // Heartbeats are checked a few times a second while applications are attached;
+    // with none, the rank sleeps until something happens.
+    int timeout = apps_.empty() && knocks.empty() ? -1 : 200;
+    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) return Stop::Failed;
+    if (fds[2].revents) {
+      signalfd_siginfo si;
+      (void)!::read(signal_fd, &si, sizeof si);
+      LNET_LOG(Info, kLogDaemon, "proxy: signal %u: stopping", si.ssi_signo);
+      ring("QUIT\n");
+      return Stop::Quit;
+    }
+    if (fds[1].revents) {
+      LNET_LOG(Error, kLogDaemon, "proxy rank 0: lnetd (%s) went away: stopping", opts_.bridge.c_str());
+      ring("QUIT\n");
+      return Stop::Failed;
+    }
+    for (int r = 1; r < size_; ++r) {
+      if (!fds[static_cast<std::size_t>(2 + r)].revents) continue;
+      auto line = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
+      if (line && *line == "GONE\n")
+        LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
+      else
+        LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r, line ? "?" : line.message().c_str());
+      ring("QUIT\n");
+      return Stop::Failed;
+    }
+    // Knocks whose line arrived (or that waited too long).
+    std::vector<Pending> waiting;
+    for (std::size_t i = 0; i < knocks.size(); ++i) {
+      Pending k = knocks[i];
+      if (!fds[first_knock + i].revents) {
+        if (Clock::now() < k.deadline)
+          waiting.push_back(k);
+        else
+          ::close(k.fd);
+        continue;
+      }
+      auto line = mp::read_line(k.fd, Clock::now() + std::chrono::seconds(1));
+      auto knock = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
+      if (knock && knock->kind == mp::Knock::Client) {
+        on_client(k.fd, knock->value);
+      } else {
+        std::string why = knock ? "a proxy rank's line from a client" : knock.message();
+        LNET_LOG(Warn, kLogDaemon, "proxy: doorbell: %s", why.c_str());
+        (void)mp::write_line(k.fd, "ERROR " + why + "\n", Clock::now() + std::chrono::seconds(1));
+      }
+      ::close(k.fd);
+    }
+    knocks = std::move(waiting);
+    if (fds[0].revents) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) knocks.push_back({fd, Clock::now() + std::chrono::seconds(opts_.timeout)});
+    }
+    check_apps();
+  }
+}
+
+ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
+  bool lnetd_gone = false;
+  for (;;) {
+    pollfd fds[3] = {{bell_, POLLIN, 0}, {wake_fd_, lnetd_gone ? short{0} : short{POLLIN}, 0}, {signal_fd, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) return Stop::Failed;
+    if (fds[2].revents) return Stop::Quit;
+    if (fds[1].revents) {
+      LNET_LOG(Error, kLogDaemon, "proxy rank %d: lnetd (%s) went away", rank_, opts_.bridge.c_str());
+      lnetd_gone = true;
+      (void)mp::write_line(bell_, "GONE\n", Clock::now() + std::chrono::seconds(5));
+    }
+    if (!fds[0].revents) continue;
+    auto line = mp::read_line(bell_, Clock::now() + std::chrono::seconds(5));
+    if (!line) {
+      LNET_LOG(Error, kLogDaemon, "proxy rank %d: rank 0 is gone (%s)", rank_, line.message().c_str());
+      return Stop::Failed;
+    }
+    unsigned long long serial = 0;
+    int graceful = 0;
+    if (*line == "QUIT\n") return lnetd_gone ? Stop::Failed : Stop::Quit;
+    if (std::sscanf(line->c_str(), "ACCEPT %llu", &serial) == 1) {
+      accept_app(serial);
+    } else if (std::sscanf(line->c_str(), "END %llu %d", &serial, &graceful) == 2) {
+      end_app(serial, graceful != 0);
+    } else {
+      LNET_LOG(Error, kLogDaemon, "proxy rank %d: rank 0 said '%s'", rank_, line->c_str());
+      return Stop::Failed;
+    }
+  }
+}
+
+void ProxyRank::on_client(int fd, int app_ranks) {
+  std::uint64_t serial = next_serial_++;
+  LNET_LOG(Info, kLogDaemon, "proxy: an application of %d rank(s) knocks (serial %llu)", app_ranks,
+           static_cast<unsigned long long>(serial));
+  ring("ACCEPT " + std::to_string(serial) + "\n");
+  (void)mp::write_line(fd, "OK\n", Clock::now() + std::chrono::seconds(opts_.timeout));
+  accept_app(serial);
+}
+
+}  // namespace lnet::proxy

@@ -1,0 +1,88 @@
+// One rank of lnet-proxy: its uplink to the node's lnetd, and the applications it serves
+// with the other ranks. Rank 0 owns the MPI port, the doorbell and the applications'
+// heartbeats; it tells the other ranks (one TCP line each, on their doorbell
+// connections) when to accept, when an application has ended, and when to quit. Idle
+// ranks sleep in poll(): nothing spins while no application knocks.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <lnet/mpi.hpp>
+#include <lnet/mpi_proxy.hpp>
+
+#include "uplink.hpp"
+
+namespace lnet::proxy {
+
+struct ProxyOptions {
+  std::string bridge;
+  std::string port_file;    // where rank 0 writes the port (empty: none)
+  std::string publish;      // a service name to publish (empty: none)
+  std::string doorbell_ip;  // empty: the IPv4 address of rank 0's lnetd NID
+  int client_timeout = 10;  // seconds without a heartbeat before an application is gone
+  int timeout = 30;         // seconds for start-up steps and each application's set-up
+  mpi::Options lnd;         // the MPI LND's tunables (LNET_MPI_*)
+};
+
+class ProxyRank {
+ public:
+  // Collective over `comm` (the proxy job's ranks; not owned).
+  ProxyRank(MPI_Comm comm, ProxyOptions opts);
+  ~ProxyRank();
+  // Start-up (collective), then serve until told to stop; the process's exit status.
+  int run(int signal_fd);
+
+ private:
+  struct App {
+    std::uint64_t serial = 0;
+    Pid pid = 0;
+    int ranks = 0;
+    MPI_Comm inter = MPI_COMM_NULL;
+    MPI_Comm merged = MPI_COMM_NULL;
+    std::shared_ptr<AppLink> link;
+    // Rank 0: the posted receive of the application's control messages.
+    MPI_Request ctl = MPI_REQUEST_NULL;
+    std::uint8_t ctl_buf[mpi::proxy::kControlSize] = {};
+    std::chrono::steady_clock::time_point last_heard;
+  };
+  enum class Stop { No, Quit, Failed };
+
+  Status start();
+  Status join_ranks();
+  Status open_port();
+  void close_port();
+  Stop serve_root(int signal_fd);
+  Stop serve_other(int signal_fd);
+  // Rank 0 heard a knock on `fd` (its line already read).
+  void on_client(int fd, int app_ranks);
+  // Collective: accept the next application and set it up.
+  void accept_app(std::uint64_t serial);
+  Status setup_app(App& a);
+  // Local: stop serving the application (`graceful`: it said goodbye, disconnect).
+  void end_app(std::uint64_t serial, bool graceful);
+  void check_apps();
+  void ring(const std::string& line);
+  void end_all();
+
+  MPI_Comm comm_;
+  ProxyOptions opts_;
+  int rank_ = 0, size_ = 0;
+  int wake_fd_ = -1;
+  std::unique_ptr<Uplink> up_;
+  std::string port_;      // rank 0's MPI port
+  std::string doorbell_;  // rank 0's doorbell, "<IPv4>:<port>"
+  bool published_ = false;
+  int listen_fd_ = -1;      // rank 0: the doorbell
+  std::vector<int> bells_;  // rank 0: the other ranks' connections, by rank
+  int bell_ = -1;           // other ranks: the connection to rank 0
+  std::map<std::uint64_t, App> apps_;
+  std::uint64_t next_serial_ = 1;
+};
+
+}  // namespace lnet::proxy

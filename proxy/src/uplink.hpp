@@ -1,0 +1,56 @@
+// A proxy rank's connection to its node's lnetd: the bridge client, the thread that
+// reads it and hands lnetd's RECVs and SENDs to the application they belong to, and the
+// pid calls (PID_NEW, PID_REGISTER, PID_RELEASE) that wait for their PID_REPLY.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <lnet/mutex.hpp>
+#include <lnet/up/client.hpp>
+
+#include "app_link.hpp"
+
+namespace lnet::proxy {
+
+class Uplink {
+ public:
+  // Connects to the bridge at `path` (waiting up to `timeout` for the WELCOME) and starts
+  // reading it. When lnetd goes away, one byte is written to `wake_fd`.
+  static Result<std::unique_ptr<Uplink>> connect(const std::string& path, std::uint32_t rank,
+                                                 std::chrono::milliseconds timeout, int wake_fd);
+  ~Uplink();
+
+  up::BridgeClient& bridge() { return *bridge_; }
+  const up::Welcome& welcome() const { return bridge_->welcome(); }
+  bool gone() const { return gone_.load(); }
+
+  // PID_NEW / PID_REGISTER / PID_RELEASE and their reply, within `timeout`.
+  Result<up::PidReply> call(up::Message m, std::chrono::milliseconds timeout);
+
+  // lnetd's messages for the application go to `link` from now on / no more.
+  void attach(std::shared_ptr<AppLink> link);
+  void detach(const AppLink& link);
+
+ private:
+  Uplink() = default;
+  void reader_main();
+  std::shared_ptr<AppLink> by_serial(std::uint64_t serial);
+  std::shared_ptr<AppLink> by_pid(Pid pid);
+  void answer_orphan(const up::Message& m);
+
+  std::unique_ptr<up::BridgeClient> bridge_;
+  int wake_fd_ = -1;
+  std::thread reader_;
+  std::atomic<bool> gone_{false};
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::uint64_t, std::shared_ptr<AppLink>> links_ LNET_GUARDED_BY(mu_);  // by serial
+  std::uint64_t next_cookie_ LNET_GUARDED_BY(mu_) = 1;
+  std::map<std::uint64_t, std::optional<up::PidReply>> calls_ LNET_GUARDED_BY(mu_);  // by cookie
+};
+
+}  // namespace lnet::proxy
