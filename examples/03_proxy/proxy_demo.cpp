@@ -30,16 +30,18 @@ struct Options {
   lnet::Nid server;
   std::size_t size = 1 << 20;
   long count = 10;
+  std::size_t offset = 0;  // where rank 0's part of the server's buffer starts
 };
 
 void usage() {
   std::printf(
       "usage: LNET_PROXY=<port file> mpirun -n N proxy_demo --server NID [--size BYTES] [--count N]\n"
+      "                                                   [--offset BYTES]\n"
       "  Every rank reaches the server (a userspace LNet node serving portal 40, e.g.\n"
       "  `lnet_xfer serve`, with a buffer of at least N x BYTES) through the proxy: pings\n"
       "  the proxies' lnetds and the server, then N rounds of PUT (with ACK) and GET of\n"
-      "  BYTES (default 1 MiB) at offset rank x BYTES, checking the data. Rank 0 prints a\n"
-      "  report. --env lists the variables (LNET_PROXY, LNET_MPI_*).\n");
+      "  BYTES (default 1 MiB) at offset OFFSET + rank x BYTES, checking the data. Rank 0\n"
+      "  prints a report. --env lists the variables (LNET_PROXY, LNET_MPI_*).\n");
 }
 
 int parse_args(int argc, char** argv, Options& o) {
@@ -75,6 +77,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.size = static_cast<std::size_t>(n);
     } else if (a == "--count" && !*end && n >= 1) {
       o.count = n;
+    } else if (a == "--offset" && !*end && n >= 0 && n < (1L << 31)) {
+      o.offset = static_cast<std::size_t>(n);
     } else {
       std::fprintf(stderr, "proxy_demo: bad argument '%s %s' (--help)\n", a.c_str(), v.c_str());
       return 2;
@@ -141,7 +145,7 @@ std::map<lnet::Nid, std::uint64_t> sent_to(lnet::Instance& lnet) {
 bool transfer(lnet::Instance& lnet, lnet::ProcessId server, const Options& o, int rank, Measured& m) {
   std::vector<char> out(o.size), back(o.size);
   for (std::size_t i = 0; i < o.size; ++i) out[i] = static_cast<char>(i * 13 + static_cast<std::size_t>(rank) * 7 + 1);
-  auto offset = static_cast<std::uint32_t>(static_cast<std::size_t>(rank) * o.size);
+  auto offset = static_cast<std::uint32_t>(o.offset + static_cast<std::size_t>(rank) * o.size);
   Waiter w;
   lnet::MdDesc d;
   d.start = out.data();

@@ -47,6 +47,11 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
     auto link = ProxyLink::open(*s->group_, opts);
     if (!link) return Failure{link.code(), "cannot start LNet over MPI: " + link.message()};
     s->link_ = std::move(*link);
+    // Every rank has the same table: every rank fails alike.
+    for (Nid p : s->link_->table().proxies)
+      if (p.net() != net)
+        return Failure{-EINVAL, "cannot start LNet over MPI: the proxy's lnetds are on " + p.net().to_string() +
+                                    ", this job on " + net.to_string() + " (LNET_MPI_NET)"};
     s->pid_ = s->link_->table().pid;
     s->lnd_ = std::make_shared<MpiLnd>(s->link_->merged(), s->link_->nids(net, s->group_->size()), opts);
   } else {

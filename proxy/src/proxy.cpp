@@ -81,8 +81,10 @@ Status agree(MPI_Comm comm, const Status& mine) {
 }  // namespace
 
 Status ProxyRank::start() {
+  // What this MPI cannot do is said first, before anything else can fail.
   Status mine;
-  if (wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
+  if (rank_ == 0) mine = open_port();
+  if (mine && wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   if (mine) {
     auto u =
         Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout), wake_fd_);
@@ -91,18 +93,14 @@ Status ProxyRank::start() {
     else
       mine = u.failure();
   }
+  if (mine && rank_ == 0) mine = open_doorbell();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
-  if (Status all = agree(comm_, mine); !all) return all;
-  if (rank_ == 0) mine = open_port();
-  if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
   if (Status all = agree(comm_, mine); !all) return all;
   mine = join_ranks();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
   if (Status all = agree(comm_, mine); !all) return all;
   if (rank_ == 0) {
-    if (!opts_.port_file.empty()) {
-      mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
-    }
+    if (!opts_.port_file.empty()) mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
     if (mine && !opts_.publish.empty()) {
       int rc = MPI_Publish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
       if (rc == MPI_SUCCESS)
@@ -110,7 +108,8 @@ Status ProxyRank::start() {
       if (rc == MPI_SUCCESS)
         published_ = true;
       else
-        mine = Failure{-EIO, "cannot publish the name '" + opts_.publish + "': " + mpi::mpi_error_string(rc)};
+        mine = Failure{-EIO, "cannot publish the name '" + opts_.publish + "': " + mpi::mpi_error_string(rc) +
+                                 " (Open MPI publishes through ompi-server: start the job with --ompi-server)"};
     }
     if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
   }
@@ -121,8 +120,13 @@ Status ProxyRank::open_port() {
   char port[MPI_MAX_PORT_NAME + 1] = {};
   if (int rc = MPI_Open_port(MPI_INFO_NULL, port); rc != MPI_SUCCESS)
     return Failure{-EOPNOTSUPP, "MPI_Open_port failed: " + mpi::mpi_error_string(rc) +
-                                    " (this MPI cannot accept applications: see lnet-proxy(8))"};
+                                    ": this MPI cannot accept applications (Debian's MPICH cannot open ports; its "
+                                    "jobs reach servers with the socket LND instead: see lnet-proxy(8))"};
   port_ = port;
+  return {};
+}
+
+Status ProxyRank::open_doorbell() {
   std::string ip = opts_.doorbell_ip.empty() ? ipv4_of(up_->welcome().nid) : opts_.doorbell_ip;
   auto fd = mp::listen_doorbell(ip, &doorbell_);
   if (!fd) return fd.failure();

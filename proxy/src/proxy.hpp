@@ -56,6 +56,7 @@ class ProxyRank {
   Status start();
   Status join_ranks();
   Status open_port();
+  Status open_doorbell();
   void close_port();
   Stop serve_root(int signal_fd);
   Stop serve_other(int signal_fd);

@@ -20,6 +20,7 @@ Result<std::unique_ptr<Uplink>> Uplink::connect(const std::string& path, std::ui
 }
 
 Uplink::~Uplink() {
+  closing_.store(true);
   bridge_->shutdown();
   reader_.join();
 }
@@ -95,7 +96,7 @@ void Uplink::reader_main() {
         LNET_LOG(Warn, kLogLnd, "proxy: from lnetd: %s", m.message().c_str());
         continue;
       }
-      LNET_LOG(Error, kLogLnd, "proxy: %s", m.message().c_str());
+      if (!closing_.load()) LNET_LOG(Error, kLogLnd, "proxy: %s", m.message().c_str());
       break;
     }
     if (auto* r = std::get_if<up::Recv>(&*m)) {

@@ -46,6 +46,7 @@ class Uplink {
   int wake_fd_ = -1;
   std::thread reader_;
   std::atomic<bool> gone_{false};
+  std::atomic<bool> closing_{false};  // the rank closes the bridge itself
   Mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, std::shared_ptr<AppLink>> links_ LNET_GUARDED_BY(mu_);  // by serial
