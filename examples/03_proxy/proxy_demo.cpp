@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,17 +32,19 @@ struct Options {
   std::size_t size = 1 << 20;
   long count = 10;
   std::size_t offset = 0;  // where rank 0's part of the server's buffer starts
+  int timeout = 60;        // seconds each ACK or REPLY is awaited
 };
 
 void usage() {
   std::printf(
       "usage: LNET_PROXY=<port file> mpirun -n N proxy_demo --server NID [--size BYTES] [--count N]\n"
-      "                                                   [--offset BYTES]\n"
+      "                                                   [--offset BYTES] [--timeout S]\n"
       "  Every rank reaches the server (a userspace LNet node serving portal 40, e.g.\n"
       "  `lnet_xfer serve`, with a buffer of at least N x BYTES) through the proxy: pings\n"
       "  the proxies' lnetds and the server, then N rounds of PUT (with ACK) and GET of\n"
       "  BYTES (default 1 MiB) at offset OFFSET + rank x BYTES, checking the data. Rank 0\n"
-      "  prints a report. --env lists the variables (LNET_PROXY, LNET_MPI_*).\n");
+      "  prints a report. Each ACK or REPLY is awaited S seconds (default 60). --env lists\n"
+      "  the variables (LNET_PROXY, LNET_MPI_*).\n");
 }
 
 int parse_args(int argc, char** argv, Options& o) {
@@ -77,6 +80,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.size = static_cast<std::size_t>(n);
     } else if (a == "--count" && !*end && n >= 1) {
       o.count = n;
+    } else if (a == "--timeout" && !*end && n >= 1 && n <= 3600) {
+      o.timeout = static_cast<int>(n);
     } else if (a == "--offset" && !*end && n >= 0 && n < (1L << 31)) {
       o.offset = static_cast<std::size_t>(n);
     } else {
@@ -91,12 +96,15 @@ int parse_args(int argc, char** argv, Options& o) {
   return -1;
 }
 
-struct Waiter {
+// Events and buffers of one rank's MDs. The handlers share it: an event that comes
+// after a failed wait (a late ACK or REPLY, an unlink) still finds it and its buffers.
+struct Waiter : std::enable_shared_from_this<Waiter> {
+  std::vector<char> out, back;
   std::mutex m;
   std::condition_variable cv;
   int acks = 0, replies = 0, errors = 0;
   lnet::EventHandler handler() {
-    return [this](const lnet::Event& e) {
+    return [this, self = shared_from_this()](const lnet::Event& e) {
       std::lock_guard g(m);
       if (e.status) {
         ++errors;
@@ -108,9 +116,9 @@ struct Waiter {
       cv.notify_all();
     };
   }
-  bool wait(int* counter, int want) {
+  bool wait(int* counter, int want, int seconds) {
     std::unique_lock lk(m);
-    return lnet::wait_with_progress(lk, cv, Clock::now() + std::chrono::seconds(60),
+    return lnet::wait_with_progress(lk, cv, Clock::now() + std::chrono::seconds(seconds),
                                     [&] { return *counter >= want || errors; }) &&
            !errors;
   }
@@ -143,10 +151,14 @@ std::map<lnet::Nid, std::uint64_t> sent_to(lnet::Instance& lnet) {
 
 // `count` PUTs with ACK of `out` at `offset`, then as many GETs into `back`, data checked.
 bool transfer(lnet::Instance& lnet, lnet::ProcessId server, const Options& o, int rank, Measured& m) {
-  std::vector<char> out(o.size), back(o.size);
-  for (std::size_t i = 0; i < o.size; ++i) out[i] = static_cast<char>(i * 13 + static_cast<std::size_t>(rank) * 7 + 1);
   auto offset = static_cast<std::uint32_t>(o.offset + static_cast<std::size_t>(rank) * o.size);
-  Waiter w;
+  auto waiter = std::make_shared<Waiter>();
+  Waiter& w = *waiter;
+  std::vector<char>& out = w.out;
+  std::vector<char>& back = w.back;
+  out.resize(o.size);
+  back.resize(o.size);
+  for (std::size_t i = 0; i < o.size; ++i) out[i] = static_cast<char>(i * 13 + static_cast<std::size_t>(rank) * 7 + 1);
   lnet::MdDesc d;
   d.start = out.data();
   d.length = out.size();
@@ -156,7 +168,7 @@ bool transfer(lnet::Instance& lnet, lnet::ProcessId server, const Options& o, in
   for (long r = 0; r < o.count; ++r) {
     auto md = lnet.md_bind(d, lnet::Unlink::Unlink);
     if (!md || lnet.put(lnet::Nid::any(), *md, lnet::AckReq::Ack, server, kPortal, 0, offset, 0) != 0 ||
-        !w.wait(&w.acks, static_cast<int>(r) + 1))
+        !w.wait(&w.acks, static_cast<int>(r) + 1, o.timeout))
       return false;
   }
   m.put_mbs = static_cast<double>(o.size) * static_cast<double>(o.count) / us_since(t0);
@@ -167,7 +179,7 @@ bool transfer(lnet::Instance& lnet, lnet::ProcessId server, const Options& o, in
     std::memset(back.data(), 0, back.size());
     auto md = lnet.md_bind(g, lnet::Unlink::Unlink);
     if (!md || lnet.get(lnet::Nid::any(), *md, server, kPortal, 0, offset) != 0 ||
-        !w.wait(&w.replies, static_cast<int>(r) + 1))
+        !w.wait(&w.replies, static_cast<int>(r) + 1, o.timeout))
       return false;
     if (std::memcmp(out.data(), back.data(), o.size) != 0) {
       std::fprintf(stderr, "proxy_demo: rank %d: the data read back differs from the data written\n", rank);

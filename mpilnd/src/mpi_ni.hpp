@@ -277,6 +277,10 @@ class MpiNi {
   int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
   void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
   void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
+  // Gives up the requests running longer than the timeout (a peer that died in the
+  // middle of a transfer: MPI never completes them); their messages fail.
+  void expire_requests_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
+  void compact_requests_locked() LNET_REQUIRES(mu_);
   void complete(Done& done);
   void thread_main();
   void kick();  // work for the progress thread (a no-op without one, or on it)
@@ -302,6 +306,8 @@ class MpiNi {
   mutable Mutex mu_;
   std::vector<MPI_Request> reqs_ LNET_GUARDED_BY(mu_);  // [0, pool) persistent pool receives, then the rest
   std::vector<Owner> owners_ LNET_GUARDED_BY(mu_);
+  // By request (beside reqs_): when a timeout scan first saw it running ({}: not yet).
+  std::vector<Clock::time_point> seen_ LNET_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<std::uint8_t[]>> pool_ LNET_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<std::uint8_t[]>> retired_ LNET_GUARDED_BY(mu_);  // buffers of receives left to MPI
   std::vector<std::unique_ptr<Peer>> peers_ LNET_GUARDED_BY(mu_);              // by rank, made on first contact

@@ -64,6 +64,7 @@ int MpiNi::start() {
   pool_.resize(opts_.pool_depth);
   reqs_.resize(opts_.pool_depth, MPI_REQUEST_NULL);
   owners_.resize(opts_.pool_depth);
+  seen_.resize(opts_.pool_depth);
   for (unsigned i = 0; i < opts_.pool_depth; ++i) {
     owners_[i] = Owner{Owner::PoolRx, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i))};
     if (!init_pool_rx_locked(i)) return -EIO;
@@ -203,6 +204,7 @@ void MpiNi::stop() {
     }
     reqs_.resize(opts_.pool_depth);
     owners_.resize(opts_.pool_depth);
+    seen_.resize(opts_.pool_depth);
     break;
   }
   complete(done);

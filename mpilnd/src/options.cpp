@@ -15,7 +15,8 @@ const EnvVar kProgress{"LNET_MPI_PROGRESS", "auto",
                        "auto (a thread with MPI_THREAD_MULTIPLE, else the application), thread or poll"};
 const EnvVar kOnError{"LNET_MPI_ON_ERROR", "return",
                       "when MPI returns an error: return (fail the message) or abort (MPI_Abort)"};
-const EnvVar kTimeout{"LNET_MPI_TIMEOUT", "50", "seconds a send may wait for a peer's handshake or a credit"};
+const EnvVar kTimeout{"LNET_MPI_TIMEOUT", "50",
+                      "seconds a send may wait for a peer's handshake or a credit, and a transfer may stay in MPI"};
 const EnvVar kChunk{"LNET_MPI_CHUNK", "2147483647", "largest MPI message of a bulk transfer (bytes)"};
 const EnvVar kIdleUs{"LNET_MPI_IDLE_US", "1000", "longest nap of an idle progress thread (microseconds)"};
 const EnvVar kPack{"LNET_MPI_PACK", "1",

@@ -67,6 +67,7 @@ std::uint8_t MpiNi::take_owed(Peer& p) {
 void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj) {
   reqs_.push_back(r);
   owners_.push_back(Owner{kind, obj});
+  seen_.emplace_back();
   in_flight_.store(true, std::memory_order_relaxed);
 }
 

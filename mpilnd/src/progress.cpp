@@ -39,18 +39,8 @@ int MpiNi::reap_locked(Done& done) {
     const MPI_Status& st = statuses_[static_cast<std::size_t>(k)];
     completed_.push_back(Completion{owners_[i], st, rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS});
   }
-  // Drop the finished one-shot requests (MPI set them to MPI_REQUEST_NULL), keeping the
-  // persistent pool at the front.
-  std::size_t w = depth;
-  for (std::size_t r = depth; r < reqs_.size(); ++r) {
-    if (reqs_[r] == MPI_REQUEST_NULL) continue;
-    reqs_[w] = reqs_[r];
-    owners_[w] = owners_[r];
-    ++w;
-  }
-  reqs_.resize(w);
-  owners_.resize(w);
-  in_flight_.store(w > depth, std::memory_order_relaxed);
+  // Drop the finished one-shot requests (MPI set them to MPI_REQUEST_NULL).
+  compact_requests_locked();
   // Their owners may post more requests, so only now that the table is compact.
   for (const Completion& c : completed_) {
     if (c.owner.kind == Owner::TxShort) {
@@ -135,6 +125,7 @@ bool MpiNi::round_locked(Done& done) {
 }
 
 void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
+  expire_requests_locked(now, done);
   for (Peer* p : contacted_) {
     if (p->state == Peer::State::Querying && now >= p->query_deadline) {
       LNET_LOG(Warn, kLogLnd, "%s: no answer to the handshake from %s within %d s", ni_.nid.to_string().c_str(),
@@ -157,6 +148,61 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
       fail_tx_locked(tx, -ETIMEDOUT, HealthStatus::RemoteTimeout, done);
     }
   }
+}
+
+void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
+  const std::size_t depth = opts_.pool_depth;
+  bool expired = false;
+  for (std::size_t r = depth; r < reqs_.size(); ++r) {
+    if (seen_[r] == Clock::time_point{}) {
+      seen_[r] = now;
+      continue;
+    }
+    if (now - seen_[r] < std::chrono::seconds(timeout_)) continue;
+    Owner o = owners_[r];
+    Peer* peer;
+    if (o.kind == Owner::TxShort) {
+      auto* tx = static_cast<Tx*>(o.obj);
+      peer = tx->peer;
+      check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
+      (void)new Bytes(std::move(tx->buf));  // MPI may still read it: left to it for good
+      tx_part_done_locked(tx, -ETIMEDOUT, done);
+    } else {
+      auto* b = static_cast<Bulk*>(o.obj);
+      peer = b->peer;
+      if (!b->send) check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");
+      check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
+      if (!b->rc) b->rc = -ETIMEDOUT;
+      if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
+    }
+    stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+    expired = true;
+    if (peer && !peer->down) {
+      LNET_LOG(Warn, kLogLnd, "%s: a transfer with %s made no progress for %d s: given up, the peer reported down",
+               ni_.nid.to_string().c_str(), peer->nid.to_string().c_str(), timeout_);
+      peer->down = true;
+      done.health.emplace_back(peer->nid, false);
+    }
+  }
+  if (expired) compact_requests_locked();
+}
+
+// Keeps the running requests after the persistent pool, in order, without the finished
+// ones (MPI_REQUEST_NULL).
+void MpiNi::compact_requests_locked() {
+  const std::size_t depth = opts_.pool_depth;
+  std::size_t w = depth;
+  for (std::size_t r = depth; r < reqs_.size(); ++r) {
+    if (reqs_[r] == MPI_REQUEST_NULL) continue;
+    reqs_[w] = reqs_[r];
+    owners_[w] = owners_[r];
+    seen_[w] = seen_[r];
+    ++w;
+  }
+  reqs_.resize(w);
+  owners_.resize(w);
+  seen_.resize(w);
+  in_flight_.store(w > depth, std::memory_order_relaxed);
 }
 
 void MpiNi::complete(Done& done) {

@@ -147,6 +147,7 @@ Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& 
   auto deadline = Clock::now() + std::chrono::seconds(opts.proxy_timeout);
   std::unique_ptr<ProxyLink> l(new ProxyLink);
   l->rank_ = group.rank();
+  l->group_ = group.comm();
   MPI_Comm comm = group.comm();
   int bell = -1;
   std::string port;
@@ -238,13 +239,15 @@ void ProxyLink::start_heartbeat() {
 
 void ProxyLink::heartbeat_main() {
   MutexLock g(mu_);
-  bool warned = false;
+  int missed = 0;
   while (!stop_) {
     g.unlock();
-    if (Status s = send_control(proxy::Control::Heartbeat, false, std::chrono::milliseconds(500)); !s && !warned) {
-      LNET_LOG(Warn, kLogLnd, "proxy heartbeat: %s", s.message().c_str());
-      warned = true;
-    }
+    // An 8-byte send to a live proxy completes at once; three that do not in half a
+    // second each: the proxy is gone.
+    Status s = send_control(proxy::Control::Heartbeat, false, std::chrono::milliseconds(500));
+    missed = s ? 0 : missed + 1;
+    if (missed == 3 && !lost_.exchange(true))
+      LNET_LOG(Error, kLogLnd, "proxy heartbeat: %s three times: the proxy is gone", s.message().c_str());
     g.lock();
     if (!stop_) (void)g.wait_for(cv_, std::chrono::seconds(1));
   }
@@ -260,13 +263,21 @@ ProxyLink::~ProxyLink() {
     heartbeat_.join();
   }
   if (inter_ == MPI_COMM_NULL) return;
-  if (rank_ == 0) {
-    if (Status s = send_control(proxy::Control::Bye, true, std::chrono::seconds(10)); !s)
-      LNET_LOG(Warn, kLogLnd, "proxy goodbye: %s", s.message().c_str());
+  int taken = 1;
+  if (rank_ == 0 && lost_.load()) {
+    taken = 0;
+  } else if (rank_ == 0) {
+    if (Status s = send_control(proxy::Control::Bye, true, std::chrono::seconds(10)); !s) {
+      LNET_LOG(Warn, kLogLnd, "proxy goodbye: %s; leaving the connection to it", s.message().c_str());
+      taken = 0;
+    }
   }
-  // Collective with the proxy's ranks, which disconnect once rank 0 has the goodbye.
+  MPI_Bcast(&taken, 1, MPI_INT, 0, group_);
   if (merged_ != MPI_COMM_NULL) MPI_Comm_free(&merged_);
-  MPI_Comm_disconnect(&inter_);
+  if (taken)
+    MPI_Comm_disconnect(&inter_);  // collective with the proxy's ranks, which have the goodbye
+  else
+    MPI_Comm_free(&inter_);  // a disconnect would wait for a proxy that is gone
 }
 
 }  // namespace lnet::mpi

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -24,7 +25,8 @@ class ProxyLink {
   // opts.proxy_timeout seconds unless MPI itself blocks (it does not once the proxy has
   // answered the knock).
   static Result<std::unique_ptr<ProxyLink>> open(Group& group, const Options& opts);
-  // Says goodbye (rank 0) and disconnects (collective with the proxy's ranks).
+  // Says goodbye (rank 0) and disconnects (collective with the proxy's ranks); when the
+  // proxy did not take the goodbye (it is gone), the connection is abandoned instead.
   ~ProxyLink();
   ProxyLink(const ProxyLink&) = delete;
   ProxyLink& operator=(const ProxyLink&) = delete;
@@ -45,6 +47,7 @@ class ProxyLink {
   Status send_control(proxy::Control c, bool synchronous, std::chrono::milliseconds wait);
 
   int rank_ = 0;
+  MPI_Comm group_ = MPI_COMM_NULL;  // the job's own (the Group's; outlives this)
   MPI_Comm inter_ = MPI_COMM_NULL;
   MPI_Comm merged_ = MPI_COMM_NULL;
   proxy::Table table_;
@@ -52,6 +55,8 @@ class ProxyLink {
   Mutex mu_;
   std::condition_variable cv_;
   bool stop_ LNET_GUARDED_BY(mu_) = false;
+  // Rank 0: heartbeats that MPI did not send for seconds: the proxy is gone.
+  std::atomic<bool> lost_{false};
 };
 
 }  // namespace lnet::mpi

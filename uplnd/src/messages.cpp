@@ -179,6 +179,12 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
     }
   }
   if (!why.empty()) return refuse(c, why);
+  if (r.status == 0 && std::holds_alternative<PidRelease>(m))
+    LNET_LOG(Info, kLogLnd, "%s: %s released by %s: %zu messages failed", ni_.nid.to_string().c_str(),
+             pid_text(r.pid).c_str(), c.name.c_str(), done.size());
+  else if (r.status == 0)
+    LNET_LOG(Info, kLogLnd, "%s: %s %s by %s", ni_.nid.to_string().c_str(), pid_text(r.pid).c_str(),
+             std::holds_alternative<PidNew>(m) ? "allocated" : "registered", c.name.c_str());
   finalize_all(done);
   return true;
 }

@@ -48,7 +48,7 @@ struct Options {
   int credits = 32;                            // LNET_MPI_CREDITS: short messages a peer may have in flight to us
   ProgressMode progress = ProgressMode::Auto;  // LNET_MPI_PROGRESS: auto | thread | poll
   OnError on_error = OnError::Return;          // LNET_MPI_ON_ERROR: return | abort
-  int timeout = 50;                            // LNET_MPI_TIMEOUT: seconds for a handshake or a credit
+  int timeout = 50;                            // LNET_MPI_TIMEOUT: seconds for a handshake, a credit, a transfer
   std::uint32_t chunk = INT_MAX;               // LNET_MPI_CHUNK: largest MPI message of a bulk transfer
   int idle_us = 1000;                          // LNET_MPI_IDLE_US: longest nap of the idle progress thread
   bool pack = true;                            // LNET_MPI_PACK: sends that waited for a credit go out together
