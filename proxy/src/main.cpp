@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
   if (provided != MPI_THREAD_MULTIPLE) {
     std::fprintf(stderr, "lnet-proxy: this MPI does not provide MPI_THREAD_MULTIPLE\n");
   } else {
+    // Calls without a communicator (MPI_Open_port, MPI_Publish_name) report on
+    // MPI_COMM_WORLD: their failures are answered, not fatal.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
