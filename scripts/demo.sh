@@ -14,6 +14,7 @@
 # Everything it starts it stops, also on failure or Ctrl-C. Needs root (lnetd listens on
 # port 988). Arguments go to proxy_demo (--size, --count).
 set -euo pipefail
+. "$(dirname "$0")/lib/procs.sh"
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh default
@@ -28,15 +29,7 @@ PIDS=()
 cleanup() {
   local rc=$?
   set +e
-  # Newest first, each gone before the next: the proxy job (mpirun passes SIGTERM on to
-  # its ranks) before the name server and the daemons it is attached to.
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-    local p=${PIDS[i]}
-    kill -TERM "$p" 2>/dev/null || continue
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  stop_all "${PIDS[@]}"
   if [ $rc != 0 ]; then
     for f in "$DIR"/*.log; do [ -s "$f" ] && { echo "----- $(basename "$f")"; tail -n 15 "$f"; }; done
   fi

@@ -124,16 +124,12 @@ Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_poin
       rc != MPI_SUCCESS)
     return mpi_failure("MPI_Irecv", rc);
   MPI_Status st;
-  for (;;) {
-    int flag = 0;
-    if (int rc = MPI_Test(&r, &flag, &st); rc != MPI_SUCCESS) return mpi_failure("MPI_Test", rc);
-    if (flag) break;
-    if (Clock::now() >= deadline) {
-      MPI_Cancel(&r);
-      MPI_Wait(&r, MPI_STATUS_IGNORE);
-      return Failure{-ETIMEDOUT, "the proxy sent no table in time (LNET_PROXY_TIMEOUT)"};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (int rc = wait_until(&r, deadline, &st); rc == -ETIMEDOUT) {
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    return Failure{-ETIMEDOUT, "the proxy sent no table in time (LNET_PROXY_TIMEOUT)"};
+  } else if (rc) {
+    return Failure{rc, "receiving the proxy's table failed (MPI_Test)"};
   }
   int n = 0;
   MPI_Get_count(&st, MPI_BYTE, &n);
@@ -142,6 +138,16 @@ Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_poin
 }
 
 }  // namespace
+
+int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
+  for (;;) {
+    int flag = 0;
+    if (MPI_Test(r, &flag, status) != MPI_SUCCESS) return -EIO;
+    if (flag) return 0;
+    if (Clock::now() >= deadline) return -ETIMEDOUT;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& opts) {
   auto deadline = Clock::now() + std::chrono::seconds(opts.proxy_timeout);
@@ -219,17 +225,11 @@ Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::
   int rc = synchronous ? MPI_Issend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r)
                        : MPI_Isend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r);
   if (rc != MPI_SUCCESS) return mpi_failure("MPI_Isend", rc);
-  auto until = Clock::now() + wait;
-  for (;;) {
-    int flag = 0;
-    if (rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return mpi_failure("MPI_Test", rc);
-    if (flag) return {};
-    if (Clock::now() >= until) {
-      MPI_Request_free(&r);  // MPI may finish it whenever
-      return Failure{-ETIMEDOUT, "the proxy did not take it in time"};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (rc = wait_until(&r, Clock::now() + wait); rc == -ETIMEDOUT) {
+    MPI_Request_free(&r);  // MPI may finish it whenever
+    return Failure{-ETIMEDOUT, "the proxy did not take it in time"};
   }
+  return rc ? Status(Failure{rc, "sending to the proxy failed (MPI_Test)"}) : Status();
 }
 
 void ProxyLink::start_heartbeat() {

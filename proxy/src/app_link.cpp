@@ -45,11 +45,6 @@ void AppLink::stop_locked() {
   lnd_->shutdown(ni_);
 }
 
-LinkStats AppLink::stats() const {
-  MutexLock g(mu_);
-  return stats_;
-}
-
 std::uint64_t AppLink::park(void* priv) {
   MutexLock g(mu_);
   std::uint32_t i;
@@ -81,18 +76,12 @@ void* AppLink::unpark(std::uint64_t cookie) {
 
 int AppLink::parse(NetInterface&, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   // What lnetd would refuse is refused here, so that every PARSE it gets has its RECV.
-  if (hdr.src_pid != pid_ || hdr.payload_length > kMaxPayload) {
-    MutexLock g(mu_);
-    ++stats_.refused;
-    return -EPROTO;
-  }
+  if (hdr.src_pid != pid_ || hdr.payload_length > kMaxPayload) return -EPROTO;
   std::uint64_t cookie = park(lnd_private);
   if (Status s = bridge_.send(up::Parse{cookie, pid_, rdma_req ? up::kParseRdma : 0u, from, hdr}); !s) {
     (void)unpark(cookie);
     return s.code();
   }
-  MutexLock g(mu_);
-  ++stats_.parses;
   return 0;
 }
 
@@ -131,10 +120,7 @@ void AppLink::on_recv(const up::Recv& r) {
   if (rc < 0) {
     done(r.desc, false, rc, HealthStatus::LocalError);
     Pool<LinkMsg>::give(m);
-    return;
   }
-  MutexLock g(mu_);
-  ++stats_.recvs;
 }
 
 void AppLink::on_send(const up::Send& s) {
@@ -162,10 +148,7 @@ void AppLink::on_send(const up::Send& s) {
   if (int rc = lnd_->send(ni_, *m); rc < 0) {
     done(s.desc, true, rc, HealthStatus::LocalNoRoute);
     Pool<LinkMsg>::give(m);
-    return;
   }
-  MutexLock g(mu_);
-  ++stats_.sends;
 }
 
 void AppLink::finalize(LndMessage* msg, int status) {

@@ -27,10 +27,6 @@ struct LinkMsg : LndMessage {
   iovec frag{};      // the region bytes
 };
 
-struct LinkStats {
-  std::uint64_t parses = 0, recvs = 0, sends = 0, refused = 0;
-};
-
 class AppLink final : public LndHost {
  public:
   // `serial`: this rank's number for the application (in the cookies of its PARSEs, so
@@ -46,9 +42,6 @@ class AppLink final : public LndHost {
   std::uint64_t serial() const { return serial_; }
   // The application a PARSE cookie belongs to.
   static std::uint64_t serial_of(std::uint64_t cookie) { return cookie >> kSerialShift; }
-  mpi::Stats lnd_stats() const { return lnd_->stats(); }
-  Nid nid() const { return ni_.nid; }
-  LinkStats stats() const;
 
   // From the bridge's reader.
   void on_recv(const up::Recv& r);
@@ -86,7 +79,6 @@ class AppLink final : public LndHost {
   mutable Mutex mu_;
   std::vector<Slot> slots_ LNET_GUARDED_BY(mu_);
   std::vector<std::uint32_t> free_ LNET_GUARDED_BY(mu_);
-  LinkStats stats_ LNET_GUARDED_BY(mu_);
 };
 
 }  // namespace lnet::proxy

@@ -14,17 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Waits for `r` until `deadline`; false (the request left to MPI) when it did not finish.
-bool wait_request(MPI_Request* r, Clock::time_point deadline) {
-  for (;;) {
-    int flag = 0;
-    if (MPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (flag) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
 struct RankAnswer {
   std::int32_t status;
   std::uint32_t pad;
@@ -173,7 +162,7 @@ Status ProxyRank::setup_app(App& a) {
     auto bytes = mp::encode(t);
     MPI_Request r;
     MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, mp::kTagTable, a.inter, &r);
-    if (!wait_request(&r, Clock::now() + timeout)) {
+    if (mpi::wait_until(&r, Clock::now() + timeout) != 0) {
       MPI_Request_free(&r);
       (void)new std::vector<std::uint8_t>(std::move(bytes));  // MPI may still read it
       if (t.status == 0) t = mp::Table{-ETIMEDOUT, 0, {}, {}, "the application did not take its table"};

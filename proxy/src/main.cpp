@@ -120,14 +120,13 @@ int main(int argc, char** argv) {
     // Calls without a communicator (MPI_Open_port, MPI_Publish_name) report on
     // MPI_COMM_WORLD: their failures are answered, not fatal.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    {
-      proxy::ProxyRank rank(comm, *p.opts);
+    // The job's own communicator, with MPI_ERRORS_RETURN (lnet-mpi(7)'s Group).
+    if (auto group = mpi::Group::create(MPI_COMM_WORLD)) {
+      proxy::ProxyRank rank(**group, *p.opts);
       rc = rank.run(sfd);
+    } else {
+      std::fprintf(stderr, "lnet-proxy: %s\n", group.message().c_str());
     }
-    MPI_Comm_free(&comm);
   }
   MPI_Finalize();
   return rc;

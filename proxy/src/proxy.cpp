@@ -2,7 +2,6 @@
 // the applications' lives (accept, set-up, end). See proxy.hpp and lnet-proxy(8).
 #include "proxy.hpp"
 
-#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
@@ -29,13 +28,6 @@ Failure mpi_failure(const std::string& what, int rc) {
   return Failure{-EIO, what + " failed: " + mpi::mpi_error_string(rc)};
 }
 
-std::string ipv4_of(Nid nid) {
-  in_addr a{htonl(nid.addr())};
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a, text, sizeof text);
-  return text;
-}
-
 // Writes `text` to `path` whole or not at all (a reader never sees half a file).
 Status write_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
@@ -49,9 +41,8 @@ Status write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-ProxyRank::ProxyRank(MPI_Comm comm, ProxyOptions opts) : comm_(comm), opts_(std::move(opts)) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+ProxyRank::ProxyRank(mpi::Group& group, ProxyOptions opts)
+    : group_(group), comm_(group.comm()), opts_(std::move(opts)), rank_(group.rank()), size_(group.size()) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
@@ -66,19 +57,6 @@ ProxyRank::~ProxyRank() {
 }
 
 // ---- start-up -------------------------------------------------------------------------
-
-namespace {
-
-// Every rank's `mine` ok, or a failure (this rank's own, or "another rank failed").
-Status agree(MPI_Comm comm, const Status& mine) {
-  int ok = mine ? 1 : 0, all = 0;
-  if (int rc = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS)
-    return mine ? Status(mpi_failure("MPI_Allreduce", rc)) : mine;
-  if (all) return {};
-  return mine ? Status(Failure{-EIO, "another proxy rank failed"}) : mine;
-}
-
-}  // namespace
 
 Status ProxyRank::start() {
   // What this MPI cannot do is said first, before anything else can fail.
@@ -95,10 +73,10 @@ Status ProxyRank::start() {
   }
   if (mine && rank_ == 0) mine = open_doorbell();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
-  if (Status all = agree(comm_, mine); !all) return all;
+  if (Status all = group_.agree(mine); !all) return all;
   mine = join_ranks();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
-  if (Status all = agree(comm_, mine); !all) return all;
+  if (Status all = group_.agree(mine); !all) return all;
   if (rank_ == 0) {
     if (!opts_.port_file.empty()) mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
     if (mine && !opts_.publish.empty()) {
@@ -113,7 +91,7 @@ Status ProxyRank::start() {
     }
     if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
   }
-  return agree(comm_, mine);
+  return group_.agree(mine);
 }
 
 Status ProxyRank::open_port() {
@@ -127,7 +105,9 @@ Status ProxyRank::open_port() {
 }
 
 Status ProxyRank::open_doorbell() {
-  std::string ip = opts_.doorbell_ip.empty() ? ipv4_of(up_->welcome().nid) : opts_.doorbell_ip;
+  // The UP NI's NID prints as <IPv4>@mpi<N>.
+  std::string nid = up_->welcome().nid.to_string();
+  std::string ip = opts_.doorbell_ip.empty() ? nid.substr(0, nid.find('@')) : opts_.doorbell_ip;
   auto fd = mp::listen_doorbell(ip, &doorbell_);
   if (!fd) return fd.failure();
   listen_fd_ = *fd;

@@ -32,8 +32,8 @@ struct ProxyOptions {
 
 class ProxyRank {
  public:
-  // Collective over `comm` (the proxy job's ranks; not owned).
-  ProxyRank(MPI_Comm comm, ProxyOptions opts);
+  // Collective over the group (the proxy job's ranks; not owned).
+  ProxyRank(mpi::Group& group, ProxyOptions opts);
   ~ProxyRank();
   // Start-up (collective), then serve until told to stop; the process's exit status.
   int run(int signal_fd);
@@ -71,7 +71,8 @@ class ProxyRank {
   void ring(const std::string& line);
   void end_all();
 
-  MPI_Comm comm_;
+  mpi::Group& group_;
+  MPI_Comm comm_;  // the group's
   ProxyOptions opts_;
   int rank_ = 0, size_ = 0;
   int wake_fd_ = -1;

@@ -4,6 +4,7 @@
 # px_setup NAME. Needs root (port 988) and Open MPI. Binaries from $LNETD, $LNETCTL,
 # $LNET_XFER, $LNET_PROXY_BIN, $PROXY_DEMO (set by CTest).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/procs.sh"
 T_NAME=proxy
 DIR=""
 PIDS=()
@@ -17,13 +18,7 @@ fail() {
 px_cleanup() {
   local rc=$?
   set +e
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-    local p=${PIDS[i]}
-    kill -TERM "$p" 2>/dev/null || continue
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  stop_all "${PIDS[@]}"
   if [ $rc != 0 ]; then
     for f in "$DIR"/*.log; do [ -s "$f" ] && { echo "----- $(basename "$f")"; tail -n 30 "$f"; }; done
   fi

@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,10 @@ class ProxyLink;
 
 // MPI's text for an error code ("MPI_ERR_TRUNCATE: message truncated"), or "MPI error N".
 std::string mpi_error_string(int rc);
+// Tests `r` (napping a millisecond between tests) until it completes: 0; -ETIMEDOUT once
+// `deadline` has passed (the request still runs: the caller cancels or frees it); -EIO
+// when MPI_Test fails. For the few requests of a set-up, never on a data path.
+int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status = MPI_STATUS_IGNORE);
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the
