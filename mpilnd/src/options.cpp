@@ -24,7 +24,9 @@ const EnvVar kPack{"LNET_MPI_PACK", "1",
 const EnvVar kFault{"LNET_MPI_FAULT", "none",
                     "testing only: none; mute ignores every handshake; isend fails every MPI_Isend of an LNet message"};
 const EnvVar kProxy{"LNET_PROXY", "",
-                    "reach lnetd's nets through lnet-proxy: its port file (a path) or name:<published service>"};
+                    "reach lnetd's nets through lnet-proxy: its port file (a path), name:<published service>, or "
+                    "spawn:[HOST:]BRIDGE,... (start one proxy rank per bridge)"};
+const EnvVar kProxyBin{"LNET_PROXY_BIN", "lnet-proxy", "the lnet-proxy program LNET_PROXY=spawn: starts"};
 const EnvVar kProxyTimeout{"LNET_PROXY_TIMEOUT", "30", "seconds to reach the proxy and get its answer"};
 
 }  // namespace
@@ -53,6 +55,7 @@ Result<Options> Options::from_env() {
   o.idle_us = static_cast<int>(idle);
   o.proxy_timeout = static_cast<int>(proxy_timeout);
   if (const char* p = kProxy.value()) o.proxy = p;
+  if (const char* p = kProxyBin.value()) o.proxy_bin = p;
   auto pack = kPack.flag();
   if (!pack) return pack.failure();
   o.pack = *pack;

@@ -69,7 +69,6 @@ Result<std::string> lookup(const std::string& service) {
 // Rank 0: where the proxy is (LNET_PROXY).
 Result<proxy::PortInfo> resolve(const std::string& spec) {
   const std::string var = "LNET_PROXY=" + spec;
-  if (spec.starts_with("spawn:")) return Failure{-EOPNOTSUPP, "not supported yet: " + var};
   if (spec.starts_with("name:")) {
     std::string service = spec.substr(5);
     if (service.empty()) return Failure{-EINVAL, var + ": no service name after 'name:'"};
@@ -137,6 +136,73 @@ Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_poin
   return buf;
 }
 
+// Mode 1c: knock on the standing proxy's doorbell and connect to its port (collective).
+Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, int size, Clock::time_point deadline) {
+  int bell = -1;
+  std::string port;
+  Status found;
+  if (rank == 0) {
+    auto p = knock(opts, size, deadline, &bell);
+    if (p)
+      port = *p;
+    else
+      found = p.failure();
+  }
+  if (Status all = share(found, comm, rank); !all) {
+    if (bell >= 0) ::close(bell);
+    return all.failure();
+  }
+  std::vector<char> port_buf(port.begin(), port.end());
+  port_buf.resize(MPI_MAX_PORT_NAME + 1, '\0');
+  if (int rc = MPI_Bcast(port_buf.data(), MPI_MAX_PORT_NAME, MPI_CHAR, 0, comm); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Bcast", rc);
+  MPI_Comm inter;
+  int rc = MPI_Comm_connect(port_buf.data(), MPI_INFO_NULL, 0, comm, &inter);
+  if (bell >= 0) ::close(bell);
+  if (rc != MPI_SUCCESS)
+    return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_connect failed: " + mpi_error_string(rc) +
+                                      " (this MPI may not connect separately launched jobs: see lnet-proxy(8))"};
+  return inter;
+}
+
+// Mode 2: spawn a proxy job of one rank per target (collective). Every rank parses the
+// same variable, so every rank fails alike on a bad one.
+Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
+  auto targets = proxy::parse_spawn_list(std::string_view(opts.proxy).substr(6));
+  if (!targets) return Failure{targets.code(), "LNET_PROXY=" + opts.proxy + ": " + targets.message()};
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level != MPI_THREAD_MULTIPLE)
+    return Failure{-EINVAL, "LNET_PROXY needs MPI_THREAD_MULTIPLE (start MPI with MPI_Init_thread)"};
+  std::size_t n = targets->size();
+  std::string timeout = std::to_string(opts.proxy_timeout);
+  std::vector<std::vector<char*>> argvs(n);
+  std::vector<char*> commands(n, const_cast<char*>(opts.proxy_bin.c_str()));
+  std::vector<char**> argv_ptrs(n);
+  std::vector<int> maxprocs(n, 1), errcodes(n, MPI_SUCCESS);
+  std::vector<MPI_Info> infos(n, MPI_INFO_NULL);
+  for (std::size_t i = 0; i < n; ++i) {
+    proxy::SpawnTarget& t = (*targets)[i];
+    for (const char* a : {"--bridge", t.bridge.c_str(), "--timeout", timeout.c_str()})
+      argvs[i].push_back(const_cast<char*>(a));
+    argvs[i].push_back(nullptr);
+    argv_ptrs[i] = argvs[i].data();
+    if (!t.host.empty()) {
+      MPI_Info_create(&infos[i]);
+      MPI_Info_set(infos[i], "host", t.host.c_str());
+    }
+  }
+  MPI_Comm inter = MPI_COMM_NULL;
+  int rc = MPI_Comm_spawn_multiple(static_cast<int>(n), commands.data(), argv_ptrs.data(), maxprocs.data(),
+                                   infos.data(), 0, comm, &inter, errcodes.data());
+  for (MPI_Info& i : infos)
+    if (i != MPI_INFO_NULL) MPI_Info_free(&i);
+  if (rc != MPI_SUCCESS)
+    return Failure{-ECHILD, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_spawn_multiple of " + opts.proxy_bin +
+                                " failed: " + mpi_error_string(rc) + " (this MPI may not spawn: see lnet-proxy(8))"};
+  return inter;
+}
+
 }  // namespace
 
 int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
@@ -155,31 +221,12 @@ Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& 
   l->rank_ = group.rank();
   l->group_ = group.comm();
   MPI_Comm comm = group.comm();
-  int bell = -1;
-  std::string port;
-  Status found;
-  if (l->rank_ == 0) {
-    auto p = knock(opts, group.size(), deadline, &bell);
-    if (p)
-      port = *p;
-    else
-      found = p.failure();
-  }
-  if (Status all = share(found, comm, l->rank_); !all) {
-    if (bell >= 0) ::close(bell);
-    return all.failure();
-  }
-  std::vector<char> port_buf(port.begin(), port.end());
-  port_buf.resize(MPI_MAX_PORT_NAME + 1, '\0');
-  if (int rc = MPI_Bcast(port_buf.data(), MPI_MAX_PORT_NAME, MPI_CHAR, 0, comm); rc != MPI_SUCCESS)
-    return mpi_failure("MPI_Bcast", rc);
-  int rc = MPI_Comm_connect(port_buf.data(), MPI_INFO_NULL, 0, comm, &l->inter_);
-  if (bell >= 0) ::close(bell);
-  if (rc != MPI_SUCCESS)
-    return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_connect failed: " + mpi_error_string(rc) +
-                                      " (this MPI may not connect separately launched jobs: see lnet-proxy(8))"};
+  auto inter = opts.proxy.starts_with("spawn:") ? spawn_proxy(opts, comm)
+                                                : connect_to_proxy(opts, comm, l->rank_, group.size(), deadline);
+  if (!inter) return inter.failure();
+  l->inter_ = *inter;
   MPI_Comm_set_errhandler(l->inter_, MPI_ERRORS_RETURN);
-  if (rc = MPI_Intercomm_merge(l->inter_, 0, &l->merged_); rc != MPI_SUCCESS)
+  if (int rc = MPI_Intercomm_merge(l->inter_, 0, &l->merged_); rc != MPI_SUCCESS)
     return mpi_failure("MPI_Intercomm_merge", rc);
   MPI_Comm_set_errhandler(l->merged_, MPI_ERRORS_RETURN);
 
@@ -197,9 +244,11 @@ Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& 
   auto t = proxy::decode_table(bytes);
   if (!t) return t.failure();
   l->table_ = std::move(*t);
-  if (l->table_.status < 0)
+  if (l->table_.status < 0) {
+    l->lost_ = true;  // the proxy has let go of this job: no goodbye, no disconnect
     return Failure{l->table_.status,
                    "LNET_PROXY=" + opts.proxy + ": the proxy cannot serve this job: " + l->table_.error};
+  }
   return l;
 }
 

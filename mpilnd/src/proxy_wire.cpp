@@ -140,6 +140,35 @@ Result<PortInfo> parse_port_file(std::string_view text) {
   return pi;
 }
 
+Result<std::vector<SpawnTarget>> parse_spawn_list(std::string_view text) {
+  std::vector<SpawnTarget> out;
+  if (text.empty()) return Failure{-EINVAL, "no proxy targets after 'spawn:' ([HOST:]BRIDGE_PATH,...)"};
+  while (true) {
+    auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    SpawnTarget t;
+    auto colon = item.find(':');
+    if (colon != std::string_view::npos) {
+      t.host = item.substr(0, colon);
+      item.remove_prefix(colon + 1);
+      if (t.host.empty() ||
+          t.host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") !=
+              std::string::npos)
+        return Failure{-EINVAL, "bad host '" + t.host + "' in the proxy targets"};
+    }
+    t.bridge = item;
+    if (t.bridge.empty() || t.bridge[0] != '/' || !printable(t.bridge) || t.bridge.find(' ') != std::string::npos ||
+        t.bridge.size() > 4096)
+      return Failure{-EINVAL, "bad bridge path '" + t.bridge + "' in the proxy targets (an absolute path)"};
+    out.push_back(std::move(t));
+    if (out.size() > kMaxProxies)
+      return Failure{-EINVAL, "more than " + std::to_string(kMaxProxies) + " proxy targets"};
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 Result<Knock> parse_knock(std::string_view line) {
   if (line.size() > kMaxLine) return bad("doorbell: a line of " + std::to_string(line.size()) + " bytes");
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);

@@ -64,9 +64,16 @@ void ProxyRank::accept_app(std::uint64_t serial) {
     return;
   }
   if (watchdog.joinable()) watchdog.join();
+  adopt_app(std::move(a));
+}
+
+// Collective: set up the application on the intercommunicator `a.inter` (accepted, or
+// the parent that spawned this job).
+void ProxyRank::adopt_app(App a) {
+  std::uint64_t serial = a.serial;
   MPI_Comm_set_errhandler(a.inter, MPI_ERRORS_RETURN);
   MPI_Comm_remote_size(a.inter, &a.ranks);
-  if (rc = MPI_Intercomm_merge(a.inter, 1, &a.merged); rc != MPI_SUCCESS) {
+  if (int rc = MPI_Intercomm_merge(a.inter, 1, &a.merged); rc != MPI_SUCCESS) {
     LNET_LOG(Error, kLogDaemon, "proxy: MPI_Intercomm_merge failed: %s", mpi::mpi_error_string(rc).c_str());
     MPI_Comm_free(&a.inter);
     return;
@@ -159,19 +166,24 @@ Status ProxyRank::setup_app(App& a) {
   t.nets.assign(w.nets, w.nets + std::min<std::size_t>(w.nnets, mp::kMaxNets));
   if (t.status < 0) t.proxies.clear();
   if (rank_ == 0) {
-    auto bytes = mp::encode(t);
-    MPI_Request r;
-    MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, mp::kTagTable, a.inter, &r);
-    if (mpi::wait_until(&r, Clock::now() + timeout) != 0) {
-      MPI_Request_free(&r);
-      (void)new std::vector<std::uint8_t>(std::move(bytes));  // MPI may still read it
-      if (t.status == 0) t = mp::Table{-ETIMEDOUT, 0, {}, {}, "the application did not take its table"};
-    }
+    if (!send_table(t, a.inter) && t.status == 0)
+      t = mp::Table{-ETIMEDOUT, 0, {}, {}, "the application did not take its table"};
   }
   int status = t.status;
   MPI_Bcast(&status, 1, MPI_INT, 0, comm_);
   if (status < 0) return Failure{status, t.error.empty() ? "set-up failed" : t.error};
   return {};
+}
+
+bool ProxyRank::send_table(const mp::Table& t, MPI_Comm inter) {
+  auto bytes = mp::encode(t);
+  MPI_Request r;
+  if (MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, mp::kTagTable, inter, &r) != MPI_SUCCESS)
+    return false;
+  if (mpi::wait_until(&r, Clock::now() + std::chrono::seconds(opts_.timeout)) == 0) return true;
+  MPI_Request_free(&r);
+  (void)new std::vector<std::uint8_t>(std::move(bytes));  // MPI may still read it
+  return false;
 }
 
 void ProxyRank::check_apps() {

@@ -88,10 +88,6 @@ Parsed parse(int argc, char** argv) {
     return {std::nullopt, 2};
   }
   o.lnd = *lnd;
-  if (!o.lnd.proxy.empty()) {
-    std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
-    return {std::nullopt, 2};
-  }
   return {o, 0};
 }
 
@@ -122,8 +118,20 @@ int main(int argc, char** argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     // The job's own communicator, with MPI_ERRORS_RETURN (lnet-mpi(7)'s Group).
     if (auto group = mpi::Group::create(MPI_COMM_WORLD)) {
-      proxy::ProxyRank rank(**group, *p.opts);
-      rc = rank.run(sfd);
+      MPI_Comm parent;
+      MPI_Comm_get_parent(&parent);  // mode 2: the application that spawned this job
+      if (parent != MPI_COMM_NULL) {
+        // Spawned by LNET_PROXY=spawn:, whose variables this job inherits.
+        p.opts->port_file.clear();
+        p.opts->lnd.proxy.clear();
+      }
+      if (!p.opts->lnd.proxy.empty()) {
+        std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
+        rc = 2;
+      } else {
+        proxy::ProxyRank rank(**group, parent, *p.opts);
+        rc = rank.run(sfd);
+      }
     } else {
       std::fprintf(stderr, "lnet-proxy: %s\n", group.message().c_str());
     }

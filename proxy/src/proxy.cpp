@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include <lnet/log.hpp>
 
@@ -41,8 +42,13 @@ Status write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-ProxyRank::ProxyRank(mpi::Group& group, ProxyOptions opts)
-    : group_(group), comm_(group.comm()), opts_(std::move(opts)), rank_(group.rank()), size_(group.size()) {
+ProxyRank::ProxyRank(mpi::Group& group, MPI_Comm parent, ProxyOptions opts)
+    : group_(group),
+      comm_(group.comm()),
+      parent_(parent),
+      opts_(std::move(opts)),
+      rank_(group.rank()),
+      size_(group.size()) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
@@ -61,7 +67,7 @@ ProxyRank::~ProxyRank() {
 Status ProxyRank::start() {
   // What this MPI cannot do is said first, before anything else can fail.
   Status mine;
-  if (rank_ == 0) mine = open_port();
+  if (rank_ == 0 && parent_ == MPI_COMM_NULL) mine = open_port();
   if (mine && wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   if (mine) {
     auto u =
@@ -77,7 +83,7 @@ Status ProxyRank::start() {
   mine = join_ranks();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
   if (Status all = group_.agree(mine); !all) return all;
-  if (rank_ == 0) {
+  if (rank_ == 0 && parent_ == MPI_COMM_NULL) {
     if (!opts_.port_file.empty()) mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
     if (mine && !opts_.publish.empty()) {
       int rc = MPI_Publish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
@@ -165,7 +171,22 @@ Status ProxyRank::join_ranks() {
 }
 
 int ProxyRank::run(int signal_fd) {
-  if (Status s = start(); !s) return 1;
+  if (Status s = start(); !s) {
+    if (parent_ == MPI_COMM_NULL) return 1;
+    // Mode 2: the application says why and fails; a spawned job that exits with an
+    // error would make mpirun abort the application before it can.
+    refuse_parent(s);
+    return 0;
+  }
+  if (parent_ != MPI_COMM_NULL) {
+    App a;
+    a.serial = next_serial_++;
+    a.inter = parent_;
+    adopt_app(std::move(a));
+    // Mode 2: this job serves its parent and ends with it.
+    if (apps_.empty()) return 1;
+    LNET_LOG(Info, kLogDaemon, "proxy: spawned by an application of %d rank(s)", apps_.begin()->second.ranks);
+  }
   if (rank_ == 0) {
     std::printf("lnet-proxy: ready: %d rank(s), rank 0 is %s", size_, up_->welcome().nid.to_string().c_str());
     if (!opts_.port_file.empty()) std::printf(", port file %s", opts_.port_file.c_str());
@@ -258,7 +279,23 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
       if (fd >= 0) knocks.push_back({fd, Clock::now() + std::chrono::seconds(opts_.timeout)});
     }
     check_apps();
+    if (parent_ != MPI_COMM_NULL && apps_.empty()) {
+      ring("QUIT\n");  // mode 2: the application that spawned this job has ended
+      return Stop::Quit;
+    }
   }
+}
+
+// Mode 2 (collective): the parent merges and waits for a table; it gets the reason this
+// job cannot serve it instead.
+void ProxyRank::refuse_parent(const Status& why) {
+  MPI_Comm_set_errhandler(parent_, MPI_ERRORS_RETURN);
+  MPI_Comm merged;
+  if (MPI_Intercomm_merge(parent_, 1, &merged) != MPI_SUCCESS) return;
+  mp::Table t{why.code() ? why.code() : -EIO, 0, {}, {}, "the spawned lnet-proxy could not start: " + why.message()};
+  if (rank_ == 0) (void)send_table(t, parent_);
+  MPI_Comm_free(&merged);
+  MPI_Comm_free(&parent_);
 }
 
 ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {

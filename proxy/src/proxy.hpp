@@ -32,8 +32,10 @@ struct ProxyOptions {
 
 class ProxyRank {
  public:
-  // Collective over the group (the proxy job's ranks; not owned).
-  ProxyRank(mpi::Group& group, ProxyOptions opts);
+  // Collective over the group (the proxy job's ranks; not owned). `parent`: the
+  // application that spawned this job (mode 2: serve it alone, then exit), or
+  // MPI_COMM_NULL (mode 1c: accept applications on a port).
+  ProxyRank(mpi::Group& group, MPI_Comm parent, ProxyOptions opts);
   ~ProxyRank();
   // Start-up (collective), then serve until told to stop; the process's exit status.
   int run(int signal_fd);
@@ -64,6 +66,10 @@ class ProxyRank {
   void on_client(int fd, int app_ranks);
   // Collective: accept the next application and set it up.
   void accept_app(std::uint64_t serial);
+  void adopt_app(App a);
+  void refuse_parent(const Status& why);
+  // Rank 0: the table to the application's rank 0; false when it was not taken in time.
+  bool send_table(const mpi::proxy::Table& t, MPI_Comm inter);
   Status setup_app(App& a);
   // Local: stop serving the application (`graceful`: it said goodbye, disconnect).
   void end_app(std::uint64_t serial, bool graceful);
@@ -73,6 +79,7 @@ class ProxyRank {
 
   mpi::Group& group_;
   MPI_Comm comm_;  // the group's
+  MPI_Comm parent_;
   ProxyOptions opts_;
   int rank_ = 0, size_ = 0;
   int wake_fd_ = -1;

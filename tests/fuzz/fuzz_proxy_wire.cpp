@@ -29,6 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = parse_port_file(format_port_file(*p));
     if (!again || !(*again == *p)) std::abort();
   }
+  if (auto t = parse_spawn_list(text)) {
+    if (t->empty()) std::abort();
+    for (const SpawnTarget& x : *t)
+      if (x.bridge.empty() || x.bridge[0] != '/') std::abort();
+  }
   if (auto k = parse_knock(text)) {
     auto again = parse_knock(format_knock(*k));
     if (!again || again->kind != k->kind || again->value != k->value) std::abort();

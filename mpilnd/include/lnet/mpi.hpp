@@ -56,8 +56,9 @@ struct Options {
   bool mute = false;                           // LNET_MPI_FAULT=mute: ignore handshakes (testing only)
   bool fail_isend = false;                     // LNET_MPI_FAULT=isend: MPI_Isend of LNet messages fails (testing only)
   // Session only: reach the nets of the lnetds behind a parallel proxy (lnet-proxy(8)).
-  std::string proxy;       // LNET_PROXY: a port file, name:<service>, or empty (no proxy)
-  int proxy_timeout = 30;  // LNET_PROXY_TIMEOUT: seconds to reach the proxy and get its table
+  std::string proxy;                     // LNET_PROXY: a port file, name:<service>, spawn:<targets>, or empty
+  std::string proxy_bin = "lnet-proxy";  // LNET_PROXY_BIN: what spawn: starts
+  int proxy_timeout = 30;                // LNET_PROXY_TIMEOUT: seconds to reach the proxy and get its table
 
   static Result<Options> from_env();
 };

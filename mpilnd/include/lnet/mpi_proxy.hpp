@@ -70,6 +70,15 @@ struct PortInfo {
 std::string format_port_file(const PortInfo& p);
 Result<PortInfo> parse_port_file(std::string_view text);
 
+// Mode 2: LNET_PROXY=spawn:<target>[,<target>...], a target being [<host>:]<bridge path>
+// (an absolute path; the host as mpirun knows it). One proxy rank is spawned per target.
+struct SpawnTarget {
+  std::string host;    // empty: wherever MPI places it
+  std::string bridge;  // that node's lnetd bridge
+  friend bool operator==(const SpawnTarget&, const SpawnTarget&) = default;
+};
+Result<std::vector<SpawnTarget>> parse_spawn_list(std::string_view text);
+
 // The doorbell: the application sends one line "KNOCK 1 <ranks>\n"; the proxy answers
 // "OK\n" once its ranks are on their way into MPI_Comm_accept, or "ERROR <why>\n". A
 // proxy rank says "RANK <r>\n" on its own connection to rank 0's doorbell.

@@ -133,5 +133,22 @@ TEST(ProxyDoorbell, KnockLines) {
   EXPECT_FALSE(parse_knock(std::string(300, 'K')));
 }
 
+TEST(ProxySpawn, TargetLists) {
+  auto t = parse_spawn_list("/run/lnet/bridge.sock");
+  ASSERT_TRUE(t) << t.message();
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0], (SpawnTarget{"", "/run/lnet/bridge.sock"}));
+  t = parse_spawn_list("oss1:/run/lnet/bridge.sock,oss2.example.org:/tmp/b");
+  ASSERT_TRUE(t) << t.message();
+  ASSERT_EQ(t->size(), 2u);
+  EXPECT_EQ((*t)[1], (SpawnTarget{"oss2.example.org", "/tmp/b"}));
+  EXPECT_NE(parse_spawn_list("").message().find("no proxy targets"), std::string::npos);
+  EXPECT_NE(parse_spawn_list("relative/path").message().find("bad bridge path"), std::string::npos);
+  EXPECT_NE(parse_spawn_list("/a,").message().find("bad bridge path ''"), std::string::npos);
+  EXPECT_NE(parse_spawn_list(":/a").message().find("bad host ''"), std::string::npos);
+  EXPECT_NE(parse_spawn_list("o$s:/a").message().find("bad host 'o$s'"), std::string::npos);
+  EXPECT_NE(parse_spawn_list("h:/a b").message().find("bad bridge path"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lnet::mpi::proxy
