@@ -90,6 +90,11 @@ UpStats UpLnd::stats() const {
   return ni_ ? ni_->stats() : UpStats{};
 }
 
+bool UpLnd::running() const {
+  MutexLock g(mutex_);
+  return ni_ != nullptr;
+}
+
 void UpLnd::set_nets(std::vector<NetId> nets) {
   MutexLock g(mutex_);
   nets_ = nets;

@@ -57,9 +57,17 @@ struct Response {
 };
 
 // What a daemon offers beyond the instance itself.
+// Counters of a driver the daemon hosts, by name, in the order shown.
+struct DriverCounters {
+  std::string driver;  // e.g. "up" (the UP LND)
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+};
+
 struct Hooks {
   std::function<Status()> configure;    // lnet configure --all
   std::function<Status()> unconfigure;  // lnet unconfigure
+  // stats show: the "lnd statistics" block (drivers with counters of their own).
+  std::function<std::vector<DriverCounters>()> driver_stats;
 };
 
 // One option of a command, as lnetctl parses it and the daemon checks it.

@@ -42,7 +42,7 @@ Response global_show(Instance& lnet, const Request&, const Hooks&) {
   return ok(root);
 }
 
-Response stats_show(Instance& lnet, const Request&, const Hooks&) {
+Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
   Counters k = lnet.control().counters();
   YAML::Node n;
   auto put = [&](const char* name, std::uint64_t v) { n[name] = int_node(static_cast<long>(v)); };
@@ -72,6 +72,15 @@ Response stats_show(Instance& lnet, const Request&, const Hooks&) {
   put("drop_length", k.drop_length);
   YAML::Node root;
   root["statistics"] = n;
+  if (hooks.driver_stats) {
+    YAML::Node drivers;
+    for (const DriverCounters& d : hooks.driver_stats()) {
+      YAML::Node c;
+      for (const auto& [name, v] : d.counters) c[name] = int_node(static_cast<long>(v));
+      drivers[d.driver] = c;
+    }
+    if (drivers.size()) root["lnd statistics"] = drivers;
+  }
   return ok(root);
 }
 

@@ -216,6 +216,21 @@ int main(int argc, char** argv) {
     return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
   };
   hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
+  hooks.driver_stats = [&up]() -> std::vector<dlc::DriverCounters> {
+    if (!up->running()) return {};
+    up::UpStats s = up->stats();
+    return {{"up",
+             {{"proxies", s.proxies},
+              {"connections", s.connections},
+              {"refused_connections", s.refused},
+              {"pids", s.pids},
+              {"parses", s.parses},
+              {"sends", s.sends},
+              {"payloads_in_place", s.in_place},
+              {"payloads_copied", s.copies},
+              {"bad_messages", s.bad_messages},
+              {"failed_messages", s.failed}}}};
+  };
   lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());

@@ -61,6 +61,8 @@ class UpLnd final : public Lnd {
   BufferMemory* router_memory() override;
 
   UpStats stats() const;
+  // Whether an NI of this driver is up (lnetd has an mpi net).
+  bool running() const;
   const UpOptions& options() const { return opts_; }
   // The nets lnetd reaches besides this one, which proxies tell their applications
   // (the host sets them, and again whenever its nets change).
