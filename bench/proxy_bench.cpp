@@ -8,6 +8,9 @@
 //   mpi-accept / mpi-connect --port-file F   two separately launched MPI jobs (Open MPI:
 //             with ompi-server), connected as the proxy's are: half the round trip of an
 //             8-byte ping-pong, and 1 MiB messages streamed with the same window.
+//   relay-accept / relay-connect --port-file F   the raw path of the chain: the same two
+//             jobs, the accepting one passing each message on to a TCP echo and its
+//             answer back (MPI, then TCP, without LNet, on the same cores).
 //   unix, tcp a raw Unix-domain socket (SOCK_SEQPACKET, as the bridge) and a raw TCP
 //             connection on loopback (TCP_NODELAY) between this process and a forked
 //             echo: the same ping-pong and stream.
@@ -129,6 +132,10 @@ int run_lnet() {
 
 // ---------------------------------------------------------------- raw inter-job MPI
 
+int tcp_to_echo(pid_t* child);
+void full_write(int fd, const char* p, std::size_t n);
+void full_read(int fd, char* p, std::size_t n);
+
 // Ping-pong and stream over `inter` (this side `first`: sends first and measures).
 void mpi_pair(MPI_Comm inter, bool first) {
   std::vector<char> buf(kBig, 'm');
@@ -169,10 +176,52 @@ void mpi_pair(MPI_Comm inter, bool first) {
   stream(g.window);  // warm-up
   t0 = Clock::now();
   stream(g.stream);
-  if (first) result("mpi", lat, static_cast<double>(kBig) * g.stream, secs_since(t0));
+  if (first)
+    result(g.mode == "relay-connect" ? "relay" : "mpi", lat, static_cast<double>(kBig) * g.stream, secs_since(t0));
 }
 
-int run_mpi(bool accept) {
+// The raw relay: what mpi_pair's second side does, with each message passed on to a TCP
+// echo (the tcp measurement's) and its answer passed back: the path of the proxy chain
+// (MPI, then TCP) without LNet, on the same cores.
+void mpi_relay(MPI_Comm inter) {
+  pid_t child;
+  int fd = tcp_to_echo(&child);
+  char b8[8];
+  int warm = std::max(g.iters / 10, 10);
+  for (int i = 0; i < warm + g.iters; ++i) {
+    MPI_Recv(b8, 8, MPI_BYTE, 0, 1, inter, MPI_STATUS_IGNORE);
+    full_write(fd, b8, 8);
+    full_read(fd, b8, 8);
+    MPI_Send(b8, 8, MPI_BYTE, 0, 1, inter);
+  }
+  b8[0] = 'S';
+  full_write(fd, b8, 8);
+  // Up to `window` receives posted; each message written on as it comes, in order.
+  auto w = static_cast<std::size_t>(g.window);
+  std::vector<std::vector<char>> bufs(w, std::vector<char>(kBig));
+  std::vector<MPI_Request> reqs(w, MPI_REQUEST_NULL);
+  auto relay = [&](int n) {
+    int posted = 0;
+    for (int i = 0; i < n; ++i) {
+      while (posted < n && posted - i < g.window) {
+        std::size_t k = static_cast<std::size_t>(posted) % w;
+        MPI_Irecv(bufs[k].data(), kBig, MPI_BYTE, 0, 2, inter, &reqs[k]);
+        ++posted;
+      }
+      std::size_t k = static_cast<std::size_t>(i) % w;
+      MPI_Wait(&reqs[k], MPI_STATUS_IGNORE);
+      full_write(fd, bufs[k].data(), kBig);
+    }
+    full_read(fd, b8, 1);  // the echo has them all
+    MPI_Send(b8, 1, MPI_BYTE, 0, 3, inter);
+  };
+  relay(g.window);
+  relay(g.stream);
+  ::close(fd);
+  ::waitpid(child, nullptr, 0);
+}
+
+int run_mpi(bool accept, bool relay = false) {
   if (g.port_file.empty()) die("--port-file is required");
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
@@ -197,7 +246,10 @@ int run_mpi(bool accept) {
     if (port.empty()) die("no port in " + g.port_file);
     MPI_Comm_connect(port.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter);
   }
-  mpi_pair(inter, !accept);
+  if (relay)
+    mpi_relay(inter);
+  else
+    mpi_pair(inter, !accept);
   std::fflush(stdout);
   MPI_Comm_disconnect(&inter);
   MPI_Finalize();
@@ -292,7 +344,11 @@ int run_unix() {
   return 0;
 }
 
-int run_tcp() {
+void full_write(int fd, const char* p, std::size_t n) { full(wr, fd, const_cast<char*>(p), n); }
+void full_read(int fd, char* p, std::size_t n) { full(rd, fd, p, n); }
+
+// A TCP connection on loopback to a forked echo(); the child's pid in *child.
+int tcp_to_echo(pid_t* child) {
   int l = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -301,8 +357,8 @@ int run_tcp() {
   if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
       ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
     die(std::string("tcp listen: ") + std::strerror(errno));
-  pid_t child = ::fork();
-  if (child == 0) {
+  *child = ::fork();
+  if (*child == 0) {
     int c = ::accept(l, nullptr, nullptr);
     int one = 1;
     ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -313,6 +369,12 @@ int run_tcp() {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("tcp connect");
+  return fd;
+}
+
+int run_tcp() {
+  pid_t child;
+  int fd = tcp_to_echo(&child);
   socket_pair_run("tcp", fd, false);
   ::close(fd);
   ::waitpid(child, nullptr, 0);
@@ -332,7 +394,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
   if (a.empty() || a[0] == "--help" || a[0] == "-h") {
     std::printf(
-        "usage: bench_proxy lnet --server NID | mpi-accept|mpi-connect --port-file F | unix | tcp\n"
+        "usage: bench_proxy lnet --server NID | mpi-accept|mpi-connect|relay-accept|relay-connect --port-file F |\n"
+        "       unix | tcp\n"
         "       [--iters N] [--stream N] [--window W] [--timeout S]\n"
         "One measurement per run; bench/proxy_bench.sh runs them all and compares.\n");
     return a.empty() ? 2 : 0;
@@ -358,7 +421,8 @@ int main(int argc, char** argv) {
   }
   if (g.mode == "lnet") return run_lnet();
   if (g.mode == "mpi-accept") return run_mpi(true);
-  if (g.mode == "mpi-connect") return run_mpi(false);
+  if (g.mode == "mpi-connect" || g.mode == "relay-connect") return run_mpi(false);
+  if (g.mode == "relay-accept") return run_mpi(true, true);
   if (g.mode == "unix") return run_unix();
   if (g.mode == "tcp") return run_tcp();
   die("unknown measurement '" + g.mode + "' (--help)");

@@ -4,7 +4,9 @@
 # LNET_PROXY) -> lnet-proxy (1 rank, mode 1c) -> bridge -> router lnetd (UP LND + tcp)
 # -> tcp -> a server (lnet_xfer serve). Each repetition measures, in turn: raw MPI
 # between two separately launched jobs (connect/accept through ompi-server, as the
-# application and the proxy are), a raw Unix-domain socket, raw TCP on loopback, and
+# application and the proxy are), the same two jobs with the accepting one relaying to a
+# TCP echo (the chain's path without LNet), a raw Unix-domain socket, raw TCP on
+# loopback, and
 # LNet through the chain (bench_proxy, bench/proxy_bench.cpp). Prints the medians, the
 # ratios against the targets, the bridge's payload counters (copies must be 0) and the
 # CPU of the idle proxy rank and lnetd afterwards.
@@ -44,6 +46,7 @@ run() {  # run NAME CMD...
 
 in_place0=$(up_counter payloads_in_place)
 copied0=$(up_counter payloads_copied)
+inline0=$(up_counter payloads_inline)
 for r in $(seq "$REPS"); do
   log "repetition $r of $REPS"
   rm -f "$DIR/mpi.port"
@@ -52,12 +55,19 @@ for r in $(seq "$REPS"); do
   PIDS+=($ACCEPT)
   run mpi mpirun --bind-to none -n 1 "$BENCH" mpi-connect --port-file "$DIR/mpi.port"
   wait $ACCEPT || fail "the accepting job failed: $(tail -n 5 "$DIR/accept.log")"
+  rm -f "$DIR/relay.port"
+  mpirun --bind-to none -n 1 "$BENCH" relay-accept --port-file "$DIR/relay.port" >"$DIR/relay-accept.log" 2>&1 &
+  ACCEPT=$!
+  PIDS+=($ACCEPT)
+  run relay mpirun --bind-to none -n 1 "$BENCH" relay-connect --port-file "$DIR/relay.port"
+  wait $ACCEPT || fail "the relaying job failed: $(tail -n 5 "$DIR/relay-accept.log")"
   run unix "$BENCH" unix
   run tcp "$BENCH" tcp
   LNET_PROXY="$DIR/proxy.port" run lnet mpirun --bind-to none -n 1 "$BENCH" lnet --server $SERVER@tcp
 done
 in_place=$(($(up_counter payloads_in_place) - in_place0))
 copied=$(($(up_counter payloads_copied) - copied0))
+inlined=$(($(up_counter payloads_inline) - inline0))
 
 log "idle for $IDLE s"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -72,7 +82,7 @@ median() {  # median KIND FIELD
   awk -v k="$1" -v f="$2" '$2 == k { print $f }' "$RESULTS" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 declare -A lat bw
-for k in mpi unix tcp lnet; do
+for k in mpi unix tcp relay lnet; do
   lat[$k]=$(median $k 3)
   bw[$k]=$(median $k 4)
 done
@@ -83,10 +93,13 @@ printf '%-52s %14s %18s\n' "path" "8 B latency" "1 MiB bandwidth"
 printf '%-52s %11s us %13s MB/s\n' "raw MPI, two jobs (connect/accept)" "${lat[mpi]}" "${bw[mpi]}" \
   "raw Unix-domain socket (SOCK_SEQPACKET)" "${lat[unix]}" "${bw[unix]}" \
   "raw TCP, loopback" "${lat[tcp]}" "${bw[tcp]}" \
+  "raw relay: MPI, then TCP (the chain without LNet)" "${lat[relay]}" "${bw[relay]}" \
   "LNet: application -> proxy -> lnetd -> tcp server" "${lat[lnet]}" "${bw[lnet]}"
 awk -v l="${lat[lnet]}" -v m="${lat[mpi]}" -v u="${lat[unix]}" -v t="${lat[tcp]}" \
   'BEGIN { printf "latency: LNet / (MPI + Unix + TCP) = %.2f (target <= 2)\n", l / (m + u + t) }'
 awk -v b="${bw[lnet]}" -v m="${bw[mpi]}" -v t="${bw[tcp]}" \
   'BEGIN { lo = m < t ? m : t; printf "bandwidth: LNet / min(MPI, TCP) = %.2f (target >= 0.5)\n", b / lo }'
-echo "bridge payloads during the runs: $in_place in place, $copied copied (target: 0 copied)"
+awk -v l="${lat[lnet]}" -v r="${lat[relay]}" -v b="${bw[lnet]}" -v rb="${bw[relay]}" \
+  'BEGIN { printf "against the raw relay: latency %.2f, bandwidth %.2f\n", l / r, b / rb }'
+echo "bridge payloads during the runs: $in_place in place, $copied copied (target: 0 copied), $inlined inline in their PARSE (<= 256 bytes)"
 echo "idle for $IDLE s afterwards: proxy rank ${proxy_cpu} % of a core, lnetd ${lnetd_cpu} % (target < 5 %)"

@@ -1,6 +1,8 @@
 #include "app_link.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
@@ -12,6 +14,9 @@ AppLink::AppLink(up::BridgeClient& bridge, std::uint64_t serial, Pid app_pid, MP
     : bridge_(bridge),
       serial_(serial & 0xffffff),
       pid_(app_pid),
+      // Only payloads the driver holds already (its short messages): their recv() is
+      // a copy, so the PARSE goes out at once.
+      inline_max_(std::min<std::uint32_t>(up::kMaxInline, opts.short_max)),
       lnd_(std::make_shared<mpi::MpiLnd>(comm, std::move(nids), opts)) {
   ni_.host = this;
   ni_.lnd = lnd_.get();
@@ -77,6 +82,22 @@ void* AppLink::unpark(std::uint64_t cookie) {
 int AppLink::parse(NetInterface&, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   // What lnetd would refuse is refused here, so that every PARSE it gets has its RECV.
   if (hdr.src_pid != pid_ || hdr.payload_length > kMaxPayload) return -EPROTO;
+  if (!rdma_req && hdr.payload_length <= inline_max_) {
+    // The immediate receive: the payload is taken now and goes with the PARSE
+    // (finalize() sends it), which saves lnetd's RECV and the RECV_DONE.
+    LinkMsg* m = Pool<LinkMsg>::take();
+    *static_cast<LndMessage*>(m) = LndMessage{};
+    m->is_send = false;
+    m->inline_parse = true;
+    m->hdr = hdr;
+    m->from = from;
+    m->frag = iovec{m->data, hdr.payload_length};
+    m->iov = &m->frag;
+    m->niov = 1;
+    int rc = lnd_->recv(ni_, lnd_private, m, false, &m->frag, 1, 0, hdr.payload_length, hdr.payload_length);
+    if (rc < 0) Pool<LinkMsg>::give(m);
+    return rc;
+  }
   std::uint64_t cookie = park(lnd_private);
   if (Status s = bridge_.send(up::Parse{cookie, pid_, rdma_req ? up::kParseRdma : 0u, from, hdr}); !s) {
     (void)unpark(cookie);
@@ -107,6 +128,7 @@ void AppLink::on_recv(const up::Recv& r) {
   LinkMsg* m = Pool<LinkMsg>::take();
   *static_cast<LndMessage*>(m) = LndMessage{};
   m->is_send = false;
+  m->inline_parse = false;
   m->desc = r.desc;
   m->frag = iovec{at, r.mlen};
   m->iov = &m->frag;
@@ -137,6 +159,7 @@ void AppLink::on_send(const up::Send& s) {
   LinkMsg* m = Pool<LinkMsg>::take();
   *static_cast<LndMessage*>(m) = LndMessage{};
   m->is_send = true;
+  m->inline_parse = false;
   m->desc = s.desc;
   m->hdr = s.hdr;
   m->target = s.target;
@@ -153,6 +176,17 @@ void AppLink::on_send(const up::Send& s) {
 
 void AppLink::finalize(LndMessage* msg, int status) {
   auto* m = static_cast<LinkMsg*>(msg);
+  if (m->inline_parse) {
+    if (status == 0) {
+      up::Parse p{0, pid_, up::kParseInline, m->from, m->hdr};
+      std::memcpy(p.data, m->data, m->hdr.payload_length);
+      if (Status s = bridge_.send(p); !s) LNET_LOG(Warn, kLogLnd, "proxy: %s", s.message().c_str());
+    } else {
+      LNET_LOG(Warn, kLogLnd, "proxy: a message from pid %u not received: %d", pid_, status);
+    }
+    Pool<LinkMsg>::give(m);
+    return;
+  }
   done(m->desc, m->is_send, status, status ? m->health : HealthStatus::Ok);
   Pool<LinkMsg>::give(m);
 }

@@ -23,8 +23,11 @@ namespace lnet::proxy {
 struct LinkMsg : LndMessage {
   LinkMsg* next = nullptr;
   bool is_send = false;
-  up::DescRef desc;  // lnetd's descriptor, echoed in the *_DONE
-  iovec frag{};      // the region bytes
+  bool inline_parse = false;  // a small payload received here, then PARSEd with it
+  up::DescRef desc;           // lnetd's descriptor, echoed in the *_DONE
+  iovec frag{};               // the region bytes (or `data`)
+  Nid from;                   // inline_parse: the peer NI it came from
+  std::uint8_t data[up::kMaxInline];
 };
 
 class AppLink final : public LndHost {
@@ -71,6 +74,7 @@ class AppLink final : public LndHost {
   up::BridgeClient& bridge_;
   std::uint64_t serial_;
   Pid pid_;
+  std::uint32_t inline_max_;  // payloads up to this go inline in their PARSE
   std::shared_ptr<mpi::MpiLnd> lnd_;
   NetInterface ni_;
   // Held shared while lnetd's messages go into the driver, exclusively to stop it.

@@ -1,11 +1,12 @@
 // The bridge protocol's codecs: a 16-byte frame header, then a fixed body per type (an
-// ERROR's text is the one variable part).
+// ERROR's text and an inline PARSE's payload are the variable parts).
 #include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/up/bridge.hpp>
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace lnet::up {
@@ -29,6 +30,12 @@ constexpr std::size_t kNotifySize = 16;
 constexpr std::size_t kErrorSize = 8;
 static_assert(kFrameHdrSize + kErrorSize + kMaxErrorText <= kMaxFrame);
 static_assert(kFrameHdrSize + kSendSize <= kMaxFrame);
+static_assert(kFrameHdrSize + kParseSize + kMaxInline <= kMaxFrame);
+
+// The bytes of a PARSE's inline payload.
+std::size_t inline_size(const Parse& p) {
+  return (p.flags & kParseInline) ? std::min<std::size_t>(p.hdr.payload_length, kMaxInline) : 0;
+}
 
 std::size_t body_size(Type t) {
   switch (t) {
@@ -138,6 +145,8 @@ void write_body(const Message& m, Writer& w) {
           w.u32(b.flags);
           w.nid(b.from);
           w.hdr(b.hdr);
+          std::memcpy(w.p, b.data, inline_size(b));
+          w.p += inline_size(b);
         } else if constexpr (std::is_same_v<T, Recv>) {
           w.u64(b.cookie);
           w.desc(b.desc);
@@ -224,8 +233,15 @@ Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
       b.pid = r.u32();
       b.flags = r.u32();
       b.from = r.nid();
-      if (b.flags & ~kParseRdma) return bad(t, "unknown flags " + std::to_string(b.flags));
+      if (b.flags & ~(kParseRdma | kParseInline)) return bad(t, "unknown flags " + std::to_string(b.flags));
+      if (b.flags == (kParseRdma | kParseInline)) return bad(t, "an optimised GET cannot be inline");
       if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
+      std::size_t n = body_len - kParseSize;
+      if (!(b.flags & kParseInline) && n) return bad(t, std::to_string(n) + " bytes after the header, not inline");
+      if ((b.flags & kParseInline) && n != b.hdr.payload_length)
+        return bad(t, "an inline payload of " + std::to_string(n) + " bytes for a header of " +
+                          std::to_string(b.hdr.payload_length));
+      std::memcpy(b.data, r.p, n);
       return Message{b};
     }
     case Type::Recv: {
@@ -353,6 +369,7 @@ std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out) {
   std::size_t body = body_size(t);
   if (const Error* e = std::get_if<Error>(&m)) body += std::min(e->text.size(), kMaxErrorText);
   if (const Recv* r = std::get_if<Recv>(&m); r && !(r->flags & kRecvSource)) body -= kHeaderSize;
+  if (const Parse* p = std::get_if<Parse>(&m)) body += inline_size(*p);
   std::size_t len = kFrameHdrSize + body;
   std::memset(out.data(), 0, len);
   put_le32(out.data(), kBridgeMagic);
@@ -389,6 +406,11 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
     std::uint32_t flags = get_le32(in.data() + kFrameHdrSize + 20);
     if (body_len != ((flags & kRecvSource) ? want : want - kHeaderSize))
       return bad(t, "body of " + std::to_string(body_len) + " bytes for flags " + std::to_string(flags));
+  } else if (t == Type::Parse) {
+    // An inline payload follows the header (its length checked against the header's).
+    if (body_len < want || body_len > want + kMaxInline)
+      return bad(t, "body of " + std::to_string(body_len) + " bytes (" + std::to_string(want) + " to " +
+                        std::to_string(want + kMaxInline) + " expected)");
   } else if (t == Type::Error ? body_len < want : body_len != want) {
     return bad(t, "body of " + std::to_string(body_len) + " bytes (" + std::to_string(want) + " expected)");
   }

@@ -204,10 +204,19 @@ bool UpNi::on_parse(Conn& c, const Parse& p) {
     d = new_desc_locked(Desc::Kind::Recv, &c, p.pid);
     d->cookie = p.cookie;
     d->rdma = p.flags & kParseRdma;
+    if (p.flags & kParseInline) {
+      d->inlined = true;
+      d->data_len = p.hdr.payload_length;
+      std::memcpy(d->data, p.data, d->data_len);
+      ++stats_.inlined;
+    }
     ++stats_.parses;
   }
   int rc = host_.parse(ni_, p.hdr, p.from, d, d->rdma);
-  if (rc < 0) {
+  if (rc < 0 && d->inlined) {  // the proxy is done with it: nothing to tell
+    MutexLock g(mu_);
+    free_desc_locked(d);
+  } else if (rc < 0) {
     // The host takes no payload and makes no recv() call: tell the proxy to discard it.
     MutexLock g(mu_);
     d->status = rc;

@@ -50,6 +50,13 @@ int UpNi::recv(Desc* d, LndMessage* msg, const iovec* iov, unsigned niov, std::u
     LNET_LOG(Error, kLogLnd, "%s: recv() for descriptor %u not waiting for it", ni_.nid.to_string().c_str(), d->index);
     return -EINVAL;
   }
+  if (d->inlined) {  // the immediate receive: the payload is here, whether its proxy is or not
+    if (msg && mlen) copy_to_fragments(iov, niov, offset, d->data, std::min(mlen, d->data_len));
+    free_desc_locked(d);
+    g.unlock();
+    if (msg) host_.finalize(msg, 0);
+    return 0;
+  }
   if (!d->conn) {  // its proxy went away after the PARSE
     free_desc_locked(d);
     return -ECONNRESET;

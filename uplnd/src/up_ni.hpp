@@ -53,6 +53,7 @@ struct Desc : FifoLink {
   Pid pid = 0;                // the application
   std::uint64_t cookie = 0;   // the proxy's reference (receives)
   bool rdma = false;          // the PARSE was an optimised GET
+  bool inlined = false;       // the PARSE carried the payload (in `data`): no RECV goes out
   LndMessage* msg = nullptr;  // null: a receive whose payload is discarded
   std::uint32_t flags = 0;    // RECV flags
   std::int32_t status = 0;    // a RECV's status (negative: discard)
@@ -66,6 +67,8 @@ struct Desc : FifoLink {
   const iovec* iov = nullptr;
   unsigned niov = 0;
   std::uint32_t iov_offset = 0;
+  std::uint32_t data_len = 0;
+  std::uint8_t data[kMaxInline];  // an inline payload (not cleared when reused)
 };
 
 // An application pid and the proxy connection that registered it.

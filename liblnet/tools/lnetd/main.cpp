@@ -228,6 +228,7 @@ int main(int argc, char** argv) {
               {"sends", s.sends},
               {"payloads_in_place", s.in_place},
               {"payloads_copied", s.copies},
+              {"payloads_inline", s.inlined},
               {"bad_messages", s.bad_messages},
               {"failed_messages", s.failed}}}};
   };

@@ -136,11 +136,42 @@ TEST(BridgeWire, RefusesMalformedFramesNamingTheFault) {
   Frame longer = good;
   longer.push_back(0);
   wire::put_le32(longer.data() + 8, static_cast<std::uint32_t>(longer.size()));
-  EXPECT_NE(refused(longer).find("PARSE: body of 97 bytes"), std::string::npos);
+  EXPECT_NE(refused(longer).find("PARSE: 1 bytes after the header, not inline"), std::string::npos);
   EXPECT_NE(refused(with(kFrameHdrSize + 12, 4)).find("unknown flags 4"), std::string::npos);
   Frame hdr = good;  // the LNet header's type field
   wire::put_le32(hdr.data() + kFrameHdrSize + 24 + 24, 99);
   EXPECT_NE(refused(hdr).find("LNet header that does not decode"), std::string::npos);
+}
+
+// The immediate receive: a small payload rides in its PARSE, its length the header's.
+TEST(BridgeWire, InlineParseCarriesItsPayload) {
+  Header h = put_header();
+  h.payload_length = 11;
+  Parse p{0, kPidUserFlag | 3, kParseInline, *Nid::parse("2@mpi"), h};
+  std::memcpy(p.data, "hello there", 11);
+  Frame f = frame(p);
+  EXPECT_EQ(f.size(), kFrameHdrSize + 24 + kHeaderSize + 11);
+  auto m = decode(f);
+  ASSERT_TRUE(m) << m.message();
+  const Parse& back = std::get<Parse>(*m);
+  EXPECT_EQ(back.flags, kParseInline);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(back.data), 11), "hello there");
+
+  Frame shorter(f.begin(), f.end() - 1);  // one byte fewer than the header says
+  wire::put_le32(shorter.data() + 8, static_cast<std::uint32_t>(shorter.size()));
+  EXPECT_NE(refused(shorter).find("inline payload of 10 bytes for a header of 11"), std::string::npos);
+  Frame both = f;
+  wire::put_le32(both.data() + kFrameHdrSize + 12, kParseInline | kParseRdma);
+  EXPECT_NE(refused(both).find("optimised GET cannot be inline"), std::string::npos);
+  Frame big = f;  // more than 256 bytes after the header
+  big.resize(kFrameHdrSize + 24 + kHeaderSize + kMaxInline + 1);
+  wire::put_le32(big.data() + 8, static_cast<std::uint32_t>(big.size()));
+  EXPECT_NE(refused(big).find("PARSE: body of 353 bytes"), std::string::npos);
+  // An inline PARSE of an empty payload (a GET, an ACK) is a header alone.
+  h.payload_length = 0;
+  Frame empty = frame(Parse{0, kPidUserFlag | 3, kParseInline, *Nid::parse("2@mpi"), h});
+  EXPECT_EQ(empty.size(), kFrameHdrSize + 24 + kHeaderSize);
+  EXPECT_TRUE(decode(empty));
 }
 
 TEST(BridgeWire, RefusesBadFieldsOfEachType) {

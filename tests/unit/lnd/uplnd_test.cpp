@@ -202,6 +202,40 @@ TEST_F(UpLndTest, ReceivePathIntoLnetdsOwnMemoryThroughABounce) {
   EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("not one of this proxy's active ones"), std::string::npos);
 }
 
+// The immediate receive: the payload comes in the PARSE; lnetd sends no RECV and wants
+// no RECV_DONE.
+TEST_F(UpLndTest, InlineParseIsReceivedWithoutARecv) {
+  start();
+  Pid pid = new_pid();
+  std::vector<char> buf(64, 0);
+  EventLog log;
+  MdHandle md = sink(*lnetd, buf, log);
+  Parse p{0, pid, kParseInline, kRank0, put_header(kUpNid, kPidLustre, pid, 12)};
+  std::memcpy(p.data, "twelve bytes", 12);
+  client->send(p).or_throw();
+  ASSERT_TRUE(log.wait_unlinked(md));
+  auto put = log.find(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 0);
+  EXPECT_EQ(put->mlength, 12u);
+  EXPECT_EQ(std::string(buf.data(), 12), "twelve bytes");
+  // Had a RECV gone out, it would come before this answer.
+  client->send(PidNew{5}).or_throw();
+  auto m = client->receive(5000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(type_of(*m), Type::PidReply);
+  UpStats s = up->stats();
+  EXPECT_EQ(s.inlined, 1u);
+  EXPECT_EQ(s.copies, 0u);
+  // One that nothing matches is dropped the same way, with nothing to answer.
+  client->send(p).or_throw();
+  client->send(PidNew{6}).or_throw();
+  m = client->receive(5000);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(type_of(*m), Type::PidReply);
+  EXPECT_EQ(up->stats().inlined, 2u);
+}
+
 TEST_F(UpLndTest, SendPathToAnApplication) {
   start();
   Pid pid = new_pid();

@@ -10,6 +10,7 @@
 //   PID_REGISTER   a pid rank 0 got
 //   PID_RELEASE    an application is gone
 //   PARSE          an LNet header arrived   RECV          where its payload goes (or comes from)
+//                  (a small payload inline: no RECV, no RECV_DONE)
 //   RECV_DONE      that payload moved       SEND          an LNet message to transmit
 //   SEND_DONE      that message went        ERROR         a refused message, with why
 //   NOTIFY         a peer NI down / up
@@ -94,13 +95,18 @@ struct PidReply {
 };
 
 inline constexpr std::uint32_t kParseRdma = 1;  // an optimised GET: the REPLY's payload goes out via RECV
+// The immediate receive: the payload (hdr.payload_length bytes, at most kMaxInline)
+// follows the header, the proxy has finished with the message, and no RECV follows.
+inline constexpr std::uint32_t kParseInline = 2;
+inline constexpr std::size_t kMaxInline = 256;
 
 struct Parse {
-  std::uint64_t cookie = 0;  // the proxy's own reference, echoed in the RECV
+  std::uint64_t cookie = 0;  // the proxy's own reference, echoed in the RECV (0 with kParseInline)
   Pid pid = 0;               // the application the message came from
-  std::uint32_t flags = 0;   // kParseRdma
+  std::uint32_t flags = 0;   // kParseRdma or kParseInline
   Nid from;                  // the peer NI it came from
   Header hdr;
+  std::uint8_t data[kMaxInline] = {};  // kParseInline: the payload
 };
 
 inline constexpr std::uint32_t kRecvDelayed = 1;  // lnetd kept the message after parsing it

@@ -41,6 +41,7 @@ struct UpStats {
   std::uint64_t sends = 0;         // LNet messages to applications
   std::uint64_t in_place = 0;      // payloads that crossed the bridge without a copy
   std::uint64_t copies = 0;        // payloads copied through a bounce buffer (lnetd's own MDs)
+  std::uint64_t inlined = 0;       // small payloads that came inline in their PARSE
   std::uint64_t bad_messages = 0;  // bridge messages refused
   std::uint64_t failed = 0;        // messages failed because their proxy went away
 };
