@@ -58,6 +58,8 @@ struct NiInfo {
   int lnd_timeout = 0;  // seconds the driver gives a transfer on this NI (0: none of its own)
   int health = 1000;
   bool fatal_error = false;
+  // Failures that lowered `health`, by cause.
+  std::uint64_t hs_interrupts = 0, hs_dropped = 0, hs_aborted = 0, hs_no_route = 0, hs_timeouts = 0, hs_error = 0;
   unsigned selection_priority = 0xFFFFFFFFu;
   int max_tx_credits = 0;  // summed over CPTs
   int tx_credits = 0;      // available now, summed over CPTs
@@ -75,6 +77,8 @@ struct PeerNiInfo {
   int rtr_credits = 0;
   int min_rtr_credits = 0;
   int health = 1000;
+  // Failures that lowered `health`, by cause.
+  std::uint64_t hs_dropped = 0, hs_timeout = 0, hs_error = 0, hs_network_timeout = 0;
   unsigned selection_priority = 0xFFFFFFFFu;
   MsgTypeStats sent, received, dropped;
 };

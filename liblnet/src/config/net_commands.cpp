@@ -13,11 +13,17 @@ namespace {
 // The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
 void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
   put_traffic(ni, i.sent, i.received, i.dropped);
-  // What the NI holds; the per-cause failure counts and recovery pings of LNet's health
-  // are not built, so they are not shown.
+  // Health and the failures that lowered it; LNet's recovery pings (ping_count,
+  // next_ping) are not built, so they are not shown.
   YAML::Node h;
   h["fatal_error"] = int_node(i.fatal_error ? 1 : 0);
   h["health value"] = int_node(i.health);
+  h["interrupts"] = int_node(static_cast<long>(i.hs_interrupts));
+  h["dropped"] = int_node(static_cast<long>(i.hs_dropped));
+  h["aborted"] = int_node(static_cast<long>(i.hs_aborted));
+  h["no route"] = int_node(static_cast<long>(i.hs_no_route));
+  h["timeouts"] = int_node(static_cast<long>(i.hs_timeouts));
+  h["error"] = int_node(static_cast<long>(i.hs_error));
   ni["health stats"] = h;
   if (!i.nid.is_lo()) {
     ni["tunables"] = tunables_node(i.tunables);

@@ -18,9 +18,13 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
     e["available_rtr_credits"] = int_node(i.rtr_credits);
     e["min_rtr_credits"] = int_node(i.min_rtr_credits);
     put_traffic(e, i.sent, i.received, i.dropped);
-    // The value selection uses; LNet's per-cause counts and recovery pings are not built.
+    // Health and the failures that lowered it; recovery pings are not built.
     YAML::Node h;
     h["health value"] = int_node(i.health);
+    h["dropped"] = int_node(static_cast<long>(i.hs_dropped));
+    h["timeout"] = int_node(static_cast<long>(i.hs_timeout));
+    h["error"] = int_node(static_cast<long>(i.hs_error));
+    h["network timeout"] = int_node(static_cast<long>(i.hs_network_timeout));
     e["health stats"] = h;
   }
   return e;

@@ -34,6 +34,7 @@ void Core::finalize(LndMessage* lmsg, int status) {
 void Core::process(Message* msg) {
   if (msg->sending) {
     msg->sending = false;
+    if (msg->tx_committed) account_health(msg);
     if (msg->status != 0 && msg->tx_committed) {
       counters_.add(msg->cpt, kDropCount);
       counters_.add(msg->cpt, kDropLength, msg->len);

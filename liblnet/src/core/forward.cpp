@@ -43,6 +43,7 @@ int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, 
   PeerNi* rxpeer = peer_ni_for(from);
   if (!rxpeer) return reject();
   note_alive(rxpeer);
+  note_received_from(rxpeer);
   Message* msg = new_msg(cpt);
   msg->receiving = true;
   msg->routing = true;

@@ -258,6 +258,13 @@ std::vector<NiInfo> Core::ni_info() const {
     i.lnd_timeout = ni->lnd->timeout(*ni);
     i.health = ni->health.load();
     i.fatal_error = ni->fatal_error.load();
+    const net::NiHealthCounts& hc = ni->health_counts;
+    i.hs_interrupts = hc.interrupts.load();
+    i.hs_dropped = hc.dropped.load();
+    i.hs_aborted = hc.aborted.load();
+    i.hs_no_route = hc.no_route.load();
+    i.hs_timeouts = hc.timeouts.load();
+    i.hs_error = hc.error.load();
     i.selection_priority = ni->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
       MutexLock g(locks[c]);
@@ -284,6 +291,7 @@ Status Core::set_global(std::string_view name, long value) {
   if (Status r = next.set(name, value); !r) return r;
   globals_ = next;
   numa_range_.store(next.numa_range, std::memory_order_relaxed);
+  health_sensitivity_.store(next.health_sensitivity, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};

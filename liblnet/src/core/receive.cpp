@@ -40,6 +40,7 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
     PeerNi* lpni = peer_ni_for(from);
     if (!lpni) return reject();
     note_alive(lpni);
+    note_received_from(lpni);
     lpni->stats.add(TypeStats::kReceived, hdr.type);
     if (hdr.src_nid == from) {
       initiator = lpni->peer->primary;

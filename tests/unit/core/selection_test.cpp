@@ -244,5 +244,140 @@ TEST_F(MultiRail, UnreachableNetFailsTheSend) {
   EXPECT_EQ(ev->status, -EHOSTUNREACH);
 }
 
+// ---------------------------------------------------------------- health (facts §5.3)
+
+// Failures move the health of the NI they blame by health_sensitivity (100), successes
+// move it back; selection then avoids the less healthy NI.
+class Health : public MultiRail {
+ protected:
+  void SetUp() override {
+    MultiRail::SetUp();
+    ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
+  }
+  void TearDown() override {
+    for (std::uint32_t n : {1, 11, 2, 12}) Fabric::instance().fail(gni(n), std::nullopt);
+    MultiRail::TearDown();
+  }
+  int health(Nid local) { return ni(*a, local)->health.load(); }
+  int peer_health(Nid n) { return core::Core::of(*a).find_peer_ni(n)->health.load(); }
+  NiInfo info(Nid n) {
+    for (const NiInfo& i : a->control().ni_info())
+      if (i.nid == n) return i;
+    return {};
+  }
+  PeerNiInfo peer_info(Nid n) {
+    for (const PeerInfo& p : a->control().peer_info())
+      for (const PeerNiInfo& i : p.nis)
+        if (i.nid == n) return i;
+    return {};
+  }
+};
+
+TEST_F(Health, ALocalFailureLowersTheLocalNiAndSelectionAvoidsIt) {
+  Fabric::instance().fail(gni(1), HealthStatus::LocalDropped);
+  for (int i = 0; i < 2; ++i) send(gni(2));  // round robin: one of them leaves 1@gni
+  EXPECT_EQ(health(gni(1)), 900);
+  EXPECT_EQ(health(gni(11)), 1000);
+  EXPECT_EQ(peer_health(gni(2)), 1000);
+  EXPECT_EQ(peer_health(gni(12)), 1000);
+  EXPECT_EQ(info(gni(1)).hs_dropped, 1u);
+  EXPECT_EQ(a->control().counters().local_dropped_count, 1u);
+  Fabric::instance().clear_sent();
+  for (int i = 0; i < 6; ++i) send(gni(2));
+  for (auto& [k, n] : pairs()) EXPECT_EQ(k.first, gni(11));
+  EXPECT_EQ(blog.count(EventType::Put), 7u);
+}
+
+TEST_F(Health, EachLocalStatusCountsUnderItsOwnName) {
+  const std::pair<HealthStatus, std::uint64_t NiInfo::*> cases[] = {
+      {HealthStatus::LocalInterrupt, &NiInfo::hs_interrupts}, {HealthStatus::LocalAborted, &NiInfo::hs_aborted},
+      {HealthStatus::LocalNoRoute, &NiInfo::hs_no_route},     {HealthStatus::LocalTimeout, &NiInfo::hs_timeouts},
+      {HealthStatus::LocalError, &NiInfo::hs_error},
+  };
+  int want = 1000;
+  for (auto [status, field] : cases) {
+    Fabric::instance().fail(gni(1), status);
+    send(gni(2), gni(1));
+    want -= 100;
+    EXPECT_EQ(health(gni(1)), want) << health_status_name(status);
+    EXPECT_EQ(info(gni(1)).*field, 1u) << health_status_name(status);
+  }
+}
+
+TEST_F(Health, ARemoteDropLowersThePeerNiAndSelectionAvoidsIt) {
+  Fabric::instance().fail(gni(12), HealthStatus::RemoteDropped);
+  for (int i = 0; i < 4; ++i) send(gni(2));
+  EXPECT_EQ(peer_health(gni(12)), 900);  // lowered once: then it is avoided
+  EXPECT_EQ(peer_health(gni(2)), 1000);
+  EXPECT_EQ(health(gni(1)), 1000);
+  EXPECT_EQ(health(gni(11)), 1000);
+  EXPECT_EQ(peer_info(gni(12)).hs_dropped, 1u);
+  EXPECT_EQ(blog.count(EventType::Put), 3u);
+}
+
+TEST_F(Health, ANetworkTimeoutLowersBothAndRemoteErrorsOnlyThePeer) {
+  Fabric::instance().fail(gni(12), HealthStatus::NetworkTimeout);
+  send(gni(2), gni(11));  // 11@gni -> the best peer NI: 2@gni first (round robin)
+  send(gni(2), gni(11));  // then 12@gni, which times out
+  EXPECT_EQ(health(gni(11)), 900);
+  EXPECT_EQ(peer_health(gni(12)), 900);
+  EXPECT_EQ(peer_info(gni(12)).hs_network_timeout, 1u);
+  Fabric::instance().fail(gni(12), std::nullopt);
+  Fabric::instance().fail(gni(2), HealthStatus::RemoteTimeout);
+  send(gni(2), gni(1));
+  EXPECT_EQ(peer_health(gni(2)), 900);
+  EXPECT_EQ(peer_info(gni(2)).hs_timeout, 1u);
+  EXPECT_EQ(health(gni(1)), 1000);
+  // Both peer NIs at 900 now: whichever is picked, a remote error is the peer's alone.
+  Fabric::instance().fail(gni(2), HealthStatus::RemoteError);
+  Fabric::instance().fail(gni(12), HealthStatus::RemoteError);
+  send(gni(2), gni(1));
+  EXPECT_EQ(peer_info(gni(2)).hs_error + peer_info(gni(12)).hs_error, 1u);
+  EXPECT_EQ(health(gni(1)), 1000);
+  EXPECT_EQ(a->control().counters().remote_error_count, 1u);
+}
+
+TEST_F(Health, SuccessesRaiseHealthBackToTheMaximum) {
+  ni(*a, gni(1))->health = 750;
+  core::Core::of(*a).find_peer_ni(gni(2))->health = 950;
+  core::Core::of(*a).find_peer_ni(gni(12))->health = 0;  // so that 2@gni carries them
+  send(gni(2), gni(1));
+  EXPECT_EQ(health(gni(1)), 850);
+  send(gni(2), gni(1));
+  send(gni(2), gni(1));
+  EXPECT_EQ(health(gni(1)), 1000);  // capped
+  EXPECT_EQ(peer_health(gni(2)), 1000);
+}
+
+TEST_F(Health, ASingleNiPeerKeepsItsHealthUnlessThisNodeRoutes) {
+  // 3@gni is a peer of one NI: nothing to prefer over it, so a remote failure is only
+  // counted (facts §5.3).
+  Fabric::instance().fail(gni(3), HealthStatus::RemoteDropped);
+  MdDesc d;
+  d.start = byte;
+  d.length = 1;
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(3), kPidLustre}, 7, 1, 0, 0), 0);
+  EXPECT_EQ(peer_health(gni(3)), 1000);
+  EXPECT_EQ(peer_info(gni(3)).hs_dropped, 1u);
+  ASSERT_TRUE(a->control().set_routing(true));
+  md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(3), kPidLustre}, 7, 1, 0, 0), 0);
+  EXPECT_EQ(peer_health(gni(3)), 900);
+}
+
+TEST_F(Health, SensitivityZeroFreezesHealth) {
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 0));
+  Fabric::instance().fail(gni(1), HealthStatus::LocalError);
+  send(gni(2), gni(1));
+  EXPECT_EQ(health(gni(1)), 1000);
+  EXPECT_EQ(info(gni(1)).hs_error, 1u);  // still counted
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 300));
+  send(gni(2), gni(1));
+  EXPECT_EQ(health(gni(1)), 700);
+  EXPECT_EQ(a->control().set_global("health_sensitivity", 1001).code(), -EINVAL);
+}
+
 }  // namespace
 }  // namespace lnet

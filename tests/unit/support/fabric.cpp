@@ -98,10 +98,26 @@ void Fabric::rdma_get(bool on) {
   rdma_get_ = on;
 }
 
+void Fabric::fail(Nid nid, std::optional<HealthStatus> health) {
+  std::lock_guard g(mutex_);
+  if (health)
+    failing_[nid] = *health;
+  else
+    failing_.erase(nid);
+}
+
 int Fabric::send(NetInterface& ni, LndMessage& msg) {
   {
-    std::lock_guard g(mutex_);
+    std::unique_lock g(mutex_);
     sent_.push_back({ni.nid, msg.next_hop, msg.hdr.type, msg.hdr});
+    auto f = failing_.find(ni.nid);
+    if (f == failing_.end()) f = failing_.find(msg.next_hop);
+    if (f != failing_.end()) {
+      msg.health = f->second;
+      g.unlock();
+      ni.host->finalize(&msg, -EIO);
+      return 0;
+    }
     if (hold_) {
       held_.push_back({&ni, &msg});
       return 0;

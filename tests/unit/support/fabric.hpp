@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <lnet/lnd/fragments.hpp>
@@ -41,6 +42,9 @@ class Fabric {
   // Optimised GETs: the initiator's driver makes the REPLY (LndHost::create_reply) and the
   // target's driver copies the source straight into the GET's sink; no REPLY is sent.
   void rdma_get(bool on);
+  // Sends from or to the NI `nid` fail (the driver finalizes them with -EIO and this
+  // health status) until cleared with nullopt.
+  void fail(Nid nid, std::optional<HealthStatus> health);
 
   // Driver side.
   int attach(NetInterface& ni);
@@ -63,6 +67,7 @@ class Fabric {
   std::vector<SentRecord> sent_;
   std::size_t discarded_ = 0;
   bool rdma_get_ = false;
+  std::map<Nid, HealthStatus> failing_;
 };
 
 // A config with one gni NI per address (net gni<net>), for Instance::create.

@@ -178,6 +178,12 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // A message came from `lpni`: a router notes when (for next_hop_alive()).
   void note_alive(PeerNi* lpni);
 
+  // Health (health.cpp): a sent message's outcome moves its NIs' health; a message
+  // received from a peer NI raises its health.
+  void account_health(Message* msg);
+  void note_received_from(PeerNi* lpni);
+  bool remote_health_applies(const PeerNi* lpni) const;
+
   // Ping and push targets (ping.cpp).
   int setup_ping_target();
   void post_push_target();
@@ -199,6 +205,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   net::Selector selector_{peers_, routes_};
   std::atomic<std::uint64_t> config_gen_{0};
   std::atomic<int> numa_range_{0};
+  std::atomic<int> health_sensitivity_{GlobalTunables{}.health_sensitivity};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.
