@@ -74,10 +74,10 @@ struct GlobalTunables {
   int max_interfaces = 4096;  // NIs a peer's ping or push may list
   // Tunables of features not built yet take only the value that says what the code does
   // (set() refuses others: "not supported yet"): no dynamic discovery, no check of
-  // asymmetric routes, no resends.
+  // asymmetric routes.
   int discovery = 0;
   int drop_asym_route = 0;
-  int retry_count = 0;
+  int retry_count = 2;                   // resends of a failed PUT or GET on another path (0: none)
   int health_sensitivity = 100;          // health lost per failure, and gained per success
   int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
   int router_ping_timeout = 50;          // seconds a gateway has to answer one

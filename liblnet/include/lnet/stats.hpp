@@ -37,6 +37,8 @@ struct Counters {
   std::uint64_t recv_length = 0;
   std::uint64_t route_length = 0;
   std::uint64_t drop_length = 0;
+  std::uint64_t failed_resends = 0;      // messages that failed after being resent
+  std::uint64_t successful_resends = 0;  // messages that went after being resent
 };
 
 // Per-message-type counts (sent_stats / received_stats / dropped_stats).

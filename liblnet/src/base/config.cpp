@@ -156,7 +156,8 @@ constexpr Tunable kTunables[] = {
     {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
     {"discovery", &GlobalTunables::discovery, 0, 1, "dynamic discovery is not built: peers come from configuration"},
     {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, "asymmetric routes are not checked"},
-    {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, "messages are not resent (resend is not built)"},
+    // Below the kernel's default transaction_timeout (150 s), as the kernel requires.
+    {"retry_count", &GlobalTunables::retry_count, 0, 149, nullptr},
     {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000, nullptr},
     {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
     {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},

@@ -31,6 +31,8 @@ Counters GlobalCounters::snapshot() const {
   out.errors = u(kErrors);
   out.send_count = u(kSendCount);
   out.resend_count = u(kResendCount);
+  out.failed_resends = u(kFailedResends);
+  out.successful_resends = u(kSuccessfulResends);
   out.response_timeout_count = u(kResponseTimeout);
   out.local_interrupt_count = u(kLocalInterrupt);
   out.local_dropped_count = u(kLocalDropped);

@@ -70,6 +70,8 @@ Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
   put("recv_length", k.recv_length);
   put("route_length", k.route_length);
   put("drop_length", k.drop_length);
+  put("failed_resends", k.failed_resends);
+  put("successful_resends", k.successful_resends);
   YAML::Node root;
   root["statistics"] = n;
   if (hooks.driver_stats) {

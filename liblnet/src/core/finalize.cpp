@@ -34,11 +34,17 @@ void Core::finalize(LndMessage* lmsg, int status) {
 void Core::process(Message* msg) {
   if (msg->sending) {
     msg->sending = false;
-    if (msg->tx_committed) account_health(msg);
-    if (msg->status != 0 && msg->tx_committed) {
+    bool again = false;
+    if (msg->tx_committed) {
+      account_health(msg);
+      if (msg->status != 0) {
+        counters_.health(msg->cpt, msg->health);
+        again = may_resend(msg);
+      }
+    }
+    if (msg->status != 0 && msg->tx_committed && !again) {
       counters_.add(msg->cpt, kDropCount);
       counters_.add(msg->cpt, kDropLength, msg->len);
-      counters_.health(msg->cpt, msg->health);
       if (msg->txni) msg->txni->stats.add(TypeStats::kDropped, msg->hdr.type);
       if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kDropped, msg->hdr.type);
     }
@@ -58,6 +64,11 @@ void Core::process(Message* msg) {
         }
       }
     }
+    if (again) {
+      resend(msg);  // its event waits for the last attempt
+      return;
+    }
+    if (msg->retries) counters_.add(msg->cpt, msg->status ? kFailedResends : kSuccessfulResends);
   } else if (msg->receiving) {
     if (msg->routing && msg->status == 0) {
       forward_received(msg);  // the payload is in our buffer: on to the next hop

@@ -5,12 +5,18 @@
 #include "core/core.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace lnet::core {
 
 namespace {
 
 constexpr int kMaxHealth = 1000;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void raise(std::atomic<int>& h, int by) {
   int v = h.load(std::memory_order_relaxed);
@@ -25,13 +31,18 @@ void lower(std::atomic<int>& h, int by) {
 
 }  // namespace
 
+std::size_t Core::peer_ni_count(const PeerNi* lpni) const {
+  MutexLock g(net_locks_[lpni->cpt]);  // peers change under every net lock
+  std::size_t nis = 0;
+  for (const auto& pn : lpni->peer->nets) nis += pn->nis.size();
+  return nis;
+}
+
 bool Core::remote_health_applies(const PeerNi* lpni) const {
   // A peer with one NI has nothing to choose between, unless it is a gateway or this
   // node routes (facts §5.3).
   if (routing()) return true;
-  std::size_t nis = 0;
-  for (const auto& pn : lpni->peer->nets) nis += pn->nis.size();
-  if (nis > 1) return true;
+  if (peer_ni_count(lpni) > 1) return true;
   const net::RouteTable* rt = routes_.table();
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i)
     if (rt->routes[i].cfg.gateway == lpni->nid) return true;
@@ -102,6 +113,41 @@ void Core::account_health(Message* msg) {
   if (by == 0) return;
   if (local && ni) lower(ni->health, by);
   if (remote && lpni && remote_health_applies(lpni)) lower(lpni->health, by);
+}
+
+// A failed PUT or GET of ours goes again, on the path selection now prefers (the failure
+// lowered the health of the NI it blamed), when the failure says another path may work
+// (facts §5.3): a local failure while this node has another NI, a remote drop while the
+// peer has another NI; at most retry_count times and never past its deadline.
+bool Core::may_resend(const Message* msg) const {
+  if (msg->deadline_ns == 0 || msg->routing || stopping_.load(std::memory_order_relaxed)) return false;
+  int retries = retry_count_.load(std::memory_order_relaxed);
+  if (retries == 0 || health_sensitivity_.load(std::memory_order_relaxed) == 0) return false;
+  if (msg->retries >= static_cast<unsigned>(retries) || now_ns() >= msg->deadline_ns) return false;
+  switch (msg->health) {
+    case HealthStatus::LocalInterrupt:
+    case HealthStatus::LocalDropped:
+    case HealthStatus::LocalAborted:
+    case HealthStatus::LocalNoRoute:
+    case HealthStatus::LocalTimeout: return table().nis.size() > 2;  // besides 0@lo
+    case HealthStatus::RemoteDropped: return msg->txpeer && peer_ni_count(msg->txpeer) > 1;
+    default: return false;
+  }
+}
+
+void Core::resend(Message* msg) {
+  counters_.add(msg->cpt, kResendCount);
+  ++msg->retries;
+  msg->status = 0;
+  msg->health = HealthStatus::Ok;
+  msg->tx_committed = msg->tx_delayed = false;
+  msg->txni = nullptr;
+  msg->txpeer = nullptr;
+  msg->sending = true;
+  if (int rc = send(msg->self, msg, msg->target.nid)) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
 }
 
 void Core::note_received_from(PeerNi* lpni) {

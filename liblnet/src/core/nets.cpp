@@ -292,6 +292,7 @@ Status Core::set_global(std::string_view name, long value) {
   globals_ = next;
   numa_range_.store(next.numa_range, std::memory_order_relaxed);
   health_sensitivity_.store(next.health_sensitivity, std::memory_order_relaxed);
+  retry_count_.store(next.retry_count, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};

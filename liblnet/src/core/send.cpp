@@ -4,12 +4,17 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include <lnet/log.hpp>
 
 #include "core/core.hpp"
 
 namespace lnet::core {
+
+namespace {
+constexpr auto kResendWindow = std::chrono::seconds(150);
+}  // namespace
 
 Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
                            std::uint32_t offset, int* rc) {
@@ -40,6 +45,12 @@ Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigne
 }
 
 void Core::launch(Nid self, Message* msg) {
+  // A request of ours may be resent on another path until its deadline: the kernel's
+  // default transaction_timeout (that tunable comes with response tracking).
+  msg->self = self;
+  msg->deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         (std::chrono::steady_clock::now() + kResendWindow).time_since_epoch())
+                         .count();
   if (int rc = send(self, msg, msg->target.nid)) {
     msg->health = HealthStatus::LocalError;
     finalize(msg, rc);  // reported through the SEND event, as LNetPut/LNetGet do

@@ -73,7 +73,7 @@ std::string supported_example() {
   std::size_t g = s.find("global:\n"), u = s.find("udsp:\n");
   return s.substr(0, g) +
          "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 0\n    drop_asym_route: 0\n"
-         "    retry_count: 0\n    health_sensitivity: 100\n" +
+         "    retry_count: 2\n    health_sensitivity: 100\n" +
          s.substr(u);
 }
 

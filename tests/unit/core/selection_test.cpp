@@ -282,10 +282,14 @@ TEST_F(Health, ALocalFailureLowersTheLocalNiAndSelectionAvoidsIt) {
   EXPECT_EQ(peer_health(gni(12)), 1000);
   EXPECT_EQ(info(gni(1)).hs_dropped, 1u);
   EXPECT_EQ(a->control().counters().local_dropped_count, 1u);
+  // The failed PUT went again from 11@gni (resend): every PUT arrived.
+  EXPECT_EQ(blog.count(EventType::Put), 2u);
+  EXPECT_EQ(a->control().counters().resend_count, 1u);
+  EXPECT_EQ(a->control().counters().successful_resends, 1u);
   Fabric::instance().clear_sent();
   for (int i = 0; i < 6; ++i) send(gni(2));
   for (auto& [k, n] : pairs()) EXPECT_EQ(k.first, gni(11));
-  EXPECT_EQ(blog.count(EventType::Put), 7u);
+  EXPECT_EQ(blog.count(EventType::Put), 8u);
 }
 
 TEST_F(Health, EachLocalStatusCountsUnderItsOwnName) {
@@ -294,6 +298,7 @@ TEST_F(Health, EachLocalStatusCountsUnderItsOwnName) {
       {HealthStatus::LocalNoRoute, &NiInfo::hs_no_route},     {HealthStatus::LocalTimeout, &NiInfo::hs_timeouts},
       {HealthStatus::LocalError, &NiInfo::hs_error},
   };
+  ASSERT_TRUE(a->control().set_global("retry_count", 0));  // one failure each
   int want = 1000;
   for (auto [status, field] : cases) {
     Fabric::instance().fail(gni(1), status);
@@ -312,7 +317,8 @@ TEST_F(Health, ARemoteDropLowersThePeerNiAndSelectionAvoidsIt) {
   EXPECT_EQ(health(gni(1)), 1000);
   EXPECT_EQ(health(gni(11)), 1000);
   EXPECT_EQ(peer_info(gni(12)).hs_dropped, 1u);
-  EXPECT_EQ(blog.count(EventType::Put), 3u);
+  EXPECT_EQ(blog.count(EventType::Put), 4u);  // the dropped one was resent to 2@gni
+  EXPECT_EQ(a->control().counters().successful_resends, 1u);
 }
 
 TEST_F(Health, ANetworkTimeoutLowersBothAndRemoteErrorsOnlyThePeer) {
@@ -365,6 +371,45 @@ TEST_F(Health, ASingleNiPeerKeepsItsHealthUnlessThisNodeRoutes) {
   md = a->md_bind(d, Unlink::Unlink);
   ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(3), kPidLustre}, 7, 1, 0, 0), 0);
   EXPECT_EQ(peer_health(gni(3)), 900);
+}
+
+// Resend (facts §5.3): a failure that another path may avoid sends the request again,
+// at most retry_count times; its SEND event reports the last attempt.
+TEST_F(Health, AResendFromAnExplicitSourceFailsAfterRetryCountAttempts) {
+  Fabric::instance().fail(gni(1), HealthStatus::LocalDropped);
+  test::EventLog alog;
+  MdDesc d;
+  d.start = byte;
+  d.length = 1;
+  d.threshold = 1;
+  d.handler = alog.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  ASSERT_EQ(a->put(gni(1), *md, AckReq::NoAck, ProcessId{gni(2), kPidLustre}, 7, 1, 0, 0), 0);
+  ASSERT_TRUE(alog.wait_unlinked(*md));
+  EXPECT_EQ(alog.find(EventType::Send)->status, -EIO);
+  Counters c = a->control().counters();
+  EXPECT_EQ(c.resend_count, 2u);  // retry_count 2: three attempts, all from 1@gni
+  EXPECT_EQ(c.failed_resends, 1u);
+  EXPECT_EQ(c.local_dropped_count, 3u);
+  EXPECT_EQ(health(gni(1)), 700);
+}
+
+TEST_F(Health, NoResendForLocalErrorsOrWithRetryCountZero) {
+  Fabric::instance().fail(gni(1), HealthStatus::LocalError);  // not one another path avoids
+  send(gni(2), gni(1));
+  EXPECT_EQ(a->control().counters().resend_count, 0u);
+  Fabric::instance().fail(gni(1), HealthStatus::LocalDropped);
+  ASSERT_TRUE(a->control().set_global("retry_count", 0));
+  send(gni(2), gni(1));
+  EXPECT_EQ(a->control().counters().resend_count, 0u);
+  ASSERT_TRUE(a->control().set_global("retry_count", 2));
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 0));  // no health: no resend
+  send(gni(2), gni(1));
+  EXPECT_EQ(a->control().counters().resend_count, 0u);
+  EXPECT_EQ(a->control().counters().local_dropped_count, 2u);
+  EXPECT_EQ(blog.count(EventType::Put), 0u);
+  EXPECT_EQ(a->control().set_global("retry_count", 150).code(), -EINVAL);
 }
 
 TEST_F(Health, SensitivityZeroFreezesHealth) {

@@ -39,6 +39,8 @@ enum Ctr : unsigned {
   kRecvLength,
   kRouteLength,
   kDropLength,
+  kFailedResends,
+  kSuccessfulResends,
   kNumCtr
 };
 

@@ -183,6 +183,11 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void account_health(Message* msg);
   void note_received_from(PeerNi* lpni);
   bool remote_health_applies(const PeerNi* lpni) const;
+  std::size_t peer_ni_count(const PeerNi* lpni) const;
+  // Resend (health.cpp): whether a failed request goes again on another path, and
+  // sending it again.
+  bool may_resend(const Message* msg) const;
+  void resend(Message* msg);
 
   // Ping and push targets (ping.cpp).
   int setup_ping_target();
@@ -195,7 +200,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Config config_;
   Pid pid_;
   CptTable cpts_;
-  CptLocks net_locks_;
+  mutable CptLocks net_locks_;
   GlobalCounters counters_;
   portals::PortalTable portals_;
   net::PeerTable peers_;
@@ -206,6 +211,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<std::uint64_t> config_gen_{0};
   std::atomic<int> numa_range_{0};
   std::atomic<int> health_sensitivity_{GlobalTunables{}.health_sensitivity};
+  std::atomic<int> retry_count_{GlobalTunables{}.retry_count};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.

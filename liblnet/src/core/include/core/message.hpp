@@ -38,6 +38,11 @@ struct Message : LndMessage, portals::Delivery {
   int rtr_pool = -1;            // holds a credit (and rtrbuf, a buffer) of this pool
   unsigned rtr_cpt = 0;         // CPT of the router resources (the sender's)
   int status = 0;
+  // Resend (health): the source NID asked for, the sends so far beyond the first, and
+  // when resending must stop (steady clock, ns; 0: not a request of ours).
+  Nid self = Nid::any();
+  unsigned retries = 0;
+  std::int64_t deadline_ns = 0;
 
   net::Ni* txni = nullptr;
   net::PeerNi* txpeer = nullptr;
