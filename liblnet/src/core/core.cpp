@@ -239,10 +239,10 @@ std::vector<PeerInfo> Core::peer_info() const {
       n.rtr_credits = lpni->rtr_credits;
       n.min_rtr_credits = lpni->min_rtr_credits;
       n.health = lpni->health.load();
-      n.hs_dropped = lpni->hc_dropped.load();
-      n.hs_timeout = lpni->hc_timeout.load();
-      n.hs_error = lpni->hc_error.load();
-      n.hs_network_timeout = lpni->hc_network_timeout.load();
+      n.hs_dropped = lpni->failures.get(HealthStatus::RemoteDropped);
+      n.hs_timeout = lpni->failures.get(HealthStatus::RemoteTimeout);
+      n.hs_error = lpni->failures.get(HealthStatus::RemoteError);
+      n.hs_network_timeout = lpni->failures.get(HealthStatus::NetworkTimeout);
       n.selection_priority = lpni->sel_priority.load();
       n.sent = lpni->stats.get(TypeStats::kSent);
       n.received = lpni->stats.get(TypeStats::kReceived);

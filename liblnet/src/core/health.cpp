@@ -66,50 +66,11 @@ void Core::account_health(Message* msg) {
     return;
   }
   HealthStatus h = msg->health == HealthStatus::Ok ? HealthStatus::LocalError : msg->health;
-  bool local = false, remote = false;
-  switch (h) {
-    case HealthStatus::Ok: break;
-    case HealthStatus::LocalInterrupt:
-      if (ni) ni->health_counts.interrupts.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::LocalDropped:
-      if (ni) ni->health_counts.dropped.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::LocalAborted:
-      if (ni) ni->health_counts.aborted.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::LocalNoRoute:
-      if (ni) ni->health_counts.no_route.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::LocalTimeout:
-      if (ni) ni->health_counts.timeouts.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::LocalError:
-      if (ni) ni->health_counts.error.fetch_add(1, std::memory_order_relaxed);
-      local = true;
-      break;
-    case HealthStatus::RemoteDropped:
-      if (lpni) lpni->hc_dropped.fetch_add(1, std::memory_order_relaxed);
-      remote = true;
-      break;
-    case HealthStatus::RemoteError:
-      if (lpni) lpni->hc_error.fetch_add(1, std::memory_order_relaxed);
-      remote = true;
-      break;
-    case HealthStatus::RemoteTimeout:
-      if (lpni) lpni->hc_timeout.fetch_add(1, std::memory_order_relaxed);
-      remote = true;
-      break;
-    case HealthStatus::NetworkTimeout:
-      if (lpni) lpni->hc_network_timeout.fetch_add(1, std::memory_order_relaxed);
-      local = remote = true;
-      break;
-  }
+  // LOCAL_* blame the local NI, REMOTE_* the peer NI, NETWORK_TIMEOUT both.
+  bool remote = h >= HealthStatus::RemoteError;
+  bool local = !remote || h == HealthStatus::NetworkTimeout;
+  if (local && ni) ni->failures.add(h);
+  if (remote && lpni) lpni->failures.add(h);
   if (by == 0) return;
   if (local && ni) lower(ni->health, by);
   if (remote && lpni && remote_health_applies(lpni)) lower(lpni->health, by);

@@ -258,13 +258,13 @@ std::vector<NiInfo> Core::ni_info() const {
     i.lnd_timeout = ni->lnd->timeout(*ni);
     i.health = ni->health.load();
     i.fatal_error = ni->fatal_error.load();
-    const net::NiHealthCounts& hc = ni->health_counts;
-    i.hs_interrupts = hc.interrupts.load();
-    i.hs_dropped = hc.dropped.load();
-    i.hs_aborted = hc.aborted.load();
-    i.hs_no_route = hc.no_route.load();
-    i.hs_timeouts = hc.timeouts.load();
-    i.hs_error = hc.error.load();
+    const FailureCounts& f = ni->failures;
+    i.hs_interrupts = f.get(HealthStatus::LocalInterrupt);
+    i.hs_dropped = f.get(HealthStatus::LocalDropped);
+    i.hs_aborted = f.get(HealthStatus::LocalAborted);
+    i.hs_no_route = f.get(HealthStatus::LocalNoRoute);
+    i.hs_timeouts = f.get(HealthStatus::LocalTimeout);
+    i.hs_error = f.get(HealthStatus::LocalError);
     i.selection_priority = ni->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
       MutexLock g(locks[c]);

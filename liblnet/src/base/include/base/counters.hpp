@@ -69,6 +69,13 @@ class GlobalCounters {
   std::unique_ptr<Shard[]> shards_;
 };
 
+// Failed sends by health status (`net show -v` / `peer show -v` health stats).
+struct FailureCounts {
+  std::atomic<std::uint64_t> n[static_cast<unsigned>(HealthStatus::NetworkTimeout) + 1] = {};
+  void add(HealthStatus h) { n[static_cast<unsigned>(h)].fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t get(HealthStatus h) const { return n[static_cast<unsigned>(h)].load(std::memory_order_relaxed); }
+};
+
 // sent / received / dropped counts per message type, for NIs and peer NIs.
 class TypeStats {
  public:

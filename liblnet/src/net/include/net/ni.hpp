@@ -25,16 +25,11 @@ struct TxQueue {
   Fifo<FifoLink> delayed;
 };
 
-// Failures that lowered a local NI's health, by cause (`net show -v`'s health stats).
-struct NiHealthCounts {
-  std::atomic<std::uint64_t> interrupts{0}, dropped{0}, aborted{0}, no_route{0}, timeouts{0}, error{0};
-};
-
 struct Ni : NetInterface {
   Net* net = nullptr;
   std::unique_ptr<TxQueue[]> tq;
   std::atomic<int> health{1000};
-  NiHealthCounts health_counts;
+  FailureCounts failures;  // those that blamed it
   std::atomic<bool> fatal_error{false};
   std::atomic<bool> up{true};
   std::atomic<bool> deleted{false};

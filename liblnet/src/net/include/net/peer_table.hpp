@@ -38,8 +38,7 @@ struct PeerNi {
   Fifo<FifoLink> rtrq;    // messages to forward waiting for a router credit
   Ni* pref_ni = nullptr;  // non-multi-rail peers always hear from this local NI
   std::atomic<int> health{1000};
-  // Failures that lowered it, by cause (`peer show -v`'s health stats).
-  std::atomic<std::uint64_t> hc_dropped{0}, hc_timeout{0}, hc_error{0}, hc_network_timeout{0};
+  FailureCounts failures;  // those that blamed it
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   std::atomic<std::uint32_t> seq{0};
   std::atomic<bool> alive{true};            // its driver's (or the router checker's) last word
