@@ -274,24 +274,21 @@ void echo(int fd, bool packets) {
   char b8[8];
   std::vector<char> sink(kBig);
   for (;;) {
-    ssize_t k = ::read(fd, b8, 8);
-    if (k <= 0) _exit(0);
+    full(rd, fd, b8, 8);
     if (b8[0] == 'S') break;  // the stream begins
     full(wr, fd, b8, 8);
   }
-  for (;;) {
-    long total = g.stream + g.window;
-    for (long i = 0; i < total; ++i) {
-      if (packets) {  // SOCK_SEQPACKET: 1 MiB does not fit one packet; 64 KiB ones
-        for (std::size_t off = 0; off < kBig; off += 65536)
-          if (::read(fd, sink.data(), 65536) != 65536) _exit(1);
-      } else {
-        full(rd, fd, sink.data(), kBig);
-      }
-      if (i == g.window - 1 || i == total - 1) full(wr, fd, b8, 1);
+  long total = g.stream + g.window;
+  for (long i = 0; i < total; ++i) {
+    if (packets) {  // SOCK_SEQPACKET: 1 MiB does not fit one packet; 64 KiB ones
+      for (std::size_t off = 0; off < kBig; off += 65536)
+        if (::read(fd, sink.data(), 65536) != 65536) _exit(1);
+    } else {
+      full(rd, fd, sink.data(), kBig);
     }
-    _exit(0);
+    if (i == g.window - 1 || i == total - 1) full(wr, fd, b8, 1);
   }
+  _exit(0);
 }
 
 void socket_pair_run(const char* what, int fd, bool packets) {

@@ -15,11 +15,7 @@ px_setup proxy
 
 SERVER=127.0.1.1
 ROUTERS=(127.0.1.2 127.0.1.3)
-LNETD_PIDS=()
-for ip in "${ROUTERS[@]}"; do
-  px_router "$ip"
-  LNETD_PIDS+=("$LNETD_PID")
-done
+for ip in "${ROUTERS[@]}"; do px_router "$ip"; done
 px_server $SERVER "${ROUTERS[@]}"
 
 # Without a server URI the client says what is missing, promptly.

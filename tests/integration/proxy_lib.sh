@@ -8,6 +8,7 @@ set -euo pipefail
 T_NAME=proxy
 DIR=""
 PIDS=()
+LNETD_PIDS=() # every lnetd px_router started
 
 log() { echo "[$T_NAME] $*"; }
 fail() {
@@ -48,7 +49,7 @@ wait_for() {  # wait_for FILE PATTERN WHAT [SECONDS]
 }
 
 # px_router IP: an lnetd with IP@tcp and IP@mpi (the UP LND, bridge $DIR/IP.bridge),
-# routing; its pid in LNETD_PID.
+# routing; its pid in LNETD_PID, also appended to LNETD_PIDS.
 px_router() {
   local ip=$1
   printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\n    - net type: mpi\n      local NI(s):\n        - nid: %s@mpi\nrouting:\n    enable: 1\n' \
@@ -58,6 +59,7 @@ px_router() {
     >>"$DIR/lnetd-$ip.log" 2>&1 &
   PIDS+=($!)
   LNETD_PID=$!
+  LNETD_PIDS+=($!)
   for _ in $(seq 100); do [ -S "$DIR/$ip.bridge" ] && return 0; sleep 0.1; done
   fail "lnetd $ip did not come up"
 }

@@ -15,11 +15,7 @@ px_setup proxy_spawn
 
 SERVER=127.0.3.1
 ROUTERS=(127.0.3.2 127.0.3.3)
-LNETD_PIDS=()
-for ip in "${ROUTERS[@]}"; do
-  px_router "$ip"
-  LNETD_PIDS+=("$LNETD_PID")
-done
+for ip in "${ROUTERS[@]}"; do px_router "$ip"; done
 px_server $SERVER "${ROUTERS[@]}"
 export LNET_PROXY_BIN  # what spawn: starts (set by CTest)
 
