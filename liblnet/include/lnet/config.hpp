@@ -78,14 +78,24 @@ struct GlobalTunables {
   int discovery = 0;
   int drop_asym_route = 0;
   int retry_count = 2;                   // resends of a failed PUT or GET on another path (0: none)
+  int transaction_timeout = 150;         // seconds: a message's deadline, and its ACK's or REPLY's
   int health_sensitivity = 100;          // health lost per failure, and gained per success
+  int response_tracking = 3;             // responses awaited: 0 pings and pushes only, 1 +GETs, 2 +PUTs, 3 all
   int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
   int router_ping_timeout = 50;          // seconds a gateway has to answer one
   // Sets one tunable by its lnetctl name; fails naming the name and the value's range,
-  // or (-EOPNOTSUPP) a tunable or a value of a feature this build does not have.
+  // or (-EOPNOTSUPP) a tunable or a value of a feature this build does not have. As in
+  // LNet, health_sensitivity 0 also sets retry_count 0.
   Status set(std::string_view name, long value);
-  // Names `set` takes, in `global show` order.
+  // The rules between tunables (LNet's): retry_count below transaction_timeout, and 0
+  // while health_sensitivity is 0.
+  Status check() const;
+  // The per-attempt driver timeout LNet derives: (transaction_timeout - 1) / (retry_count
+  // + 1), at least 1 (`global show` lnd_timeout; read-only).
+  int lnd_timeout() const;
+  // Names `global show` prints, in its order (lnd_timeout among them: read_only()).
   static std::span<const char* const> names();
+  static bool read_only(std::string_view name) { return name == "lnd_timeout"; }
   Result<long> get(std::string_view name) const;
   friend bool operator==(const GlobalTunables&, const GlobalTunables&) = default;
 };
@@ -105,9 +115,12 @@ struct Config {
   std::vector<NetConfig> nets;
   // CPU partitions (lock and queue shards); 0: one per online CPU, at most 8.
   unsigned ncpts = 0;
+  // Health, resend and deadline tunables a process starts with (`lnetctl set` later).
+  GlobalTunables globals;
 
-  // Reads LNET_NETWORKS, LNET_CPT_NUMBER and the tunables of those networks; fails
-  // naming the variable and the bad value.
+  // Reads LNET_NETWORKS, LNET_CPT_NUMBER, the tunables of those networks and the global
+  // ones a client process may set (LNET_TRANSACTION_TIMEOUT, ...); fails naming the
+  // variable and the bad value.
   static Result<Config> from_env();
   // Parses an LNET_NETWORKS / "networks=" string: "tcp0(eth0,eth1)[0,1], o2ib1, mpi".
   static Result<std::vector<NetConfig>> parse_networks(std::string_view text, const NetTunables& defaults = {});

@@ -50,6 +50,8 @@ class Control {
   virtual GlobalTunables globals() const = 0;
   // Sets one tunable by its lnetctl name (GlobalTunables::set says which it takes).
   virtual Status set_global(std::string_view name, long value) = 0;
+  // Sets them all at once (GlobalTunables::check() first: nothing changes on failure).
+  virtual Status set_globals(const GlobalTunables& g) = 0;
   // Inserts a selection rule at `idx` (-1: at the end).
   virtual Status add_udsp(const UdspRule& rule, int idx) = 0;
   // Removes the rule at `idx` (-1: every rule).

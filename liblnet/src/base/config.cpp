@@ -2,6 +2,8 @@
 // networks, and the global tunables.
 #include <lnet/config.hpp>
 
+#include <algorithm>
+
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
 
@@ -109,6 +111,22 @@ const EnvVar kPeerTimeoutVar{"LNET_PEER_TIMEOUT", "180",
                              "seconds a router keeps forwarding to a peer NI whose driver reports it down, after "
                              "the last message from it (0: always)"};
 
+// The global tunables a client process sets as kernel LNet's module parameters set them.
+struct GlobalVar {
+  const EnvVar var;
+  const char* name;
+};
+const GlobalVar kGlobalVars[] = {
+    {{"LNET_TRANSACTION_TIMEOUT", "150", "seconds: a message's deadline, and how long its ACK or REPLY is awaited"},
+     "transaction_timeout"},
+    {{"LNET_RETRY_COUNT", "2", "resends of a failed PUT or GET on another path (below LNET_TRANSACTION_TIMEOUT)"},
+     "retry_count"},
+    {{"LNET_HEALTH_SENSITIVITY", "100", "health an NI or peer NI loses per failure and gains per success (0..1000)"},
+     "health_sensitivity"},
+    {{"LNET_RESPONSE_TRACKING", "3", "ACKs and REPLYs awaited: 0 pings only, 1 GETs, 2 PUTs, 3 both"},
+     "response_tracking"},
+};
+
 }  // namespace
 
 Result<Config> Config::from_env() {
@@ -130,6 +148,14 @@ Result<Config> Config::from_env() {
   t.peer_buffer_credits = static_cast<int>(*pbc);
   t.peer_timeout = static_cast<int>(*timeout);
   cfg.ncpts = static_cast<unsigned>(*ncpts);
+  for (const GlobalVar& g : kGlobalVars) {
+    if (!g.var.value()) continue;
+    auto v = g.var.number(0, 1 << 20);
+    if (!v) return v.failure();
+    if (Status s = cfg.globals.set(g.name, *v); !s)
+      return Failure{s.code(), std::string(g.var.name()) + ": " + s.message()};
+  }
+  if (Status s = cfg.globals.check(); !s) return Failure{s.code(), "LNET_RETRY_COUNT: " + s.message()};
   if (const char* nets = kNetworksVar.value()) {
     auto parsed = parse_networks(nets, t);
     if (!parsed) return Failure{parsed.code(), "LNET_NETWORKS: " + parsed.message()};
@@ -156,33 +182,27 @@ constexpr Tunable kTunables[] = {
     {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
     {"discovery", &GlobalTunables::discovery, 0, 1, "dynamic discovery is not built: peers come from configuration"},
     {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, "asymmetric routes are not checked"},
-    // Below the kernel's default transaction_timeout (150 s), as the kernel requires.
-    {"retry_count", &GlobalTunables::retry_count, 0, 149, nullptr},
+    {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, nullptr},
+    {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 20, nullptr},
     {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000, nullptr},
+    {"response_tracking", &GlobalTunables::response_tracking, 0, 3, nullptr},
     {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
     {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},
 };
-constexpr const char* kNames[] = {"numa_range",
-                                  "max_interfaces",
-                                  "discovery",
-                                  "drop_asym_route",
-                                  "retry_count",
-                                  "health_sensitivity",
-                                  "alive_router_check_interval",
-                                  "router_ping_timeout"};
+constexpr const char* kNames[] = {
+    "numa_range",          "max_interfaces",     "discovery",   "drop_asym_route",   "retry_count",
+    "transaction_timeout", "health_sensitivity", "lnd_timeout", "response_tracking", "alive_router_check_interval",
+    "router_ping_timeout"};
 // The kernel's tunables of features this build does not have: refused, with why.
 struct Unsupported {
   const char* name;
   const char* why;
 };
 constexpr Unsupported kUnsupported[] = {
-    {"transaction_timeout", "message deadlines and response tracking are not built"},
-    {"response_tracking", "message deadlines and response tracking are not built"},
     {"recovery_interval", "health recovery is not built"},
     {"recovery_limit", "health recovery is not built"},
     {"max_recovery_ping_interval", "health recovery is not built"},
     {"router_sensitivity", "route health is not built"},
-    {"lnd_timeout", "it is derived from transaction_timeout, which is not built"},
 };
 
 Failure unknown(std::string_view name) {
@@ -195,13 +215,29 @@ Failure unknown(std::string_view name) {
 
 std::span<const char* const> GlobalTunables::names() { return kNames; }
 
+int GlobalTunables::lnd_timeout() const { return std::max((transaction_timeout - 1) / (retry_count + 1), 1); }
+
+Status GlobalTunables::check() const {
+  if (retry_count >= transaction_timeout)
+    return Failure{-EINVAL, "retry_count " + std::to_string(retry_count) + " must be below transaction_timeout " +
+                                std::to_string(transaction_timeout)};
+  if (retry_count > 0 && health_sensitivity == 0)
+    return Failure{-EINVAL, "retry_count " + std::to_string(retry_count) +
+                                " needs health_sensitivity above 0 (health is off: nothing is resent)"};
+  return {};
+}
+
 Result<long> GlobalTunables::get(std::string_view name) const {
+  if (name == "lnd_timeout") return static_cast<long>(lnd_timeout());
   for (const Tunable& t : kTunables)
     if (name == t.name) return static_cast<long>(this->*t.field);
   return unknown(name);
 }
 
 Status GlobalTunables::set(std::string_view name, long value) {
+  if (read_only(name))
+    return Failure{-EINVAL,
+                   std::string(name) + " is read-only: it is derived from transaction_timeout and retry_count"};
   for (const Tunable& t : kTunables) {
     if (name != t.name) continue;
     if (value < t.lo || value > t.hi) {
@@ -213,6 +249,7 @@ Status GlobalTunables::set(std::string_view name, long value) {
       return Failure{-EOPNOTSUPP, "not supported yet: " + std::string(name) + " " + std::to_string(value) + " (" +
                                       t.fixed + "; only " + std::to_string(def.*t.field) + ")"};
     this->*t.field = static_cast<int>(value);
+    if (name == "health_sensitivity" && value == 0) retry_count = 0;  // nothing is resent without health
     return {};
   }
   return unknown(name);

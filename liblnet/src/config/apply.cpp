@@ -87,11 +87,8 @@ class Adder {
  private:
   Status global(const GlobalTunables& g) {
     GlobalTunables before = c_.globals();
-    for (const char* name : GlobalTunables::names())
-      if (Status s = c_.set_global(name, *g.get(name)); !s) return s;
-    undo_.push_back([this, before] {
-      for (const char* name : GlobalTunables::names()) (void)c_.set_global(name, *before.get(name));
-    });
+    if (Status s = c_.set_globals(g); !s) return s;
+    undo_.push_back([this, before] { (void)c_.set_globals(before); });
     return {};
   }
   Status buffers(const BufferConfig& b) {

@@ -313,12 +313,13 @@ Status parse_global(const YAML::Node& n, SystemConfig& cfg) {
   GlobalTunables g;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    if (k == "lnd_timeout") continue;  // what lnetctl shows, derived: read-only
+    if (GlobalTunables::read_only(k)) continue;  // what lnetctl shows, derived
     auto v = as_int(kv.second, k);
     if (!v) return v.failure();
     // Unknown tunables and those of features not built fail here, naming the key.
     if (Status r = g.set(k, *v); !r) return Failure{r.code(), "'global': " + r.message() + where(kv.first)};
   }
+  if (Status r = g.check(); !r) return Failure{r.code(), "'global': " + r.message() + where(n)};
   cfg.global = g;
   return {};
 }

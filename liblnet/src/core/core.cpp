@@ -37,6 +37,10 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       portals_(cpts_, make_interface_cookie()),
       peers_(cpts_),
       rtr_buffers_(cpts_.count()) {
+  {
+    MutexLock g(config_mutex_);
+    (void)set_globals_locked(config.globals);  // checked by whoever made the Config
+  }
   for (auto& d : drivers) {
     if (!d) continue;
     if (BufferMemory* m = d->router_memory(); m && !rtr_memory_owner_) {
@@ -50,11 +54,13 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
 Core::~Core() { shutdown(); }
 
 Status Core::startup() {
+  if (Status s = config_.globals.check(); !s) return s;
   if (Status s = start_nets(); !s) {
     shutdown();
     return s;
   }
   checker_ = std::thread([this] { checker_loop(); });
+  monitor_ = std::thread([this] { monitor_loop(); });
   return {};
 }
 
@@ -82,6 +88,11 @@ void Core::shutdown() {
     checker_cv_.notify_all();
   }
   if (checker_.joinable()) checker_.join();
+  {
+    MutexLock g(monitor_mutex_);
+    monitor_cv_.notify_all();
+  }
+  if (monitor_.joinable()) monitor_.join();
   portals::DeliveryQueue dropped;
   portals_.clear_all(dropped, *this);
   while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));

@@ -2,13 +2,17 @@
 // then the ACK a PUT asked for, and the message back to the pool. A thread that is
 // already finalizing queues nested finalizations (loopback sends finalize inline) so the
 // stack never grows with the number of messages.
+#include "base/clock.hpp"
 #include "core/core.hpp"
+
+#include <chrono>
 
 #include <lnet/mutex.hpp>
 
 namespace lnet::core {
 
 namespace {
+
 struct FinalizeQueue {
   bool active = false;
   MsgQueue queue;
@@ -55,10 +59,15 @@ void Core::process(Message* msg) {
         return_credits_locked(msg, to_send);
       }
       bool stop = stopping_.load(std::memory_order_relaxed);
+      std::int64_t now = to_send.empty() ? 0 : steady_now_ns();
       while (Message* m = to_send.pop_front()) {
         if (stop) {
           m->health = HealthStatus::LocalAborted;
           finalize(m, -ESHUTDOWN);
+        } else if (m->deadline_ns && now >= m->deadline_ns) {
+          // It waited for credits past its deadline: it would be too late anyway.
+          m->health = HealthStatus::LocalTimeout;
+          finalize(m, -ETIMEDOUT);
         } else {
           ni_send(m);
         }

@@ -2,6 +2,7 @@
 // local NI and the peer NI it used. Success raises both by health_sensitivity (up to
 // 1000; a router sets the peer NI's to 1000); a failure lowers the one its health
 // status blames. Selection prefers the healthier NIs (net/selection.cpp).
+#include "base/clock.hpp"
 #include "core/core.hpp"
 
 #include <algorithm>
@@ -12,11 +13,6 @@ namespace lnet::core {
 namespace {
 
 constexpr int kMaxHealth = 1000;
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 void raise(std::atomic<int>& h, int by) {
   int v = h.load(std::memory_order_relaxed);
@@ -84,7 +80,7 @@ bool Core::may_resend(const Message* msg) const {
   if (msg->deadline_ns == 0 || msg->routing || stopping_.load(std::memory_order_relaxed)) return false;
   int retries = retry_count_.load(std::memory_order_relaxed);
   if (retries == 0 || health_sensitivity_.load(std::memory_order_relaxed) == 0) return false;
-  if (msg->retries >= static_cast<unsigned>(retries) || now_ns() >= msg->deadline_ns) return false;
+  if (msg->retries >= static_cast<unsigned>(retries) || steady_now_ns() >= msg->deadline_ns) return false;
   switch (msg->health) {
     case HealthStatus::LocalInterrupt:
     case HealthStatus::LocalDropped:
@@ -109,6 +105,16 @@ void Core::resend(Message* msg) {
     msg->health = HealthStatus::LocalError;
     finalize(msg, rc);
   }
+}
+
+// A response that never came counts against the peer NI the request last went to, as a
+// remote failure would (facts §5.3).
+void Core::response_timed_out(Nid next_hop) {
+  counters_.add(next_hop.is_any() ? 0 : cpts_.of_nid(next_hop), kResponseTimeout);
+  if (next_hop.is_any()) return;  // sent to ourselves, or never handed to a driver
+  PeerNi* lpni = find_peer_ni(next_hop);
+  int by = health_sensitivity_.load(std::memory_order_relaxed);
+  if (lpni && by && remote_health_applies(lpni)) lower(lpni->health, by);
 }
 
 void Core::note_received_from(PeerNi* lpni) {

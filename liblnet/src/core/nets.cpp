@@ -289,10 +289,29 @@ Status Core::set_global(std::string_view name, long value) {
   MutexLock g(config_mutex_);
   GlobalTunables next = globals_;
   if (Status r = next.set(name, value); !r) return r;
+  return set_globals_locked(next);
+}
+
+Status Core::set_globals(const GlobalTunables& next) {
+  MutexLock g(config_mutex_);
+  return set_globals_locked(next);
+}
+
+Status Core::set_globals_locked(const GlobalTunables& next) {
+  if (Status r = next.check(); !r) return r;
+  // Each tunable is valid on its own (GlobalTunables::set): the ones of features this
+  // build does not have keep their one value.
+  for (const char* name : GlobalTunables::names()) {
+    if (GlobalTunables::read_only(name)) continue;
+    GlobalTunables probe;
+    if (Status r = probe.set(name, *next.get(name)); !r) return r;
+  }
   globals_ = next;
   numa_range_.store(next.numa_range, std::memory_order_relaxed);
   health_sensitivity_.store(next.health_sensitivity, std::memory_order_relaxed);
   retry_count_.store(next.retry_count, std::memory_order_relaxed);
+  transaction_timeout_.store(next.transaction_timeout, std::memory_order_relaxed);
+  response_tracking_.store(next.response_tracking, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};

@@ -8,23 +8,28 @@
 
 #include <lnet/log.hpp>
 
+#include "base/clock.hpp"
 #include "core/core.hpp"
 
 namespace lnet::core {
 
-namespace {
-constexpr auto kResendWindow = std::chrono::seconds(150);
-}  // namespace
-
-Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
-                           std::uint32_t offset, int* rc) {
+Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId target, unsigned portal,
+                           std::uint64_t match_bits, std::uint32_t offset, int* rc) {
   *rc = portal >= kMaxPortals || target.nid.is_any() ? -EINVAL : 0;
   if (*rc) return nullptr;
   Message* msg = new_msg(cpts_.current());
-  if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload))) {
+  // Every request of ours has a deadline (resends stop there); its ACK or REPLY is
+  // awaited until then when response_tracking says so (pings and pushes always).
+  msg->deadline_ns =
+      steady_now_ns() + std::int64_t{transaction_timeout_.load(std::memory_order_relaxed)} * 1'000'000'000;
+  int mode = response_tracking_.load(std::memory_order_relaxed);
+  bool track = response && (portal == kReservedPortal || (mode & (type == MsgType::Get ? 1 : 2)));
+  EventType rsp = type == MsgType::Get ? EventType::Reply : EventType::Ack;
+  if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload, track ? msg->deadline_ns : 0, rsp))) {
     free_msg(msg);
     return nullptr;
   }
+  if (track && monitor_idle_.load()) wake_monitor();
   msg->iov = msg->md->iov;  // the MD does not change while the message holds it
   msg->niov = msg->md->niov;
   msg->offset = 0;
@@ -45,12 +50,7 @@ Message* Core::new_request(MdHandle mdh, MsgType type, ProcessId target, unsigne
 }
 
 void Core::launch(Nid self, Message* msg) {
-  // A request of ours may be resent on another path until its deadline: the kernel's
-  // default transaction_timeout (that tunable comes with response tracking).
-  msg->self = self;
-  msg->deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         (std::chrono::steady_clock::now() + kResendWindow).time_since_epoch())
-                         .count();
+  msg->self = self;  // kept by resends
   if (int rc = send(self, msg, msg->target.nid)) {
     msg->health = HealthStatus::LocalError;
     finalize(msg, rc);  // reported through the SEND event, as LNetPut/LNetGet do
@@ -60,7 +60,7 @@ void Core::launch(Nid self, Message* msg) {
 int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
               std::uint32_t offset, std::uint64_t hdr_data) {
   int rc;
-  Message* msg = new_request(mdh, MsgType::Put, target, portal, match_bits, offset, &rc);
+  Message* msg = new_request(mdh, MsgType::Put, ack == AckReq::Ack, target, portal, match_bits, offset, &rc);
   if (!msg) return rc;
   Header& h = msg->hdr;
   h.payload_length = msg->len;
@@ -77,7 +77,7 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
 int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
               std::uint32_t offset) {
   int rc;
-  Message* msg = new_request(mdh, MsgType::Get, target, portal, match_bits, offset, &rc);
+  Message* msg = new_request(mdh, MsgType::Get, true, target, portal, match_bits, offset, &rc);
   if (!msg) return rc;
   Header& h = msg->hdr;
   h.payload_length = 0;
@@ -166,6 +166,7 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     msg->hdr.dest_nid = path.dest;
     msg->next_hop = path.lpni->nid;
+    portals::PortalTable::note_next_hop(msg, path.lpni->nid);
     if (msg->ev.type == EventType::Send) {  // not the event of a request we answer
       msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
       msg->ev.sender = path.ni->nid;

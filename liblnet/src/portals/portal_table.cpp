@@ -8,11 +8,15 @@
 #include <lnet/lnd/pool.hpp>
 #include <lnet/mutex.hpp>
 
+#include "base/clock.hpp"
+
 namespace lnet::portals {
 
 namespace {
-// The portals' own carrier of an UNLINK event (an MD unlinked while idle).
+// The portals' own carrier of an UNLINK event (an MD unlinked while idle) or of a
+// response's timeout.
 struct UnlinkEvent : Delivery {};
+
 }  // namespace
 
 PortalTable::PortalTable(const CptTable& cpts, std::uint64_t interface_cookie)
@@ -227,7 +231,31 @@ void PortalTable::detach_from_me(Res& r, LibMd* md, bool force) {
   }
 }
 
+void PortalTable::rsp_attach(Res& r, LibMd* md, std::int64_t deadline, EventType type) {
+  if (md->rsp_deadline) rsp_detach(r, md);
+  md->rsp_deadline = deadline;
+  md->rsp_type = type;
+  // Deadlines mostly grow: the place is found from the tail.
+  LibMd* before = r.rsp_tail;
+  while (before && before->rsp_deadline > deadline) before = before->rsp_prev;
+  md->rsp_prev = before;
+  md->rsp_next = before ? before->rsp_next : r.rsp_head;
+  (md->rsp_next ? md->rsp_next->rsp_prev : r.rsp_tail) = md;
+  (before ? before->rsp_next : r.rsp_head) = md;
+  ++r.rsp_count;
+}
+
+void PortalTable::rsp_detach(Res& r, LibMd* md) {
+  if (!md->rsp_deadline) return;
+  (md->rsp_prev ? md->rsp_prev->rsp_next : r.rsp_head) = md->rsp_next;
+  (md->rsp_next ? md->rsp_next->rsp_prev : r.rsp_tail) = md->rsp_prev;
+  md->rsp_prev = md->rsp_next = nullptr;
+  md->rsp_deadline = 0;
+  --r.rsp_count;
+}
+
 bool PortalTable::retire_locked(Res& r, LibMd* md) {
+  rsp_detach(r, md);
   detach_from_me(r, md, false);
   r.handles.remove(md->cookie);
   md->dead = true;
@@ -275,6 +303,7 @@ void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) {
 
 void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c) {
   md->zombie = true;
+  rsp_detach(r, md);  // unlinked by its owner: no response is awaited any more
   if (md->refcount > 0) {
     // In-flight messages finish first; the last one's event says "unlinked".
     detach_from_me(r, md, false);
@@ -389,7 +418,8 @@ int PortalTable::md_unlink(MdHandle mdh, Completer& c) {
   return 0;
 }
 
-int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length) {
+int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline,
+                             EventType rsp_type) {
   Res* rp = res_for(mdh.cookie, HandleType::Md);
   if (!rp) return -ENOENT;
   Res& r = *rp;
@@ -401,6 +431,11 @@ int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_leng
   md->refcount++;
   msg->md = md;
   fill_md_event(md, msg->ev);
+  if (rsp_deadline) {
+    rsp_attach(r, md, rsp_deadline, rsp_type);
+    md->rsp_next_hop.store(Nid::kAnyValue, std::memory_order_relaxed);
+    msg->tracked = true;
+  }
   return 0;
 }
 
@@ -469,6 +504,10 @@ int PortalTable::match_response(Delivery* msg, const WireHandle& wh, bool reply,
   MutexLock g(r.lock);
   auto* md = static_cast<LibMd*>(r.handles.lookup(cookie, HandleType::Md));
   if (!md || md->threshold == 0 || md->on_portal || md->zombie) return -ENOENT;
+  if (md->rsp_deadline) {
+    if (steady_now_ns() >= md->rsp_deadline) return -ETIMEDOUT;  // too late: its timeout is being delivered
+    rsp_detach(r, md);
+  }
   if (reply) {
     if (rlength > md->length && !(md->options & kMdTruncate)) return -EMSGSIZE;
     *mlength = rlength < md->length ? rlength : md->length;
@@ -486,11 +525,70 @@ void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   Res& r = res_[md->cpt];
   r.lock.lock();   // sink_event releases it
   md->refcount--;  // the event keeps the MD as it was when this message took it
+  // A request that failed gets no response: its MD stops waiting for one.
+  if (msg->tracked && msg->ev.status != 0) rsp_detach(r, md);
+  msg->tracked = false;
   if (md->refcount == 0 && !md->dead && (md->zombie || (md->auto_unlink && md->exhausted()))) {
     retire_locked(r, md);
     msg->ev.unlinked = true;
   }
   sink_event(r, md, msg, c);
+}
+
+void PortalTable::expire_responses(std::int64_t now, bool all, std::vector<Nid>& next_hops, Completer& c) {
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    Res& r = res_[cpt];
+    for (;;) {
+      r.lock.lock();  // sink_event releases it
+      LibMd* md = r.rsp_head;
+      if (!md || (!all && md->rsp_deadline > now)) {
+        r.lock.unlock();
+        break;
+      }
+      rsp_detach(r, md);
+      next_hops.push_back(Nid(md->rsp_next_hop.load(std::memory_order_relaxed)));
+      Delivery* carrier = Pool<UnlinkEvent>::take();
+      *carrier = Delivery{};
+      carrier->event_only = true;
+      fill_md_event(md, carrier->ev);
+      carrier->ev.type = md->rsp_type;
+      carrier->ev.msg_type = md->rsp_type == EventType::Ack ? MsgType::Ack : MsgType::Reply;
+      carrier->ev.status = -ETIMEDOUT;
+      // Then unlinked, as LNet unlinks an MD whose response timed out: a late response
+      // finds no MD. While messages still hold it, the last one's event says unlinked.
+      md->zombie = true;
+      if (md->refcount == 0) {
+        if (!retire_locked(r, md)) {
+          if (!md->delivering) free_md(r, md);
+          r.lock.unlock();
+          Pool<UnlinkEvent>::give(static_cast<UnlinkEvent*>(carrier));
+          continue;
+        }
+        carrier->ev.unlinked = true;
+      } else {
+        detach_from_me(r, md, false);
+      }
+      sink_event(r, md, carrier, c);
+    }
+  }
+}
+
+std::int64_t PortalTable::next_response_deadline() const {
+  std::int64_t first = 0;
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    MutexLock g(res_[cpt].lock);
+    if (const LibMd* md = res_[cpt].rsp_head; md && (first == 0 || md->rsp_deadline < first)) first = md->rsp_deadline;
+  }
+  return first;
+}
+
+std::size_t PortalTable::tracked_responses() const {
+  std::size_t n = 0;
+  for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
+    MutexLock g(res_[cpt].lock);
+    n += res_[cpt].rsp_count;
+  }
+  return n;
 }
 
 int PortalTable::set_lazy(unsigned portal) {

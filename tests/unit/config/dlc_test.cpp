@@ -73,7 +73,8 @@ std::string supported_example() {
   std::size_t g = s.find("global:\n"), u = s.find("udsp:\n");
   return s.substr(0, g) +
          "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 0\n    drop_asym_route: 0\n"
-         "    retry_count: 2\n    health_sensitivity: 100\n" +
+         "    retry_count: 2\n    transaction_timeout: 150\n    health_sensitivity: 100\n    lnd_timeout: 49\n"
+         "    response_tracking: 3\n" +
          s.substr(u);
 }
 
@@ -85,9 +86,21 @@ TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
   EXPECT_EQ(cfg.code(), -EOPNOTSUPP);
   EXPECT_NE(cfg.message().find("not supported yet: discovery 1"), std::string::npos) << cfg.message();
   EXPECT_NE(cfg.message().find("(line 35)"), std::string::npos) << cfg.message();
-  auto tt = dlc::parse_config("global:\n    transaction_timeout: 150\n");
-  ASSERT_FALSE(tt);
-  EXPECT_NE(tt.message().find("not supported yet: transaction_timeout"), std::string::npos) << tt.message();
+  auto rl = dlc::parse_config("global:\n    recovery_limit: 0\n");
+  ASSERT_FALSE(rl);
+  EXPECT_NE(rl.message().find("not supported yet: recovery_limit"), std::string::npos) << rl.message();
+  // Deadlines and response tracking are built; their rules hold for a whole section.
+  auto tt = dlc::parse_config("global:\n    retry_count: 20\n    transaction_timeout: 30\n    lnd_timeout: 1\n");
+  ASSERT_TRUE(tt) << tt.message();
+  EXPECT_EQ(tt->global->transaction_timeout, 30);
+  EXPECT_EQ(tt->global->retry_count, 20);
+  auto below = dlc::parse_config("global:\n    transaction_timeout: 5\n    retry_count: 5\n");
+  ASSERT_FALSE(below);
+  EXPECT_NE(below.message().find("retry_count 5 must be below transaction_timeout 5"), std::string::npos)
+      << below.message();
+  auto rt = dlc::parse_config("global:\n    response_tracking: 4\n");
+  ASSERT_FALSE(rt);
+  EXPECT_NE(rt.message().find("response_tracking 4 is outside 0..3"), std::string::npos) << rt.message();
   auto hs = dlc::parse_config("route:\n    - net: tcp7\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 1\n");
   ASSERT_FALSE(hs);
   EXPECT_NE(hs.message().find("not supported yet: a route's health_sensitivity"), std::string::npos) << hs.message();
@@ -244,8 +257,18 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   EXPECT_EQ(d.rc, -EOPNOTSUPP);
   EXPECT_NE(d.text.find("not supported yet: discovery 1"), std::string::npos) << d.text;
   auto g = run(*a, "global show");
-  EXPECT_EQ(g.text.find("transaction_timeout"), std::string::npos) << "no made-up value: " << g.text;
+  EXPECT_EQ(g.text.find("recovery_limit"), std::string::npos) << "no made-up value: " << g.text;
   EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;
+  // lnd_timeout is what LNet derives from transaction_timeout and retry_count.
+  EXPECT_NE(g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    lnd_timeout: 49\n"
+                        "    response_tracking: 3\n"),
+            std::string::npos)
+      << g.text;
+  EXPECT_EQ(run(*a, "set", {{"name", {"transaction_timeout"}}, {"value", {"31"}}}).rc, 0);
+  EXPECT_NE(run(*a, "global show").text.find("    lnd_timeout: 10\n"), std::string::npos);
+  auto ro = run(*a, "set", {{"name", {"lnd_timeout"}}, {"value", {"5"}}});
+  EXPECT_EQ(ro.rc, -EINVAL);
+  EXPECT_NE(ro.text.find("lnd_timeout is read-only"), std::string::npos) << ro.text;
 }
 
 TEST_F(Commands, PingFromAGivenSource) {

@@ -278,8 +278,23 @@ TEST(RunTimeConfig, PeersAndGlobals) {
   Status s = a->control().set_global("discovery", 1);
   EXPECT_EQ(s.code(), -EOPNOTSUPP);
   EXPECT_NE(s.message().find("not supported yet: discovery 1"), std::string::npos) << s.message();
-  EXPECT_EQ(a->control().set_global("transaction_timeout", 150).code(), -EOPNOTSUPP);
+  EXPECT_EQ(a->control().set_global("recovery_limit", 10).code(), -EOPNOTSUPP);
   EXPECT_EQ(a->control().globals().retry_count, 0);
+  // LNet's rules between tunables: retry_count below transaction_timeout, and no
+  // resends without health (health_sensitivity 0 turns retry_count to 0).
+  ASSERT_TRUE(a->control().set_global("retry_count", 3));
+  Status low = a->control().set_global("transaction_timeout", 3);
+  EXPECT_EQ(low.code(), -EINVAL);
+  EXPECT_NE(low.message().find("retry_count 3 must be below transaction_timeout 3"), std::string::npos)
+      << low.message();
+  EXPECT_EQ(a->control().globals().transaction_timeout, 150) << "a refused value changes nothing";
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 0));
+  EXPECT_EQ(a->control().globals().retry_count, 0);
+  Status no_health = a->control().set_global("retry_count", 1);
+  EXPECT_EQ(no_health.code(), -EINVAL);
+  EXPECT_NE(no_health.message().find("needs health_sensitivity above 0"), std::string::npos) << no_health.message();
+  EXPECT_EQ(a->control().set_global("response_tracking", -1).code(), -EINVAL);
+  EXPECT_EQ(a->control().set_global("transaction_timeout", 0).code(), -EINVAL);
 }
 
 }  // namespace

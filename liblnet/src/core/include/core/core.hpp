@@ -92,6 +92,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::vector<RouterCptInfo> router_pools() const override;
   GlobalTunables globals() const override;
   Status set_global(std::string_view name, long value) override;
+  Status set_globals(const GlobalTunables& g) override;
   Status add_udsp(const UdspRule& rule, int idx) override;
   Status del_udsp(int idx) override;
   std::vector<UdspRule> udsp_rules() const override;
@@ -132,6 +133,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Result<Ni*> bring_up(const NetConfig& nc) LNET_REQUIRES(config_mutex_);
   void take_down(Ni* ni) LNET_REQUIRES(config_mutex_);
   void publish(std::unique_ptr<net::NetTable> t) LNET_REQUIRES(config_mutex_);
+  Status set_globals_locked(const GlobalTunables& g) LNET_REQUIRES(config_mutex_);
   void refresh_ping_target();
 
   // Peers. The peer NI of `nid`, made (single-rail, unconfigured) if missing; takes every
@@ -144,8 +146,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // Sending (send.cpp).
   // A PUT/GET message with its MD committed and its SEND event prepared; nullptr and *rc
   // (-EINVAL, -ENOENT, -EMSGSIZE) when it cannot be made.
-  Message* new_request(MdHandle mdh, MsgType type, ProcessId target, unsigned portal, std::uint64_t match_bits,
-                       std::uint32_t offset, int* rc);
+  // `response`: a GET, or a PUT asking for an ACK (tracked per response_tracking).
+  Message* new_request(MdHandle mdh, MsgType type, bool response, ProcessId target, unsigned portal,
+                       std::uint64_t match_bits, std::uint32_t offset, int* rc);
   void launch(Nid self, Message* msg);  // sends; a failure is reported by the SEND event
   int send(Nid self, Message* msg, Nid dst);
   int send_local(Message* msg, Nid dst);
@@ -196,6 +199,10 @@ class Core final : public LndHost, public Control, private portals::Completer {
 
   // The router checker (routing.cpp).
   void checker_loop();
+  // The monitor (monitor.cpp): expires responses that did not come in time.
+  void monitor_loop();
+  void wake_monitor();
+  void response_timed_out(Nid next_hop);
 
   Config config_;
   Pid pid_;
@@ -212,6 +219,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<int> numa_range_{0};
   std::atomic<int> health_sensitivity_{GlobalTunables{}.health_sensitivity};
   std::atomic<int> retry_count_{GlobalTunables{}.retry_count};
+  std::atomic<int> transaction_timeout_{GlobalTunables{}.transaction_timeout};
+  std::atomic<int> response_tracking_{GlobalTunables{}.response_tracking};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.
@@ -234,6 +243,12 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Mutex checker_mutex_;
   std::condition_variable checker_cv_;
   std::atomic<std::uint32_t> ping_seq_{1};
+  std::thread monitor_;
+  Mutex monitor_mutex_;
+  std::condition_variable monitor_cv_;
+  // The monitor sleeps without a deadline (nothing to expire): a request that starts
+  // tracking wakes it.
+  std::atomic<bool> monitor_idle_{false};
 
   MeHandle ping_me_;
   MdHandle ping_md_;

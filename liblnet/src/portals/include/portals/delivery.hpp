@@ -15,6 +15,7 @@ struct Delivery : FifoLink {
   MatchInfo match;  // kept while it waits on a lazy portal
   Event ev;
   bool event_only = false;  // the portals' own carrier of an UNLINK event
+  bool tracked = false;     // a request that armed its MD's response tracking
 };
 
 using DeliveryQueue = Fifo<Delivery>;

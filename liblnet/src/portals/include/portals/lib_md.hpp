@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -46,6 +47,15 @@ struct LibMd {
   bool delivering = false;   // a thread is running this MD's event sink
   Fifo<Delivery> deferred;   // finalized messages whose event waits
   LibMd* next_free = nullptr;
+
+  // Response tracking: the ACK or REPLY (rsp_type) this MD awaits until rsp_deadline
+  // (steady clock, ns; 0: none), on its CPT's list in deadline order, and the peer NI
+  // the request went to last (whose health a response that never comes lowers).
+  std::int64_t rsp_deadline = 0;
+  EventType rsp_type = EventType::Reply;
+  LibMd* rsp_prev = nullptr;
+  LibMd* rsp_next = nullptr;
+  std::atomic<std::uint64_t> rsp_next_hop{Nid::kAnyValue};
 
   bool exhausted() const {
     if (threshold == 0) return true;

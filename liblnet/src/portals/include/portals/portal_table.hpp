@@ -50,13 +50,28 @@ class PortalTable {
   static int validate(const MdDesc& desc);
 
   // Commits a bound MD to an outgoing PUT/GET: msg gets the MD (its whole payload).
-  // -ENOENT: no usable MD; -EMSGSIZE: longer than max_length.
-  int commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length);
+  // -ENOENT: no usable MD; -EMSGSIZE: longer than max_length. With rsp_deadline (steady
+  // clock, ns) the MD awaits a response (rsp_type: Ack or Reply) until then: one
+  // deadline per MD, the latest request's.
+  int commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline = 0,
+                  EventType rsp_type = EventType::Reply);
+  // The peer NI a tracked request was handed to (each attempt's).
+  static void note_next_hop(Delivery* msg, Nid nid) {
+    if (msg->tracked) msg->md->rsp_next_hop.store(nid.value(), std::memory_order_relaxed);
+  }
+  // Response tracking: every MD whose response is due by now_ns (every tracked MD with
+  // `all`) gets an event of its response's type with status -ETIMEDOUT and is unlinked,
+  // as LNet does; the next hops of those requests are appended to `next_hops`.
+  void expire_responses(std::int64_t now_ns, bool all, std::vector<Nid>& next_hops, Completer& c);
+  // The earliest response deadline (0: none awaited), and how many are awaited.
+  std::int64_t next_response_deadline() const;
+  std::size_t tracked_responses() const;
   // Matches an incoming PUT/GET described by msg->match. Matched: msg->md is committed and
   // msg->ev.offset/mlength are set. Delayed: queued on its lazy portal.
   RxMatch match_incoming(Delivery* msg);
   // Finds the MD an ACK or REPLY is for and commits it. For a REPLY *mlength is cut to
-  // the MD (with kMdTruncate). -ENOENT / -EMSGSIZE: drop the message.
+  // the MD (with kMdTruncate). -ENOENT / -EMSGSIZE: drop the message; -ETIMEDOUT: drop
+  // it, it came after its deadline (the MD's timeout event is on its way).
   int match_response(Delivery* msg, const WireHandle& wh, bool reply, std::uint32_t rlength, std::uint32_t* mlength);
   // Detaches a finished message from its MD and delivers msg->ev (status already set) to
   // the MD's handler/queue, then calls c.complete(msg) (maybe later, on the thread that
@@ -83,6 +98,10 @@ class PortalTable {
     LibMe* me_free LNET_GUARDED_BY(lock) = nullptr;
     std::vector<std::unique_ptr<LibMd>> mds LNET_GUARDED_BY(lock);
     std::vector<std::unique_ptr<LibMe>> mes LNET_GUARDED_BY(lock);
+    // MDs awaiting a response, earliest deadline first.
+    LibMd* rsp_head LNET_GUARDED_BY(lock) = nullptr;
+    LibMd* rsp_tail LNET_GUARDED_BY(lock) = nullptr;
+    std::size_t rsp_count LNET_GUARDED_BY(lock) = 0;
   };
   struct Portal {
     Mutex mutex;  // leaf lock: kind changes, lazy flag, waiting messages
@@ -114,6 +133,8 @@ class PortalTable {
   void detach_from_me(Res& r, LibMd* md, bool force) LNET_REQUIRES(r.lock);
   // After a successful match: consume it, and detach an exhausted auto-unlink MD.
   void commit(Res& r, const MatchResult& m, Delivery* msg) LNET_REQUIRES(r.lock);
+  void rsp_attach(Res& r, LibMd* md, std::int64_t deadline, EventType type) LNET_REQUIRES(r.lock);
+  void rsp_detach(Res& r, LibMd* md) LNET_REQUIRES(r.lock);
   // Marks an idle MD gone; returns true when its sink wants an UNLINK event.
   bool retire_locked(Res& r, LibMd* md) LNET_REQUIRES(r.lock);
   // Hands a delivery whose event is out to the completer (or back to the pool: an
