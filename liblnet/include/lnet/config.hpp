@@ -81,6 +81,9 @@ struct GlobalTunables {
   int transaction_timeout = 150;         // seconds: a message's deadline, and its ACK's or REPLY's
   int health_sensitivity = 100;          // health lost per failure, and gained per success
   int response_tracking = 3;             // responses awaited: 0 pings and pushes only, 1 +GETs, 2 +PUTs, 3 all
+  int recovery_interval = 1;             // seconds between looks at the recovery queues
+  int recovery_limit = 0;                // seconds a peer NI stays in recovery (0: until healthy)
+  int max_recovery_ping_interval = 900;  // seconds: the longest back-off between recovery pings
   int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
   int router_ping_timeout = 50;          // seconds a gateway has to answer one
   // Sets one tunable by its lnetctl name; fails naming the name and the value's range,

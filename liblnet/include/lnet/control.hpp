@@ -52,6 +52,14 @@ class Control {
   virtual Status set_global(std::string_view name, long value) = 0;
   // Sets them all at once (GlobalTunables::check() first: nothing changes on failure).
   virtual Status set_globals(const GlobalTunables& g) = 0;
+
+  // ---- health ----
+  // Sets the health (0..1000) of the local NI `nid` (Nid::any(): every NI but 0@lo) or
+  // of the peer NI `nid` (any: every peer NI); below 1000 it goes into recovery.
+  virtual Status set_ni_health(Nid nid, int value) = 0;
+  virtual Status set_peer_ni_health(Nid nid, int value) = 0;
+  // The NIDs on the local NI or the peer NI recovery queue.
+  virtual std::vector<Nid> recovery_queue(bool local) const = 0;
   // Inserts a selection rule at `idx` (-1: at the end).
   virtual Status add_udsp(const UdspRule& rule, int idx) = 0;
   // Removes the rule at `idx` (-1: every rule).

@@ -62,6 +62,10 @@ struct NiInfo {
   bool fatal_error = false;
   // Failures that lowered `health`, by cause.
   std::uint64_t hs_interrupts = 0, hs_dropped = 0, hs_aborted = 0, hs_no_route = 0, hs_timeouts = 0, hs_error = 0;
+  // Recovery: pings since the last success, and when the next is due (seconds of the
+  // monotonic clock, as LNet shows it; 0: not in recovery).
+  unsigned ping_count = 0;
+  std::int64_t next_ping = 0;
   unsigned selection_priority = 0xFFFFFFFFu;
   int max_tx_credits = 0;  // summed over CPTs
   int tx_credits = 0;      // available now, summed over CPTs
@@ -81,6 +85,8 @@ struct PeerNiInfo {
   int health = 1000;
   // Failures that lowered `health`, by cause.
   std::uint64_t hs_dropped = 0, hs_timeout = 0, hs_error = 0, hs_network_timeout = 0;
+  unsigned ping_count = 0;  // recovery, as for an NI
+  std::int64_t next_ping = 0;
   unsigned selection_priority = 0xFFFFFFFFu;
   MsgTypeStats sent, received, dropped;
 };

@@ -186,22 +186,32 @@ constexpr Tunable kTunables[] = {
     {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 20, nullptr},
     {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000, nullptr},
     {"response_tracking", &GlobalTunables::response_tracking, 0, 3, nullptr},
+    {"recovery_interval", &GlobalTunables::recovery_interval, 1, 1 << 20, nullptr},
+    {"recovery_limit", &GlobalTunables::recovery_limit, 0, 1 << 20, nullptr},
+    {"max_recovery_ping_interval", &GlobalTunables::max_recovery_ping_interval, 1, 1 << 20, nullptr},
     {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
     {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},
 };
-constexpr const char* kNames[] = {
-    "numa_range",          "max_interfaces",     "discovery",   "drop_asym_route",   "retry_count",
-    "transaction_timeout", "health_sensitivity", "lnd_timeout", "response_tracking", "alive_router_check_interval",
-    "router_ping_timeout"};
+constexpr const char* kNames[] = {"numa_range",
+                                  "max_interfaces",
+                                  "discovery",
+                                  "drop_asym_route",
+                                  "retry_count",
+                                  "transaction_timeout",
+                                  "health_sensitivity",
+                                  "recovery_interval",
+                                  "lnd_timeout",
+                                  "response_tracking",
+                                  "recovery_limit",
+                                  "max_recovery_ping_interval",
+                                  "alive_router_check_interval",
+                                  "router_ping_timeout"};
 // The kernel's tunables of features this build does not have: refused, with why.
 struct Unsupported {
   const char* name;
   const char* why;
 };
 constexpr Unsupported kUnsupported[] = {
-    {"recovery_interval", "health recovery is not built"},
-    {"recovery_limit", "health recovery is not built"},
-    {"max_recovery_ping_interval", "health recovery is not built"},
     {"router_sensitivity", "route health is not built"},
 };
 

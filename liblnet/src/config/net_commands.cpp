@@ -13,8 +13,7 @@ namespace {
 // The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
 void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
   put_traffic(ni, i.sent, i.received, i.dropped);
-  // Health and the failures that lowered it; LNet's recovery pings (ping_count,
-  // next_ping) are not built, so they are not shown.
+  // Health, the failures that lowered it, and recovery.
   YAML::Node h;
   h["fatal_error"] = int_node(i.fatal_error ? 1 : 0);
   h["health value"] = int_node(i.health);
@@ -24,6 +23,8 @@ void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
   h["no route"] = int_node(static_cast<long>(i.hs_no_route));
   h["timeouts"] = int_node(static_cast<long>(i.hs_timeouts));
   h["error"] = int_node(static_cast<long>(i.hs_error));
+  h["ping_count"] = int_node(static_cast<long>(i.ping_count));
+  h["next_ping"] = int_node(static_cast<long>(i.next_ping));
   ni["health stats"] = h;
   if (!i.nid.is_lo()) {
     ni["tunables"] = tunables_node(i.tunables);
@@ -146,6 +147,33 @@ Response net_del(Instance& lnet, const Request& r, const Hooks&) {
     ++deleted;
   }
   if (!deleted) return error_block("del", "net", -ENOENT, "no matching NI on " + id->to_string());
+  return ok(YAML::Node());
+}
+
+Response net_set(Instance& lnet, const Request& r, const Hooks&) {
+  auto health = int_arg(r, "health", -1, 0, 1000);
+  if (!health) return error_block("set", "net", -EINVAL, health.message());
+  if (*health < 0) return error_block("set", "net", -EINVAL, "net set needs --health (0..1000)");
+  Control& c = lnet.control();
+  std::vector<Nid> nids;
+  if (r.flag("all")) {
+    nids.push_back(Nid::any());
+  } else if (const std::string* n = r.arg("nid")) {
+    auto p = Nid::parse(*n);
+    if (!p) return error_block("set", "net", -EINVAL, p.message());
+    nids.push_back(*p);
+  } else if (const std::string* net = r.arg("net")) {
+    auto id = NetId::parse(*net);
+    if (!id) return error_block("set", "net", -EINVAL, id.message());
+    for (const NiInfo& i : c.ni_info())
+      if (i.nid.net() == *id) nids.push_back(i.nid);
+    if (nids.empty()) return error_block("set", "net", -ENOENT, "no local NI on " + id->to_string());
+  } else {
+    return error_block("set", "net", -EINVAL, "net set needs --nid, --net or --all");
+  }
+  for (Nid nid : nids)
+    if (Status s = c.set_ni_health(nid, static_cast<int>(*health)); !s)
+      return error_block("set", "net", s.code(), s.message());
   return ok(YAML::Node());
 }
 

@@ -18,13 +18,15 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
     e["available_rtr_credits"] = int_node(i.rtr_credits);
     e["min_rtr_credits"] = int_node(i.min_rtr_credits);
     put_traffic(e, i.sent, i.received, i.dropped);
-    // Health and the failures that lowered it; recovery pings are not built.
+    // Health, the failures that lowered it, and recovery.
     YAML::Node h;
     h["health value"] = int_node(i.health);
     h["dropped"] = int_node(static_cast<long>(i.hs_dropped));
     h["timeout"] = int_node(static_cast<long>(i.hs_timeout));
     h["error"] = int_node(static_cast<long>(i.hs_error));
     h["network timeout"] = int_node(static_cast<long>(i.hs_network_timeout));
+    h["ping_count"] = int_node(static_cast<long>(i.ping_count));
+    h["next_ping"] = int_node(static_cast<long>(i.next_ping));
     e["health stats"] = h;
   }
   return e;
@@ -180,5 +182,37 @@ Response peer_del(Instance& lnet, const Request& r, const Hooks&) {
 
 Response ping(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, false); }
 Response discover(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, true); }
+
+Response peer_set(Instance& lnet, const Request& r, const Hooks&) {
+  auto health = int_arg(r, "health", -1, 0, 1000);
+  if (!health) return error_block("set", "peer", -EINVAL, health.message());
+  if (*health < 0) return error_block("set", "peer", -EINVAL, "peer set needs --health (0..1000)");
+  std::vector<Nid> nids;
+  if (r.flag("all")) {
+    nids.push_back(Nid::any());
+  } else {
+    for (const std::string& text : list_arg(r, "nid")) {
+      auto p = Nid::parse(text);
+      if (!p) return error_block("set", "peer", -EINVAL, p.message());
+      nids.push_back(*p);
+    }
+    if (nids.empty()) return error_block("set", "peer", -EINVAL, "peer set needs --nid or --all");
+  }
+  for (Nid nid : nids)
+    if (Status s = lnet.control().set_peer_ni_health(nid, static_cast<int>(*health)); !s)
+      return error_block("set", "peer", s.code(), s.message());
+  return ok(YAML::Node());
+}
+
+Response debug_recovery(Instance& lnet, const Request& r, const Hooks&) {
+  bool local = r.flag("local"), peer = r.flag("peer");
+  if (local == peer) return error_block("debug", "recovery", -EINVAL, "debug recovery needs --local or --peer");
+  YAML::Node q(YAML::NodeType::Map);
+  std::vector<Nid> nids = lnet.control().recovery_queue(local);
+  for (std::size_t k = 0; k < nids.size(); ++k) q["nid-" + std::to_string(k)] = nids[k].to_string();
+  YAML::Node root;
+  root[local ? "local NI recovery" : "peer NI recovery"] = q;
+  return ok(root);
+}
 
 }  // namespace lnet::dlc

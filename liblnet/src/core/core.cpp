@@ -10,6 +10,8 @@
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
+#include "base/clock.hpp"
+
 namespace lnet::core {
 
 namespace {
@@ -254,6 +256,11 @@ std::vector<PeerInfo> Core::peer_info() const {
       n.hs_timeout = lpni->failures.get(HealthStatus::RemoteTimeout);
       n.hs_error = lpni->failures.get(HealthStatus::RemoteError);
       n.hs_network_timeout = lpni->failures.get(HealthStatus::NetworkTimeout);
+      {
+        MutexLock g(recovery_mutex_);
+        n.ping_count = lpni->recovery.ping_count;
+        n.next_ping = lpni->recovery.queued ? lpni->recovery.next_ping / kNsPerSec : 0;
+      }
       n.selection_priority = lpni->sel_priority.load();
       n.sent = lpni->stats.get(TypeStats::kSent);
       n.received = lpni->stats.get(TypeStats::kReceived);

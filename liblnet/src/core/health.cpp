@@ -12,8 +12,6 @@ namespace lnet::core {
 
 namespace {
 
-constexpr int kMaxHealth = 1000;
-
 void raise(std::atomic<int>& h, int by) {
   int v = h.load(std::memory_order_relaxed);
   if (v < kMaxHealth) h.store(std::min(kMaxHealth, v + by), std::memory_order_relaxed);
@@ -68,8 +66,14 @@ void Core::account_health(Message* msg) {
   if (local && ni) ni->failures.add(h);
   if (remote && lpni) lpni->failures.add(h);
   if (by == 0) return;
-  if (local && ni) lower(ni->health, by);
-  if (remote && lpni && remote_health_applies(lpni)) lower(lpni->health, by);
+  if (local && ni) {
+    lower(ni->health, by);
+    queue_recovery(ni);
+  }
+  if (remote && lpni && remote_health_applies(lpni)) {
+    lower(lpni->health, by);
+    queue_recovery(lpni);
+  }
 }
 
 // A failed PUT or GET of ours goes again, on the path selection now prefers (the failure
@@ -77,7 +81,7 @@ void Core::account_health(Message* msg) {
 // (facts §5.3): a local failure while this node has another NI, a remote drop while the
 // peer has another NI; at most retry_count times and never past its deadline.
 bool Core::may_resend(const Message* msg) const {
-  if (msg->deadline_ns == 0 || msg->routing || stopping_.load(std::memory_order_relaxed)) return false;
+  if (msg->deadline_ns == 0 || msg->routing || msg->recovery || stopping_.load(std::memory_order_relaxed)) return false;
   int retries = retry_count_.load(std::memory_order_relaxed);
   if (retries == 0 || health_sensitivity_.load(std::memory_order_relaxed) == 0) return false;
   if (msg->retries >= static_cast<unsigned>(retries) || steady_now_ns() >= msg->deadline_ns) return false;
@@ -114,12 +118,18 @@ void Core::response_timed_out(Nid next_hop) {
   if (next_hop.is_any()) return;  // sent to ourselves, or never handed to a driver
   PeerNi* lpni = find_peer_ni(next_hop);
   int by = health_sensitivity_.load(std::memory_order_relaxed);
-  if (lpni && by && remote_health_applies(lpni)) lower(lpni->health, by);
+  if (lpni && by && remote_health_applies(lpni)) {
+    lower(lpni->health, by);
+    queue_recovery(lpni);
+  }
 }
 
 void Core::note_received_from(PeerNi* lpni) {
   int by = health_sensitivity_.load(std::memory_order_relaxed);
-  if (by) raise(lpni->health, by);
+  if (by == 0) return;
+  raise(lpni->health, by);
+  // One that aged out of recovery (recovery_limit) goes on recovering once it speaks.
+  if (lpni->health.load(std::memory_order_relaxed) < kMaxHealth) queue_recovery(lpni);
 }
 
 }  // namespace lnet::core

@@ -1,7 +1,8 @@
 // The monitor thread: it expires the responses (ACKs, REPLYs) that did not come by their
-// deadline (response tracking, lnet-facts §5.1). It sleeps until the earliest deadline
-// (at most a second, so a deadline made shorter meanwhile is seen), and without a
-// deadline while nothing is awaited: the first request that is tracked wakes it.
+// deadline (response tracking, lnet-facts §5.1) and pings what is on the recovery queues
+// (recovery.cpp) every recovery_interval. It sleeps until the earliest deadline (at most
+// a second, so a deadline made shorter meanwhile is seen), and without a deadline while
+// nothing is awaited or recovering: the first request tracked or NI queued wakes it.
 #include "core/core.hpp"
 
 #include <algorithm>
@@ -20,20 +21,28 @@ void Core::wake_monitor() {
 
 void Core::monitor_loop() {
   std::vector<Nid> next_hops;
+  std::int64_t next_recovery = 0;
   MutexLock lk(monitor_mutex_);
   while (!stopping_.load()) {
     lk.unlock();
     next_hops.clear();
-    portals_.expire_responses(steady_now_ns(), false, next_hops, *this);
+    std::int64_t now = steady_now_ns();
+    portals_.expire_responses(now, false, next_hops, *this);
     for (Nid hop : next_hops) response_timed_out(hop);
-    std::int64_t next = portals_.next_response_deadline();
-    if (next == 0) {
-      // Going idle: a request tracked from now on sees the flag and wakes us; one
-      // tracked before it was set is seen by the second look (both under the portals'
-      // locks).
-      monitor_idle_.store(true);
-      if (portals_.tracked_responses() > 0) monitor_idle_.store(false);
+    bool busy = true;  // recovery: until it says otherwise
+    if (now >= next_recovery) {
+      busy = recover(now);
+      next_recovery = now + recovery_interval_.load(std::memory_order_relaxed) * kNsPerSec;
     }
+    std::int64_t next = portals_.next_response_deadline();
+    if (next == 0 && !busy) {
+      // Going idle: a request tracked (or an NI queued) from now on sees the flag and
+      // wakes us; one before it was set is seen by the second look (both under the
+      // locks they were made under).
+      monitor_idle_.store(true);
+      if (portals_.tracked_responses() > 0 || recovering()) monitor_idle_.store(false);
+    }
+    if (busy) next = next == 0 ? next_recovery : std::min(next, next_recovery);
     lk.lock();
     if (stopping_.load()) break;
     if (monitor_idle_.load()) {

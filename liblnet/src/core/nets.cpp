@@ -5,6 +5,7 @@
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
+#include "base/clock.hpp"
 #include "base/lnd_registry.hpp"
 #include "base/progress_registry.hpp"
 #include "core/core.hpp"
@@ -265,6 +266,11 @@ std::vector<NiInfo> Core::ni_info() const {
     i.hs_no_route = f.get(HealthStatus::LocalNoRoute);
     i.hs_timeouts = f.get(HealthStatus::LocalTimeout);
     i.hs_error = f.get(HealthStatus::LocalError);
+    {
+      MutexLock g(recovery_mutex_);
+      i.ping_count = ni->recovery.ping_count;
+      i.next_ping = ni->recovery.queued ? ni->recovery.next_ping / kNsPerSec : 0;
+    }
     i.selection_priority = ni->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
       MutexLock g(locks[c]);
@@ -312,6 +318,9 @@ Status Core::set_globals_locked(const GlobalTunables& next) {
   retry_count_.store(next.retry_count, std::memory_order_relaxed);
   transaction_timeout_.store(next.transaction_timeout, std::memory_order_relaxed);
   response_tracking_.store(next.response_tracking, std::memory_order_relaxed);
+  recovery_interval_.store(next.recovery_interval, std::memory_order_relaxed);
+  recovery_limit_.store(next.recovery_limit, std::memory_order_relaxed);
+  max_recovery_ping_interval_.store(next.max_recovery_ping_interval, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};

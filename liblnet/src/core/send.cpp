@@ -76,9 +76,15 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
 
 int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
               std::uint32_t offset) {
+  return send_get(self, mdh, target, portal, match_bits, offset, false);
+}
+
+int Core::send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
+                   std::uint32_t offset, bool recovery) {
   int rc;
   Message* msg = new_request(mdh, MsgType::Get, true, target, portal, match_bits, offset, &rc);
   if (!msg) return rc;
+  msg->recovery = recovery;
   Header& h = msg->hdr;
   h.payload_length = 0;
   h.msg.get.return_wmd = WireHandle{portals_.interface_cookie(), mdh.cookie};
@@ -137,7 +143,8 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     q.src = src_ni;
     // Responses go back exactly where the request came from; forwarded messages go to
     // the NID their header names.
-    q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward;
+    // So do recovery pings: they probe that one peer NI.
+    q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward || msg->recovery;
     q.numa_range = numa_range_.load(std::memory_order_relaxed);
     net::Path path;
     if (int rc = selector_.select(q, path)) return rc;

@@ -86,9 +86,9 @@ TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
   EXPECT_EQ(cfg.code(), -EOPNOTSUPP);
   EXPECT_NE(cfg.message().find("not supported yet: discovery 1"), std::string::npos) << cfg.message();
   EXPECT_NE(cfg.message().find("(line 35)"), std::string::npos) << cfg.message();
-  auto rl = dlc::parse_config("global:\n    recovery_limit: 0\n");
+  auto rl = dlc::parse_config("global:\n    router_sensitivity: 100\n");
   ASSERT_FALSE(rl);
-  EXPECT_NE(rl.message().find("not supported yet: recovery_limit"), std::string::npos) << rl.message();
+  EXPECT_NE(rl.message().find("not supported yet: router_sensitivity"), std::string::npos) << rl.message();
   // Deadlines and response tracking are built; their rules hold for a whole section.
   auto tt = dlc::parse_config("global:\n    retry_count: 20\n    transaction_timeout: 30\n    lnd_timeout: 1\n");
   ASSERT_TRUE(tt) << tt.message();
@@ -257,11 +257,12 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   EXPECT_EQ(d.rc, -EOPNOTSUPP);
   EXPECT_NE(d.text.find("not supported yet: discovery 1"), std::string::npos) << d.text;
   auto g = run(*a, "global show");
-  EXPECT_EQ(g.text.find("recovery_limit"), std::string::npos) << "no made-up value: " << g.text;
+  EXPECT_EQ(g.text.find("router_sensitivity"), std::string::npos) << "no made-up value: " << g.text;
   EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;
   // lnd_timeout is what LNet derives from transaction_timeout and retry_count.
-  EXPECT_NE(g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    lnd_timeout: 49\n"
-                        "    response_tracking: 3\n"),
+  EXPECT_NE(g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    recovery_interval: 1\n"
+                        "    lnd_timeout: 49\n    response_tracking: 3\n    recovery_limit: 0\n"
+                        "    max_recovery_ping_interval: 900\n"),
             std::string::npos)
       << g.text;
   EXPECT_EQ(run(*a, "set", {{"name", {"transaction_timeout"}}, {"value", {"31"}}}).rc, 0);
@@ -269,6 +270,38 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   auto ro = run(*a, "set", {{"name", {"lnd_timeout"}}, {"value", {"5"}}});
   EXPECT_EQ(ro.rc, -EINVAL);
   EXPECT_NE(ro.text.find("lnd_timeout is read-only"), std::string::npos) << ro.text;
+}
+
+TEST_F(Commands, HealthByHandAndTheRecoveryQueues) {
+  auto empty = run(*a, "debug recovery", {{"local", {}}});
+  EXPECT_EQ(empty.rc, 0);
+  EXPECT_EQ(empty.text, "local NI recovery: {}\n");
+  ASSERT_EQ(run(*a, "net set", {{"nid", {"31@gni"}}, {"health", {"0"}}}).rc, 0);
+  auto local = run(*a, "debug recovery", {{"local", {}}});
+  EXPECT_EQ(local.text, "local NI recovery:\n    nid-0: 31@gni\n");
+  auto v = run(*a, "net show", {{"verbose", {"1"}}, {"net", {"gni"}}});
+  EXPECT_NE(v.text.find("health value: 0\n"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("ping_count: "), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("next_ping: "), std::string::npos) << v.text;
+  // A peer NI exists once something went to it.
+  ASSERT_TRUE(a->ping(ProcessId{gni(32), kPidLustre}, std::chrono::seconds(5), 16));
+  ASSERT_EQ(run(*a, "peer set", {{"nid", {"32@gni"}}, {"health", {"10"}}}).rc, 0);
+  EXPECT_EQ(run(*a, "debug recovery", {{"peer", {}}}).text, "peer NI recovery:\n    nid-0: 32@gni\n");
+  // Bad values name themselves; nothing is applied.
+  auto high = run(*a, "net set", {{"nid", {"31@gni"}}, {"health", {"1001"}}});
+  EXPECT_EQ(high.rc, -EINVAL);
+  EXPECT_NE(high.text.find("1001"), std::string::npos) << high.text;
+  auto nobody = run(*a, "peer set", {{"nid", {"77@gni"}}, {"health", {"5"}}});
+  EXPECT_EQ(nobody.rc, -ENOENT);
+  EXPECT_NE(nobody.text.find("no peer NI 77@gni"), std::string::npos) << nobody.text;
+  auto bad = run(*a, "net set", {{"nid", {"31@bogus"}}, {"health", {"5"}}});
+  EXPECT_EQ(bad.rc, -EINVAL);
+  EXPECT_EQ(run(*a, "net set", {{"nid", {"31@gni"}}}).rc, -EINVAL) << "no --health";
+  auto both = run(*a, "debug recovery", {{"local", {}}, {"peer", {}}});
+  EXPECT_EQ(both.rc, -EINVAL);
+  auto state = run(*a, "peer set", {{"nid", {"32@gni"}}, {"state", {"1"}}});
+  EXPECT_EQ(state.rc, -EOPNOTSUPP);
+  EXPECT_NE(state.text.find("not supported yet: peer set --state"), std::string::npos) << state.text;
 }
 
 TEST_F(Commands, PingFromAGivenSource) {

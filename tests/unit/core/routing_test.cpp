@@ -278,7 +278,7 @@ TEST(RunTimeConfig, PeersAndGlobals) {
   Status s = a->control().set_global("discovery", 1);
   EXPECT_EQ(s.code(), -EOPNOTSUPP);
   EXPECT_NE(s.message().find("not supported yet: discovery 1"), std::string::npos) << s.message();
-  EXPECT_EQ(a->control().set_global("recovery_limit", 10).code(), -EOPNOTSUPP);
+  EXPECT_EQ(a->control().set_global("router_sensitivity", 10).code(), -EOPNOTSUPP);
   EXPECT_EQ(a->control().globals().retry_count, 0);
   // LNet's rules between tunables: retry_count below transaction_timeout, and no
   // resends without health (health_sensitivity 0 turns retry_count to 0).

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <lnet/lnet.hpp>
 
@@ -422,6 +423,97 @@ TEST_F(Health, SensitivityZeroFreezesHealth) {
   send(gni(2), gni(1));
   EXPECT_EQ(health(gni(1)), 700);
   EXPECT_EQ(a->control().set_global("health_sensitivity", 1001).code(), -EINVAL);
+}
+
+// ---------------------------------------------------------------- recovery
+
+TEST(RecoveryBackoff, DoublesFromOneSecondUpToTheCap) {
+  const int want[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 512, 512};
+  for (unsigned k = 0; k < std::size(want); ++k) EXPECT_EQ(core::recovery_backoff(k, 900), want[k]) << k;
+  EXPECT_EQ(core::recovery_backoff(6, 60), 60);  // max_recovery_ping_interval
+  EXPECT_EQ(core::recovery_backoff(0, 1), 1);
+  EXPECT_EQ(core::recovery_backoff(30, 900), 512);
+}
+
+class Recovery : public Health {
+ protected:
+  // Waits (up to 30 s: recovery pings come a second apart) for `done`.
+  template <class F>
+  bool eventually(F done) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+  std::vector<Nid> queue(bool local) { return a->control().recovery_queue(local); }
+  // GETs of the ping buffer that went from `src` (any: anywhere) to `dst`.
+  int pings(Nid src, Nid dst) {
+    int n = 0;
+    for (auto& s : Fabric::instance().sent())
+      if (s.type == MsgType::Get && s.hdr.msg.get.ptl_index == kReservedPortal && s.next_hop == dst &&
+          (src.is_any() || s.src == src))
+        ++n;
+    return n;
+  }
+};
+
+TEST_F(Recovery, APeerNiThatFailedIsPingedBackToFullHealth) {
+  Fabric::instance().fail(gni(12), HealthStatus::RemoteDropped);
+  for (int i = 0; i < 4; ++i) send(gni(2));
+  EXPECT_EQ(peer_health(gni(12)), 900);
+  EXPECT_EQ(queue(false), std::vector<Nid>{gni(12)});
+  EXPECT_GT(peer_info(gni(12)).next_ping, 0);
+  Fabric::instance().fail(gni(12), std::nullopt);  // the link is back
+  ASSERT_TRUE(eventually([&] { return peer_health(gni(12)) == 1000 && queue(false).empty(); }));
+  EXPECT_GE(pings(Nid::any(), gni(12)), 1) << "recovery pings go to exactly 12@gni";
+  EXPECT_EQ(peer_info(gni(12)).next_ping, 0) << "out of recovery";
+  // Traffic uses both peer NIs again.
+  Fabric::instance().clear_sent();
+  for (int i = 0; i < 8; ++i) send(gni(2));
+  std::set<Nid> peers;
+  for (auto& [k, n] : pairs()) peers.insert(k.second);
+  EXPECT_EQ(peers, (std::set<Nid>{gni(2), gni(12)}));
+}
+
+TEST_F(Recovery, PingsBackOffWhileTheyFailAndStopAtTheRecoveryLimit) {
+  Fabric::instance().fail(gni(12), HealthStatus::RemoteDropped);
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(12), 300));
+  EXPECT_EQ(peer_health(gni(12)), 300);
+  EXPECT_EQ(queue(false), std::vector<Nid>{gni(12)});
+  // Each failed ping counts; the next waits 2^count seconds.
+  ASSERT_TRUE(eventually([&] { return peer_info(gni(12)).ping_count >= 2; }));
+  EXPECT_LT(peer_health(gni(12)), 300) << "failed pings lower it further";
+  // recovery_limit: a peer NI leaves the queue after that many seconds in recovery.
+  ASSERT_TRUE(a->control().set_global("recovery_limit", 1));
+  ASSERT_TRUE(a->control().set_global("max_recovery_ping_interval", 1));
+  ASSERT_TRUE(eventually([&] { return queue(false).empty(); }));
+  EXPECT_LT(peer_health(gni(12)), 1000);
+  EXPECT_EQ(peer_info(gni(12)).next_ping, 0);
+}
+
+TEST_F(Recovery, ALocalNiIsPingedFromItselfToAPeerOnItsNet) {
+  Fabric::instance().fail(gni(1), HealthStatus::LocalDropped);
+  for (int i = 0; i < 2; ++i) send(gni(2));
+  EXPECT_EQ(health(gni(1)), 900);
+  EXPECT_EQ(queue(true), std::vector<Nid>{gni(1)});
+  EXPECT_GT(info(gni(1)).next_ping, 0);
+  Fabric::instance().fail(gni(1), std::nullopt);
+  ASSERT_TRUE(eventually([&] { return health(gni(1)) == 1000 && queue(true).empty(); }));
+  EXPECT_GE(pings(gni(1), gni(2)) + pings(gni(1), gni(12)), 1);
+  EXPECT_EQ(info(gni(1)).ping_count, 0u);
+}
+
+TEST_F(Recovery, HealthSetByHandGoesIntoRecoveryAndIsChecked) {
+  EXPECT_EQ(a->control().set_ni_health(gni(11), 1001).code(), -EINVAL);
+  EXPECT_EQ(a->control().set_ni_health(gni(99), 10).code(), -ENOENT);
+  EXPECT_EQ(a->control().set_peer_ni_health(gni(99), 10).code(), -ENOENT);
+  ASSERT_TRUE(a->control().set_ni_health(gni(11), 0));
+  EXPECT_EQ(health(gni(11)), 0);
+  EXPECT_EQ(queue(true), std::vector<Nid>{gni(11)});
+  // Selection avoids it meanwhile; recovery pings bring it back (nothing fails now).
+  ASSERT_TRUE(eventually([&] { return health(gni(11)) == 1000 && queue(true).empty(); }));
 }
 
 }  // namespace

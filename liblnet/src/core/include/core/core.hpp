@@ -33,6 +33,10 @@ using net::Ni;
 using net::PeerNi;
 using net::TxQueue;
 
+// Seconds between recovery pings after `ping_count` of them: 2^ping_count (the count
+// capped at 9), at most max_interval (lnet-facts §5.1).
+int recovery_backoff(unsigned ping_count, int max_interval);
+
 class Core final : public LndHost, public Control, private portals::Completer {
  public:
   Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> drivers);
@@ -93,6 +97,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   GlobalTunables globals() const override;
   Status set_global(std::string_view name, long value) override;
   Status set_globals(const GlobalTunables& g) override;
+  Status set_ni_health(Nid nid, int value) override;
+  Status set_peer_ni_health(Nid nid, int value) override;
+  std::vector<Nid> recovery_queue(bool local) const override;
   Status add_udsp(const UdspRule& rule, int idx) override;
   Status del_udsp(int idx) override;
   std::vector<UdspRule> udsp_rules() const override;
@@ -150,6 +157,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Message* new_request(MdHandle mdh, MsgType type, bool response, ProcessId target, unsigned portal,
                        std::uint64_t match_bits, std::uint32_t offset, int* rc);
   void launch(Nid self, Message* msg);  // sends; a failure is reported by the SEND event
+  int send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
+               std::uint32_t offset, bool recovery);
   int send(Nid self, Message* msg, Nid dst);
   int send_local(Message* msg, Nid dst);
   bool post_send_locked(Message* msg);  // true: send now; false: queued for credits
@@ -199,10 +208,24 @@ class Core final : public LndHost, public Control, private portals::Completer {
 
   // The router checker (routing.cpp).
   void checker_loop();
-  // The monitor (monitor.cpp): expires responses that did not come in time.
+  // The monitor (monitor.cpp): expires responses that did not come in time and runs
+  // recovery.
   void monitor_loop();
   void wake_monitor();
   void response_timed_out(Nid next_hop);
+
+  // Recovery (recovery.cpp): unhealthy NIs and peer NIs are queued and pinged with a
+  // back-off until their health is back at 1000.
+  void queue_recovery(Ni* ni);
+  void queue_recovery(PeerNi* lpni);
+  void queue_recovery_locked(RecoveryState& st, std::int64_t now) LNET_REQUIRES(recovery_mutex_);
+  // Pings what is due; true while a queue is not empty.
+  bool recover(std::int64_t now);
+  bool recovering() const;
+  void recovery_ping(Nid src, Nid dst, RecoveryState* st);
+  // The peer NI a local NI's recovery ping goes to: the healthiest on its net.
+  Nid recovery_peer_for(Nid local);
+  std::int64_t recovery_interval_ns(unsigned ping_count) const;
 
   Config config_;
   Pid pid_;
@@ -221,6 +244,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<int> retry_count_{GlobalTunables{}.retry_count};
   std::atomic<int> transaction_timeout_{GlobalTunables{}.transaction_timeout};
   std::atomic<int> response_tracking_{GlobalTunables{}.response_tracking};
+  std::atomic<int> recovery_interval_{GlobalTunables{}.recovery_interval};
+  std::atomic<int> recovery_limit_{GlobalTunables{}.recovery_limit};
+  std::atomic<int> max_recovery_ping_interval_{GlobalTunables{}.max_recovery_ping_interval};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.
@@ -249,6 +275,10 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // The monitor sleeps without a deadline (nothing to expire): a request that starts
   // tracking wakes it.
   std::atomic<bool> monitor_idle_{false};
+  // The recovery queues (RecoveryState of NIs and peer NIs is under this lock too).
+  mutable Mutex recovery_mutex_;
+  std::vector<Ni*> ni_recovery_ LNET_GUARDED_BY(recovery_mutex_);
+  std::vector<PeerNi*> peer_recovery_ LNET_GUARDED_BY(recovery_mutex_);
 
   MeHandle ping_me_;
   MdHandle ping_md_;

@@ -35,6 +35,7 @@ struct Message : LndMessage, portals::Delivery {
   bool rdma_get = false;        // the driver moves the REPLY payload itself
   bool routing = false;         // being forwarded (not for us)
   bool rtr_credit = false;      // holds a router credit of rxpeer
+  bool recovery = false;        // a recovery ping: to exactly its NID, never resent
   int rtr_pool = -1;            // holds a credit (and rtrbuf, a buffer) of this pool
   unsigned rtr_cpt = 0;         // CPT of the router resources (the sender's)
   int status = 0;

@@ -11,6 +11,7 @@
 #include <lnet/lnd/lnd.hpp>
 
 #include "base/counters.hpp"
+#include "base/recovery.hpp"
 
 namespace lnet::net {
 
@@ -30,6 +31,7 @@ struct Ni : NetInterface {
   std::unique_ptr<TxQueue[]> tq;
   std::atomic<int> health{1000};
   FailureCounts failures;  // those that blamed it
+  RecoveryState recovery;  // under the core's recovery lock
   std::atomic<bool> fatal_error{false};
   std::atomic<bool> up{true};
   std::atomic<bool> deleted{false};

@@ -14,6 +14,7 @@
 
 #include "base/counters.hpp"
 #include "base/cpt.hpp"
+#include "base/recovery.hpp"
 
 namespace lnet::net {
 
@@ -39,6 +40,7 @@ struct PeerNi {
   Ni* pref_ni = nullptr;  // non-multi-rail peers always hear from this local NI
   std::atomic<int> health{1000};
   FailureCounts failures;  // those that blamed it
+  RecoveryState recovery;  // under the core's recovery lock
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   std::atomic<std::uint32_t> seq{0};
   std::atomic<bool> alive{true};            // its driver's (or the router checker's) last word
