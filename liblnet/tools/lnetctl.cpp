@@ -91,8 +91,14 @@ int talk(const std::string& path, const dlc::Request& req, dlc::Response& resp) 
   return 0;
 }
 
-// The command named by args[i] (and args[i + 1]); *words gets how many it took.
+// The command named by args[i] (and the words after it: "fault drop add" has three);
+// *words gets how many it took.
 const dlc::CommandSpec* find(const std::vector<std::string>& args, std::size_t i, std::size_t* words) {
+  if (i + 2 < args.size())
+    if (const dlc::CommandSpec* c = dlc::find_command(args[i] + " " + args[i + 1] + " " + args[i + 2])) {
+      *words = 3;
+      return c;
+    }
   if (i + 1 < args.size())
     if (const dlc::CommandSpec* c = dlc::find_command(args[i] + " " + args[i + 1])) {
       *words = 2;

@@ -1,10 +1,11 @@
 // Fuzz target: every text parser of identifiers and ranges (NIDs, nets, process ids,
-// NID range lists, selection matchers, networks strings). What parses prints back to
+// NID range lists, selection matchers, networks strings, fault rule lists). What parses prints back to
 // text that parses to the same value.
 #include <cstdlib>
 #include <string_view>
 
 #include <lnet/config.hpp>
+#include <lnet/fault.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/nid_range.hpp>
 
@@ -31,5 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!back || back->to_string() != m->to_string()) std::abort();
   }
   (void)lnet::Config::parse_networks(s);
+  if (auto rules = lnet::FaultRule::parse_list(s); rules) {
+    for (const lnet::FaultRule& r : *rules) {
+      auto back = lnet::FaultRule::from_fields(r.delay, r.to_fields());
+      if (!back || !(*back == r)) std::abort();
+    }
+  }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <lnet/fault.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/result.hpp>
 
@@ -120,6 +121,8 @@ struct Config {
   unsigned ncpts = 0;
   // Health, resend and deadline tunables a process starts with (`lnetctl set` later).
   GlobalTunables globals;
+  // Fault rules a process starts with (LNET_FAULT; `lnetctl fault` later).
+  std::vector<FaultRule> faults;
 
   // Reads LNET_NETWORKS, LNET_CPT_NUMBER, the tunables of those networks and the global
   // ones a client process may set (LNET_TRANSACTION_TIMEOUT, ...); fails naming the

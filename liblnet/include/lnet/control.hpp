@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <lnet/config.hpp>
+#include <lnet/fault.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/result.hpp>
 #include <lnet/stats.hpp>
@@ -60,6 +61,14 @@ class Control {
   virtual Status set_peer_ni_health(Nid nid, int value) = 0;
   // The NIDs on the local NI or the peer NI recovery queue.
   virtual std::vector<Nid> recovery_queue(bool local) const = 0;
+
+  // ---- fault injection (lnetctl fault) ----
+  virtual Status add_fault(const FaultRule& rule) = 0;
+  // Removes the drop (or delay) rules of this source and destination (Nid::any(): any);
+  // how many went.
+  virtual int del_faults(bool delay, Nid source, Nid dest) = 0;
+  virtual void reset_faults(bool delay) = 0;
+  virtual std::vector<FaultRuleInfo> faults(bool delay) const = 0;
   // Inserts a selection rule at `idx` (-1: at the end).
   virtual Status add_udsp(const UdspRule& rule, int idx) = 0;
   // Removes the rule at `idx` (-1: every rule).

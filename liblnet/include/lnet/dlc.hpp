@@ -25,6 +25,7 @@ struct SystemConfig {
   std::optional<BufferConfig> buffers;
   std::optional<GlobalTunables> global;
   std::vector<UdspRule> udsp;
+  std::vector<FaultRule> faults;  // `fault:` {drop: [...], delay: [...]}
 };
 
 // Parses a document in the lnetctl YAML schema (net, route, peer, routing, buffers,

@@ -127,6 +127,10 @@ const GlobalVar kGlobalVars[] = {
      "response_tracking"},
 };
 
+const EnvVar kFaultVar{"LNET_FAULT", "",
+                       "fault rules: \"drop source=*,dest=1@mpi,rate=1; delay dest=2@mpi,latency=2,rate=1\" "
+                       "(the fields of lnetctl fault)"};
+
 }  // namespace
 
 Result<Config> Config::from_env() {
@@ -156,6 +160,11 @@ Result<Config> Config::from_env() {
       return Failure{s.code(), std::string(g.var.name()) + ": " + s.message()};
   }
   if (Status s = cfg.globals.check(); !s) return Failure{s.code(), "LNET_RETRY_COUNT: " + s.message()};
+  if (const char* faults = kFaultVar.value()) {
+    auto rules = FaultRule::parse_list(faults);
+    if (!rules) return Failure{rules.code(), "LNET_FAULT: " + rules.message()};
+    cfg.faults = std::move(*rules);
+  }
   if (const char* nets = kNetworksVar.value()) {
     auto parsed = parse_networks(nets, t);
     if (!parsed) return Failure{parsed.code(), "LNET_NETWORKS: " + parsed.message()};

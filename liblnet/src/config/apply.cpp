@@ -46,6 +46,7 @@ Status delete_named(Control& c, const SystemConfig& cfg) {
   }
   for (const auto& r : cfg.routes) (void)c.del_route(r.net, r.gateway);
   for (const auto& p : cfg.peers) (void)c.del_peer(p.primary, p.nids);
+  for (const auto& f : cfg.faults) (void)c.del_faults(f.delay, f.source, f.dest);
   for (const auto& nc : cfg.nets) {
     for (const auto& i : nis) {
       if (i.nid.net() != nc.net) continue;
@@ -80,6 +81,10 @@ class Adder {
       if (Status s = udsp(u); !s) return s;
     if (cfg.routing)
       if (Status s = routing(*cfg.routing); !s) return s;
+    for (const FaultRule& f : cfg.faults) {  // last: checked when parsed
+      if (Status s = c_.add_fault(f); !s) return s;
+      undo_.push_back([this, f] { (void)c_.del_faults(f.delay, f.source, f.dest); });
+    }
     done_ = true;
     return {};
   }

@@ -53,6 +53,10 @@ Response stats_reset(Instance& lnet, const Request& r, const Hooks& hooks);
 Response udsp_add(Instance& lnet, const Request& r, const Hooks& hooks);
 Response udsp_del(Instance& lnet, const Request& r, const Hooks& hooks);
 Response udsp_show(Instance& lnet, const Request& r, const Hooks& hooks);
+Response fault_add(Instance& lnet, const Request& r, const Hooks& hooks);
+Response fault_del(Instance& lnet, const Request& r, const Hooks& hooks);
+Response fault_reset(Instance& lnet, const Request& r, const Hooks& hooks);
+Response fault_show(Instance& lnet, const Request& r, const Hooks& hooks);
 Response import_yaml(Instance& lnet, const Request& r, const Hooks& hooks);
 Response export_yaml(Instance& lnet, const Request& r, const Hooks& hooks);
 

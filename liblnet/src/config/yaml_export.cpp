@@ -127,6 +127,11 @@ std::string config_to_yaml(const SystemConfig& cfg, bool backup) {
     for (std::size_t i = 0; i < cfg.udsp.size(); ++i) list.push_back(udsp_node(cfg.udsp[i], i));
     root["udsp"] = list;
   }
+  if (!cfg.faults.empty()) {
+    YAML::Node f;
+    for (const FaultRule& r : cfg.faults) f[r.delay ? "delay" : "drop"].push_back(fault_rule_node(r));
+    root["fault"] = f;
+  }
   return print_yaml(root);
 }
 
@@ -140,6 +145,8 @@ SystemConfig export_config(Instance& lnet) {
   cfg.buffers = c.buffers();
   cfg.global = c.globals();
   cfg.udsp = c.udsp_rules();
+  for (bool delay : {false, true})
+    for (const FaultRuleInfo& i : c.faults(delay)) cfg.faults.push_back(i.rule);
   return cfg;
 }
 

@@ -324,6 +324,22 @@ Status parse_global(const YAML::Node& n, SystemConfig& cfg) {
   return {};
 }
 
+// fault: {drop: [rule...], delay: [rule...]} (the fields of lnetctl fault).
+Status parse_fault(const YAML::Node& n, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'fault'"); !r) return r;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    if (k != "drop" && k != "delay") return bad(kv.first, "'fault' has drop and delay, not '" + k + "'");
+    if (!kv.second.IsSequence()) return bad(kv.second, "'fault: " + k + "' must be a list of rules");
+    for (const auto& e : kv.second) {
+      auto rule = fault_rule_from_yaml(e, k == "delay");
+      if (!rule) return Failure{rule.code(), "'fault': " + rule.message()};
+      cfg.faults.push_back(*rule);
+    }
+  }
+  return {};
+}
+
 Status parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'udsp' must be a list");
   for (const auto& e : n) {
@@ -390,6 +406,8 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
         r = parse_global(v, cfg);
       else if (k == "udsp")
         r = parse_udsp(v, cfg);
+      else if (k == "fault")
+        r = parse_fault(v, cfg);
       else
         return bad(kv.first, "unknown section '" + k + "'");
       if (!r) return r.failure();

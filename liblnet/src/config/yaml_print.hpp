@@ -19,6 +19,10 @@ std::string print_yaml(const YAML::Node& root);
 
 // A number as a plain scalar.
 YAML::Node int_node(long v);
+// A fault rule as `fault ... show` and export print it (lists for portal, message and
+// health_error), and back (fails naming the field and the line).
+YAML::Node fault_rule_node(const FaultRule& r);
+Result<FaultRule> fault_rule_from_yaml(const YAML::Node& n, bool delay);
 // "tunables": peer_timeout, peer_credits, peer_buffer_credits, credits.
 YAML::Node tunables_node(const NetTunables& t);
 // "lnd tunables" of a net, those its driver has: tcp conns_per_peer, timeout (the

@@ -43,6 +43,7 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
     MutexLock g(config_mutex_);
     (void)set_globals_locked(config.globals);  // checked by whoever made the Config
   }
+  for (const FaultRule& f : config.faults) (void)faults_.add(f);  // checked when parsed
   for (auto& d : drivers) {
     if (!d) continue;
     if (BufferMemory* m = d->router_memory(); m && !rtr_memory_owner_) {
@@ -95,6 +96,7 @@ void Core::shutdown() {
     monitor_cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
+  (void)release_delayed(0, true);  // messages fault rules still hold: discarded
   portals::DeliveryQueue dropped;
   portals_.clear_all(dropped, *this);
   while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));

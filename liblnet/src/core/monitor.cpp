@@ -35,12 +35,13 @@ void Core::monitor_loop() {
       next_recovery = now + recovery_interval_.load(std::memory_order_relaxed) * kNsPerSec;
     }
     std::int64_t next = portals_.next_response_deadline();
+    if (std::int64_t held = release_delayed(now, false); held && (next == 0 || held < next)) next = held;
     if (next == 0 && !busy) {
       // Going idle: a request tracked (or an NI queued) from now on sees the flag and
       // wakes us; one before it was set is seen by the second look (both under the
       // locks they were made under).
       monitor_idle_.store(true);
-      if (portals_.tracked_responses() > 0 || recovering()) monitor_idle_.store(false);
+      if (portals_.tracked_responses() > 0 || recovering() || release_delayed(0, false)) monitor_idle_.store(false);
     }
     if (busy) next = next == 0 ? next_recovery : std::min(next, next_recovery);
     lk.lock();

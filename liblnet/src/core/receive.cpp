@@ -22,6 +22,12 @@ bool valid_for_type(const Header& h) {
 
 int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   Ni& ni = static_cast<Ni&>(nif);
+  if (faults_.receive_rules() && valid_for_type(hdr) && fault_on_receive(ni, hdr, from, lnd_private, rdma_req))
+    return 0;
+  return parse_received(ni, hdr, from, lnd_private, rdma_req, false);
+}
+
+int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed) {
   unsigned cpt = cpts_.of_nid(from);
   auto reject = [&]() {
     counters_.add(cpt, kErrors);
@@ -55,6 +61,7 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
   msg->rxni = &ni;
   msg->from = from;
   msg->lnd_private = lnd_private;
+  msg->rx_delayed = delayed;
   msg->hdr = hdr;
   msg->rdma_get = rdma_req && hdr.type == MsgType::Get;
   msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
@@ -82,7 +89,7 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
 void Core::lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset,
                     std::uint32_t mlen, std::uint32_t rlen) {
   Ni* ni = msg->rxni;
-  int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, delayed, iov, niov, offset, mlen, rlen);
+  int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, delayed || msg->rx_delayed, iov, niov, offset, mlen, rlen);
   if (rc < 0) {
     msg->health = HealthStatus::LocalError;
     finalize(msg, rc);
@@ -94,7 +101,7 @@ void Core::drop_rx(Message* msg) {
   counters_.add(msg->cpt, kDropCount);
   counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
   ni->stats.add(TypeStats::kDropped, msg->hdr.type);
-  (void)ni->lnd->recv(*ni, msg->lnd_private, nullptr, false, nullptr, 0, 0, 0, msg->hdr.payload_length);
+  (void)ni->lnd->recv(*ni, msg->lnd_private, nullptr, msg->rx_delayed, nullptr, 0, 0, 0, msg->hdr.payload_length);
   free_msg(msg);
 }
 

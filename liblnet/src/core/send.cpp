@@ -242,6 +242,14 @@ void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
 
 void Core::ni_send(Message* msg) {
   Ni* ni = msg->txni;
+  if (faults_.send_rules()) {
+    if (std::optional<HealthStatus> h = faults_.on_send(msg->hdr, ni->nid)) {
+      // A drop rule with health errors: the send fails as a driver would fail it.
+      msg->health = *h;
+      finalize(msg, -EIO);
+      return;
+    }
+  }
   ni->stats.add(TypeStats::kSent, msg->hdr.type);
   if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kSent, msg->hdr.type);
   int rc = ni->lnd->send(*ni, *msg);  // msg may be finalized and gone once this returns 0

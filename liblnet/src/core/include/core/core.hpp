@@ -19,6 +19,7 @@
 
 #include "base/counters.hpp"
 #include "base/cpt.hpp"
+#include "core/fault.hpp"
 #include "core/message.hpp"
 #include "net/ni.hpp"
 #include "net/peer_table.hpp"
@@ -100,6 +101,10 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Status set_ni_health(Nid nid, int value) override;
   Status set_peer_ni_health(Nid nid, int value) override;
   std::vector<Nid> recovery_queue(bool local) const override;
+  Status add_fault(const FaultRule& rule) override;
+  int del_faults(bool delay, Nid source, Nid dest) override { return faults_.del(delay, source, dest); }
+  void reset_faults(bool delay) override { faults_.reset(delay); }
+  std::vector<FaultRuleInfo> faults(bool delay) const override { return faults_.list(delay); }
   Status add_udsp(const UdspRule& rule, int idx) override;
   Status del_udsp(int idx) override;
   std::vector<UdspRule> udsp_rules() const override;
@@ -165,7 +170,14 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void return_credits_locked(Message* msg, MsgQueue& to_send);
   void ni_send(Message* msg);
 
-  // Receiving (receive.cpp).
+  // Receiving (receive.cpp). `delayed`: a fault rule held it (parse() returned long ago).
+  int parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed);
+  // Fault rules on receive (fault.cpp): true when they took the message (dropped, or held
+  // until the monitor hands it back).
+  bool fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
+  // Hands back the held messages that are due (all of them, discarded, with `discard`);
+  // the earliest still held (0: none).
+  std::int64_t release_delayed(std::int64_t now, bool discard);
   void parse_put(Message* msg);
   void parse_get(Message* msg);
   void parse_reply(Message* msg);
@@ -275,6 +287,17 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // The monitor sleeps without a deadline (nothing to expire): a request that starts
   // tracking wakes it.
   std::atomic<bool> monitor_idle_{false};
+  // Fault injection, and the received messages delay rules hold (by release time).
+  FaultTable faults_;
+  struct HeldRx {
+    Ni* ni;
+    Header hdr;
+    Nid from;
+    void* lnd_private;
+    bool rdma_req;
+  };
+  Mutex held_mutex_;
+  std::multimap<std::int64_t, HeldRx> held_rx_ LNET_GUARDED_BY(held_mutex_);
   // The recovery queues (RecoveryState of NIs and peer NIs is under this lock too).
   mutable Mutex recovery_mutex_;
   std::vector<Ni*> ni_recovery_ LNET_GUARDED_BY(recovery_mutex_);

@@ -36,6 +36,7 @@ struct Message : LndMessage, portals::Delivery {
   bool routing = false;         // being forwarded (not for us)
   bool rtr_credit = false;      // holds a router credit of rxpeer
   bool recovery = false;        // a recovery ping: to exactly its NID, never resent
+  bool rx_delayed = false;      // a fault rule held it after parse() returned
   int rtr_pool = -1;            // holds a credit (and rtrbuf, a buffer) of this pool
   unsigned rtr_cpt = 0;         // CPT of the router resources (the sender's)
   int status = 0;

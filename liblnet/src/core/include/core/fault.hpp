@@ -1,0 +1,58 @@
+// The fault rules of one instance (lnetctl fault, lnet-facts §10) and their decisions:
+// drop a message on receive, fail a send with a health status, or hold a received message
+// for a while. The data path asks only when rules of that kind exist (one relaxed load).
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <lnet/fault.hpp>
+#include <lnet/lnd/header.hpp>
+#include <lnet/lnd/lnd.hpp>
+#include <lnet/mutex.hpp>
+
+namespace lnet::core {
+
+class FaultTable {
+ public:
+  Status add(const FaultRule& rule);
+  // Removes the rules of that kind whose source and destination are these (any: every
+  // one); how many went.
+  int del(bool delay, Nid source, Nid dest);
+  // Zeroes the counters of the rules of that kind (and starts their windows again).
+  void reset(bool delay);
+  std::vector<FaultRuleInfo> list(bool delay) const;
+
+  bool receive_rules() const { return rx_.load(std::memory_order_relaxed); }
+  bool send_rules() const { return tx_.load(std::memory_order_relaxed); }
+
+  enum class Verdict { Pass, Drop, Delay };
+  // A message `hdr` received on the NI `local`: passed, dropped (drop rules without
+  // health errors) or delayed by *latency seconds (delay rules).
+  Verdict on_receive(const Header& hdr, Nid local, unsigned* latency);
+  // A message leaving from `local`: the health status its send fails with, if a drop
+  // rule with health errors fires.
+  std::optional<HealthStatus> on_send(const Header& hdr, Nid local);
+
+ private:
+  struct Rule {
+    FaultRuleInfo info;
+    std::uint64_t fire_at = 0;   // rate: the match (by count) that fires in this window
+    std::int64_t fire_time = 0;  // interval: when the next one fires (ns)
+    std::int64_t time_base = 0;  // interval: the end of this window (ns)
+  };
+  void start_window(Rule& r, std::int64_t now) LNET_REQUIRES(mutex_);
+  bool fires(Rule& r, std::int64_t now) LNET_REQUIRES(mutex_);
+  void refresh_flags() LNET_REQUIRES(mutex_);
+
+  mutable Mutex mutex_;
+  std::vector<Rule> drop_ LNET_GUARDED_BY(mutex_);
+  std::vector<Rule> delay_ LNET_GUARDED_BY(mutex_);
+  std::minstd_rand rng_ LNET_GUARDED_BY(mutex_){std::random_device{}()};
+  std::atomic<bool> rx_{false};
+  std::atomic<bool> tx_{false};
+};
+
+}  // namespace lnet::core
