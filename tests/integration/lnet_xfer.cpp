@@ -1,10 +1,15 @@
 // Test peer for the multi-host tests: `serve` exposes a 2 MiB buffer on portal 40 (PUT
 // and GET, remote-managed offsets); `check` pings a serving peer, then PUTs (with ACK)
-// and GETs back payloads of several sizes, checking every byte. Each runs its own liblnet
-// with one tcp NI (and routes), like an application node would.
-//   lnet_xfer serve --nid NID [--route NET@GW]... [--buffer BYTES]
-//   lnet_xfer check --nid NID --peer NID [--route NET@GW]... [--sizes 0,1,4096,1048576]
+// and GETs back payloads of several sizes, checking every byte; `stream` does such
+// rounds back to back until --stop-file appears (or --seconds pass), printing every
+// second what it did, the longest single operation, which local NIs carried it and the
+// health and recovery of every NI and peer NI. Each runs its own liblnet with its tcp NIs
+// (--nid, repeated: multi-rail), the LNET_* variables (tunables, LNET_FAULT) and routes,
+// like an application node would; --peer-nid makes the peer one multi-rail peer.
+//   lnet_xfer serve --nid NID... [--peer NID --peer-nid NID...] [--route NET@GW]... [--buffer BYTES]
+//   lnet_xfer check --nid NID... --peer NID [--peer-nid NID]... [--route NET@GW]... [--sizes 0,1,4096,1048576]
 //                   [--bits B]   (PUTs carry match bits B, GETs B+1; the server matches any)
+//   lnet_xfer stream --nid NID... --peer NID [--peer-nid NID]... [--size N] [--stop-file F] [--seconds S]
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +23,11 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
 
 using namespace lnet;
@@ -74,12 +84,16 @@ struct Waiter {
 
 struct Args {
   std::string mode;
-  std::optional<Nid> nid, peer;
+  std::vector<Nid> nids, peer_nids;
+  std::optional<Nid> peer;
   std::vector<std::pair<NetId, Nid>> routes;
   std::vector<std::uint32_t> sizes = {0, 1, 4096, 1 << 20};
   int timeout = 10;
   std::uint64_t bits = 0;
   std::size_t buffer = kBuf;
+  std::uint32_t size = 4096;
+  std::string stop_file;
+  int seconds = 300;
 };
 
 unsigned long long number(const std::string& option, const std::string& v, unsigned long long max) {
@@ -98,10 +112,15 @@ Args parse_args(int argc, char** argv) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage(("missing value for " + a).c_str());
     std::string v = argv[++i];
-    if (a == "--nid" || a == "--peer") {
+    if (a == "--nid" || a == "--peer" || a == "--peer-nid") {
       auto n = Nid::parse(v);
       if (!n) usage(n.message().c_str());
-      (a == "--nid" ? args.nid : args.peer) = *n;
+      if (a == "--nid")
+        args.nids.push_back(*n);
+      else if (a == "--peer")
+        args.peer = *n;
+      else
+        args.peer_nids.push_back(*n);
     } else if (a == "--route") {
       std::size_t at = v.find('@');
       auto net = NetId::parse(v.substr(0, at));
@@ -123,13 +142,20 @@ Args parse_args(int argc, char** argv) {
       args.buffer = number(a, v, 1ULL << 32);
     } else if (a == "--bits") {
       args.bits = number(a, v, ~0ULL);
+    } else if (a == "--size") {
+      args.size = static_cast<std::uint32_t>(number(a, v, kBuf));
+    } else if (a == "--stop-file") {
+      args.stop_file = v;
+    } else if (a == "--seconds") {
+      args.seconds = static_cast<int>(number(a, v, 86400));
     } else {
       usage(("unknown option " + a).c_str());
     }
   }
-  if (!args.nid) usage("--nid is required");
-  if (args.mode != "serve" && args.mode != "check") usage("mode is serve or check");
-  if (args.mode == "check" && !args.peer) usage("check needs --peer");
+  if (args.nids.empty()) usage("--nid is required");
+  if (args.mode != "serve" && args.mode != "check" && args.mode != "stream") usage("mode is serve, check or stream");
+  if (args.mode != "serve" && !args.peer) usage(("'" + args.mode + "' needs --peer").c_str());
+  if (!args.peer_nids.empty() && !args.peer) usage("--peer-nid needs --peer");
   return args;
 }
 
@@ -150,7 +176,7 @@ int serve(Instance& lnet, const Args& args) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  std::printf("serving %s on portal %u\n", args.nid->to_string().c_str(), kPortal);
+  std::printf("serving %s on portal %u\n", args.nids[0].to_string().c_str(), kPortal);
   std::fflush(stdout);
   int sig;
   sigwait(&set, &sig);
@@ -170,7 +196,7 @@ int check_size(Instance& lnet, ProcessId target, const Args& args, std::uint32_t
   auto md = lnet.md_bind(s, Unlink::Unlink);
   lnet.put(Nid::any(), *md, AckReq::Ack, target, kPortal, args.bits, 0, 0);
   auto ack = w.wait(EventType::Ack, args.timeout);
-  bool put_ok = ack && ack->type == EventType::Ack && ack->mlength == size;
+  bool put_ok = ack && ack->type == EventType::Ack && ack->status == 0 && ack->mlength == size;
   Waiter g;
   std::memset(sink.data(), 0x5a, size);
   MdDesc k = s;
@@ -207,15 +233,137 @@ int check(Instance& lnet, const Args& args) {
   return failures ? 1 : 0;
 }
 
+// One round for `stream`: a PUT with an ACK and a GET back, the data checked. Returns 0 or
+// the failed step's status (the event's, or -EIO for wrong data); never waits past the
+// deadline LNet itself enforces (transaction_timeout) plus a margin.
+int stream_round(Instance& lnet, ProcessId target, const Args& args, std::uint32_t salt, std::vector<char>& src,
+                 std::vector<char>& sink, std::string& what) {
+  for (std::uint32_t i = 0; i < args.size; ++i) src[i] = static_cast<char>((i * 131 + salt) & 0xFF);
+  int patience = lnet.control().globals().transaction_timeout + 30;
+  auto step = [&](bool put, std::vector<char>& buf) {
+    Waiter w;
+    MdDesc d;
+    d.start = buf.data();
+    d.length = args.size;
+    d.threshold = 2;
+    d.handler = w.handler();
+    auto md = lnet.md_bind(d, Unlink::Unlink);
+    if (!md) return -ENOMEM;
+    int rc = put ? lnet.put(Nid::any(), *md, AckReq::Ack, target, kPortal, args.bits, 0, 0)
+                 : lnet.get(Nid::any(), *md, target, kPortal, args.bits + 1, 0);
+    if (rc) return rc;
+    auto ev = w.wait(put ? EventType::Ack : EventType::Reply, patience);
+    if (!ev) {
+      std::fprintf(stderr, "lnet_xfer: no event within %d s: LNet's deadline did not hold\n", patience);
+      std::fflush(nullptr);
+      std::_Exit(3);
+    }
+    int status = ev->status;
+    if (status != 0) {
+      std::lock_guard g(w.m);
+      for (const Event& e : w.events)
+        if (e.type == EventType::Send)
+          what += std::string(put ? "PUT" : "GET") + " sent from " + e.sender.to_string() + " with status " +
+                  std::to_string(e.status) + "; ";
+    }
+    if (!w.wait_unlinked(patience)) {
+      if (status == 0) status = -EIO;  // a failed SEND: the MD waits for nothing
+      (void)lnet.md_unlink(*md);
+      if (!w.wait_unlinked(patience)) std::_Exit(3);
+    }
+    return status;
+  };
+  if (int rc = step(true, src)) {
+    what = "PUT (" + what + ")";
+    return rc;
+  }
+  std::memset(sink.data(), 0x5a, args.size);
+  if (int rc = step(false, sink)) {
+    what = "GET (" + what + ")";
+    return rc;
+  }
+  if (std::memcmp(sink.data(), src.data(), args.size) != 0) {
+    what = "GET data";
+    return -EIO;
+  }
+  return 0;
+}
+
+int stream(Instance& lnet, const Args& args) {
+  using Clock = std::chrono::steady_clock;
+  ProcessId target{*args.peer, kPidLustre};
+  std::vector<char> src(args.size), sink(args.size);
+  auto start = Clock::now(), last = start;
+  std::map<Nid, std::uint64_t> sent_before;
+  for (const NiInfo& i : lnet.control().ni_info()) sent_before[i.nid] = i.sent.put + i.sent.get;
+  long ops = 0, failed = 0, window_ops = 0;
+  double max_ms = 0;
+  for (std::uint32_t n = 1;; ++n) {
+    if (!args.stop_file.empty() && std::filesystem::exists(args.stop_file)) break;
+    if (Clock::now() - start > std::chrono::seconds(args.seconds)) break;
+    auto t0 = Clock::now();
+    std::string what;
+    int rc = stream_round(lnet, target, args, n, src, sink, what);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    max_ms = std::max(max_ms, ms);
+    ++ops;
+    ++window_ops;
+    if (rc) {
+      ++failed;
+      std::printf("op %u: %s failed: %d (%s) after %.0f ms\n", n, what.c_str(), rc, std::strerror(-rc), ms);
+    }
+    if (Clock::now() - last >= std::chrono::seconds(1) || rc) {
+      last = Clock::now();
+      // What each local NI carried since the last line, then health and recovery.
+      std::printf("t=%.1f ops=%ld failed=%ld max_ms=%.0f window_ops=%ld sent:",
+                  std::chrono::duration<double>(last - start).count(), ops, failed, max_ms, window_ops);
+      window_ops = 0;
+      auto nis = lnet.control().ni_info();
+      for (const NiInfo& i : nis) {
+        if (i.nid.is_lo()) continue;
+        std::uint64_t sent = i.sent.put + i.sent.get;  // the requests it carried
+        std::printf(" %s=+%llu", i.nid.to_string().c_str(), static_cast<unsigned long long>(sent - sent_before[i.nid]));
+        sent_before[i.nid] = sent;
+      }
+      std::printf(" health:");
+      for (const NiInfo& i : nis)
+        if (!i.nid.is_lo()) std::printf(" %s=%d", i.nid.to_string().c_str(), i.health);
+      for (const PeerInfo& p : lnet.control().peer_info())
+        for (const PeerNiInfo& i : p.nis) std::printf(" %s=%d", i.nid.to_string().c_str(), i.health);
+      std::printf(" recovery: local=%zu peer=%zu\n", lnet.control().recovery_queue(true).size(),
+                  lnet.control().recovery_queue(false).size());
+      std::fflush(stdout);
+    }
+  }
+  Counters c = lnet.control().counters();
+  std::printf(
+      "summary: ops=%ld failed=%ld max_ms=%.0f resend_count=%llu successful_resends=%llu "
+      "response_timeout_count=%llu network_timeout_count=%llu remote_dropped_count=%llu\n",
+      ops, failed, max_ms, static_cast<unsigned long long>(c.resend_count),
+      static_cast<unsigned long long>(c.successful_resends), static_cast<unsigned long long>(c.response_timeout_count),
+      static_cast<unsigned long long>(c.network_timeout_count),
+      static_cast<unsigned long long>(c.remote_dropped_count));
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args args = parse_args(argc, argv);
-  Config cfg;
-  NetConfig nc;
-  nc.net = args.nid->net();
-  nc.nid = *args.nid;
-  cfg.nets.push_back(nc);
+  auto env = Config::from_env();  // tunables and fault rules of LNET_*
+  if (!env) {
+    std::fprintf(stderr, "lnet_xfer: %s\n", env.message().c_str());
+    return 1;
+  }
+  Config cfg = *env;
+  cfg.nets.clear();
+  for (Nid nid : args.nids) {
+    NetConfig nc;
+    nc.net = nid.net();
+    nc.nid = nid;
+    cfg.nets.push_back(nc);
+  }
   auto created = Instance::create(cfg, kPidLustre);
   if (!created) {
     std::fprintf(stderr, "lnet_xfer: %s\n", created.message().c_str());
@@ -230,5 +378,12 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (args.peer && !args.peer_nids.empty()) {
+    if (Status s = lnet.control().add_peer(PeerConfig{*args.peer, true, args.peer_nids}, true); !s) {
+      std::fprintf(stderr, "lnet_xfer: peer %s: %s\n", args.peer->to_string().c_str(), s.message().c_str());
+      return 1;
+    }
+  }
+  if (args.mode == "stream") return stream(lnet, args);
   return args.mode == "serve" ? serve(lnet, args) : check(lnet, args);
 }

@@ -32,15 +32,17 @@ std::size_t Core::peer_ni_count(const PeerNi* lpni) const {
   return nis;
 }
 
-bool Core::remote_health_applies(const PeerNi* lpni) const {
-  // A peer with one NI has nothing to choose between, unless it is a gateway or this
-  // node routes (facts §5.3).
-  if (routing()) return true;
-  if (peer_ni_count(lpni) > 1) return true;
+bool Core::is_gateway(const PeerNi* lpni) const {
   const net::RouteTable* rt = routes_.table();
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i)
     if (rt->routes[i].cfg.gateway == lpni->nid) return true;
   return false;
+}
+
+bool Core::remote_health_applies(const PeerNi* lpni) const {
+  // A peer with one NI has nothing to choose between, unless it is a gateway or this
+  // node routes (facts §5.3).
+  return routing() || peer_ni_count(lpni) > 1 || is_gateway(lpni);
 }
 
 void Core::account_health(Message* msg) {
@@ -49,14 +51,10 @@ void Core::account_health(Message* msg) {
   if (ni && ni->nid.is_lo()) ni = nullptr;  // the loopback NI has no health
   PeerNi* lpni = msg->txpeer;
   if (msg->status == 0) {
-    if (by == 0) return;
-    if (ni) raise(ni->health, by);
-    if (lpni) {
-      if (routing())
-        lpni->health.store(kMaxHealth, std::memory_order_relaxed);
-      else
-        raise(lpni->health, by);
-    }
+    // A send that completed proves the local NI works; that the peer NI does is proved
+    // only by hearing from it (note_received_from): a driver may complete a send into a
+    // connection that is already dead (as LNet, facts §5.3).
+    if (by && ni) raise(ni->health, by);
     return;
   }
   HealthStatus h = msg->health == HealthStatus::Ok ? HealthStatus::LocalError : msg->health;
@@ -126,8 +124,12 @@ void Core::response_timed_out(Nid next_hop) {
 
 void Core::note_received_from(PeerNi* lpni) {
   int by = health_sensitivity_.load(std::memory_order_relaxed);
-  if (by == 0) return;
-  raise(lpni->health, by);
+  if (by == 0 || lpni->health.load(std::memory_order_relaxed) >= kMaxHealth) return;  // the common case
+  // A router (or this node routing) is taken as fully healthy once heard from.
+  if (routing() || is_gateway(lpni))
+    lpni->health.store(kMaxHealth, std::memory_order_relaxed);
+  else
+    raise(lpni->health, by);
   // One that aged out of recovery (recovery_limit) goes on recovering once it speaks.
   if (lpni->health.load(std::memory_order_relaxed) < kMaxHealth) queue_recovery(lpni);
 }

@@ -10,6 +10,8 @@
 namespace lnet::net {
 
 namespace {
+constexpr int kMaxPeerHealth = 1000;
+
 template <class T>
 int cmp_less_better(T a, T b) {
   return a < b ? -1 : (b < a ? 1 : 0);
@@ -164,19 +166,24 @@ int Selector::select(const Query& q, Path& out) const {
     out = {ni, dst, dst->nid};
     return 0;
   }
-  // Multi-rail: the best local NI over every peer net we share (nets ranked first by
-  // their selection priorities), then the best peer NI on that net for it.
+  // Multi-rail: the best local NI over every peer net we share, the nets ranked first by
+  // the health of their best peer NI (a net whose peer NIs all failed is avoided while
+  // another works), then by their selection priorities; then the best peer NI on that
+  // net for it.
   PeerNet* best_pn = nullptr;
   Ni* best_ni = nullptr;
-  std::uint32_t best_prio[2] = {UINT_MAX, UINT_MAX};
+  std::uint32_t best_prio[3] = {UINT_MAX, UINT_MAX, UINT_MAX};
   LocalNiScore best_score;
   unsigned node = current_node();
   for (auto& pn : peer->nets) {
     const NetView* net = pn->net.type() == kLoLnd ? nullptr : q.nets->find(pn->net);
     if (!net) continue;
-    std::uint32_t prio[2] = {pn->sel_priority, net->net->sel_priority.load(std::memory_order_relaxed)};
-    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 2, prio, prio + 2)) continue;
-    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 2, best_prio, best_prio + 2);
+    int health = 0;
+    for (PeerNi* p : pn->nis) health = std::max(health, p->health.load(std::memory_order_relaxed));
+    std::uint32_t prio[3] = {static_cast<std::uint32_t>(kMaxPeerHealth - health), pn->sel_priority,
+                             net->net->sel_priority.load(std::memory_order_relaxed)};
+    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 3, prio, prio + 3)) continue;
+    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 3, best_prio, best_prio + 3);
     for (Ni* ni : net->nis) {
       LocalNiScore s = score_of(ni, q.cpt, node);
       if (s.fatal) continue;
@@ -184,8 +191,7 @@ int Selector::select(const Query& q, Path& out) const {
         best_ni = ni;
         best_pn = pn.get();
         best_score = s;
-        best_prio[0] = prio[0];
-        best_prio[1] = prio[1];
+        std::copy(prio, prio + 3, best_prio);
         better_net = false;
       }
     }

@@ -353,6 +353,10 @@ TEST_F(Health, SuccessesRaiseHealthBackToTheMaximum) {
   send(gni(2), gni(1));
   send(gni(2), gni(1));
   EXPECT_EQ(health(gni(1)), 1000);  // capped
+  // A completed send says nothing about the peer NI (the driver may have written into a
+  // dead connection); hearing from it does: the ACK.
+  EXPECT_EQ(peer_health(gni(2)), 950);
+  send(gni(2), gni(1), AckReq::Ack);
   EXPECT_EQ(peer_health(gni(2)), 1000);
 }
 
@@ -514,6 +518,56 @@ TEST_F(Recovery, HealthSetByHandGoesIntoRecoveryAndIsChecked) {
   EXPECT_EQ(queue(true), std::vector<Nid>{gni(11)});
   // Selection avoids it meanwhile; recovery pings bring it back (nothing fails now).
   ASSERT_TRUE(eventually([&] { return health(gni(11)) == 1000 && queue(true).empty(); }));
+}
+
+TEST(MultiNet, TrafficUsesBothNetsUnlessOnesPeerNisAreUnhealthy) {
+  Config ca = test::fabric_config({71}, 0, {}, 2);
+  Config cb = test::fabric_config({72}, 0, {}, 2);
+  Config ca1 = test::fabric_config({71}, 1, {}, 2), cb1 = test::fabric_config({72}, 1, {}, 2);
+  ca.nets.push_back(ca1.nets[0]);
+  cb.nets.push_back(cb1.nets[0]);
+  auto a = Instance::create(ca, kPidLustre).value();
+  auto b = Instance::create(cb, kPidLustre).value();
+  Nid b1 = Nid::make(NetId::make(kGniLnd, 1), 72);
+  ASSERT_TRUE(a->control().add_peer(PeerConfig{gni(72), true, {b1}}));
+  auto me = b->me_attach(7, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After);
+  char sink[8];
+  MdDesc t;
+  t.start = sink;
+  t.length = sizeof sink;
+  t.options = kMdOpPut | kMdTruncate;
+  ASSERT_TRUE(b->md_attach(*me, t, Unlink::Retain));
+  Fabric::instance().clear_sent();
+  char byte = 1;
+  for (int i = 0; i < 8; ++i) {
+    MdDesc d;
+    d.start = &byte;
+    d.length = 1;
+    d.threshold = 1;
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(72), kPidLustre}, 7, 1, 0, 0), 0);
+  }
+  auto by_src = [] {
+    std::map<Nid, int> m;
+    for (auto& s : Fabric::instance().sent())
+      if (s.type == MsgType::Put) m[s.src]++;
+    return m;
+  };
+  EXPECT_EQ(by_src().size(), 2u);
+  // The peer's only NI on gni1 is unhealthy: every message goes over gni, although the
+  // local NI on gni1 is as healthy as ever.
+  ASSERT_TRUE(a->control().set_peer_ni_health(b1, 500));
+  Fabric::instance().clear_sent();
+  for (int i = 0; i < 8; ++i) {
+    MdDesc d;
+    d.start = &byte;
+    d.length = 1;
+    d.threshold = 1;
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(72), kPidLustre}, 7, 1, 0, 0), 0);
+  }
+  EXPECT_EQ(by_src(), (std::map<Nid, int>{{gni(71), 8}}));
+  a->control().set_global("health_sensitivity", 0).or_throw();  // no recovery meanwhile
 }
 
 }  // namespace

@@ -207,6 +207,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void account_health(Message* msg);
   void note_received_from(PeerNi* lpni);
   bool remote_health_applies(const PeerNi* lpni) const;
+  bool is_gateway(const PeerNi* lpni) const;
   std::size_t peer_ni_count(const PeerNi* lpni) const;
   // Resend (health.cpp): whether a failed request goes again on another path, and
   // sending it again.

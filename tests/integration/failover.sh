@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Health and failover between two hosts joined by two links (A: 10.80.1.1@tcp on eth0 and
+# 10.80.2.1@tcp1 on eth1; B the same with .2), each a multi-rail peer of the other, a
+# liblnet process on each. A streams PUT+ACK and GET rounds (data checked) to B while
+# B's end of the second link goes down and comes back:
+#   - both links carry traffic before the cut;
+#   - after it, every round goes over the first link and succeeds; a round that was on
+#     the cut link when it went fails with an error within LNet's deadline, never hangs
+#     (its message or its response is lost with the link: LNet resends neither a timed
+#     out message nor a response); the longest single round is reported;
+#   - the cut NI and peer NI lose health and go into recovery;
+#   - once the link is back, recovery pings bring them to 1000 and both links carry
+#     traffic again.
+# The socket LND's timeout is 4 s here (LNET_SOCK_TIMEOUT), transaction_timeout 10 s.
+. "$(dirname "$0")/lib.sh"
+setup
+[ -x "$LNET_XFER" ] || fail "missing binary $LNET_XFER"
+new_ns A a
+new_ns B b
+link "$A" eth0 10.80.1.1/24 "$B" eth0 10.80.1.2/24
+link "$A" eth1 10.80.2.1/24 "$B" eth1 10.80.2.2/24
+export LNET_SOCK_TIMEOUT=4 LNET_TRANSACTION_TIMEOUT=10 LNET_RETRY_COUNT=2
+
+bg "$B" server timeout 300 "$LNET_XFER" serve --nid 10.80.1.2@tcp --nid 10.80.2.2@tcp1 \
+  --peer 10.80.1.1@tcp --peer-nid 10.80.2.1@tcp1
+wait_for_log server serving
+bg "$A" stream timeout 300 "$LNET_XFER" stream --nid 10.80.1.1@tcp --nid 10.80.2.1@tcp1 \
+  --peer 10.80.1.2@tcp --peer-nid 10.80.2.2@tcp1 --size 65536 --seconds 240 --stop-file "$T_DIR/stop"
+S="$T_DIR/stream.log"
+
+# until LINE matches PATTERN (a line of the stream's) or SECONDS pass.
+until_line() {
+  local pattern="$1" secs="$2" from="${3:-1}"
+  for _ in $(seq $((secs * 10))); do
+    tail -n +"$from" "$S" 2>/dev/null | grep -Eq "$pattern" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+both='10\.80\.1\.1@tcp=\+[1-9][0-9]* 10\.80\.2\.1@tcp1=\+[1-9]'
+
+until_line "$both" 30 || fail "the two links were not both used: $(grep '^t=' "$S" | tail -n 3)"
+log "both links carry traffic: $(grep -E "$both" "$S" | tail -n 1 | cut -c1-60)"
+
+log "cut: B's eth1 down"
+ip -n "$B" link set eth1 down
+mark=$(($(wc -l <"$S") + 1))
+until_line '10\.80\.2\.2@tcp1=[0-9]{1,3} ' 60 "$mark" || fail "the cut peer NI kept its health: $(grep '^t=' "$S" | tail -n 2)"
+until_line 'recovery: local=[0-9]+ peer=[1-9]' 30 "$mark" || fail "nothing in recovery after the cut"
+# Then rounds go on over the first link alone.
+sleep 3
+mark2=$(($(wc -l <"$S") + 1))
+until_line '10\.80\.1\.1@tcp=\+[1-9][0-9]* 10\.80\.2\.1@tcp1=\+0 ' 30 "$mark2" ||
+  fail "traffic did not go on over the first link: $(grep '^t=' "$S" | tail -n 3)"
+log "after the cut: $(grep '^t=' "$S" | tail -n 1 | cut -c1-250)"
+
+log "link back: B's eth1 up"
+ip -n "$B" link set eth1 up
+mark3=$(($(wc -l <"$S") + 1))
+healthy='health: 10\.80\.1\.1@tcp=1000 10\.80\.2\.1@tcp1=1000 10\.80\.1\.2@tcp=1000 10\.80\.2\.2@tcp1=1000 recovery: local=0 peer=0'
+until_line "$healthy" 120 "$mark3" || fail "recovery did not bring health back: $(grep '^t=' "$S" | tail -n 2)"
+log "recovered: $(grep -E "$healthy" "$S" | tail -n 1 | cut -c1-60)"
+mark4=$(($(wc -l <"$S") + 1))
+until_line "$both" 30 "$mark4" || fail "the second link carries no traffic again: $(grep '^t=' "$S" | tail -n 3)"
+log "both links carry traffic again"
+
+touch "$T_DIR/stop"
+for _ in $(seq 600); do grep -q '^summary:' "$S" && break; sleep 0.1; done
+summary=$(grep '^summary:' "$S") || fail "no summary from the stream"
+log "$summary"
+grep '^op ' "$S" || true
+failed=$(echo "$summary" | sed -E 's/.* failed=([0-9]+).*/\1/')
+max_ms=$(echo "$summary" | sed -E 's/.* max_ms=([0-9]+).*/\1/')
+ops=$(echo "$summary" | sed -E 's/summary: ops=([0-9]+).*/\1/')
+[ "$ops" -gt 100 ] || fail "only $ops rounds"
+# Only what was on the cut link when it went may fail: one round.
+[ "$failed" -le 1 ] || fail "$failed rounds failed (at most the one in flight at the cut may)"
+grep -E '^op [0-9]+: .* failed: -(110|5) ' "$S" >/dev/null || [ "$failed" = 0 ] ||
+  fail "a round failed with an unexpected status: $(grep '^op ' "$S")"
+log "longest round: ${max_ms} ms (socket LND timeout 4 s, transaction_timeout 10 s)"
+log "PASS"
