@@ -155,6 +155,15 @@ Status Core::add_fault(const FaultRule& rule) {
   return {};
 }
 
+bool Core::fault_on_send(Message* msg) {
+  std::optional<HealthStatus> h = faults_.on_send(msg->hdr, msg->txni->nid);
+  if (!h) return false;
+  // A drop rule with health errors: the send fails as a driver would fail it.
+  msg->health = *h;
+  finalize(msg, -EIO);
+  return true;
+}
+
 bool Core::fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   unsigned latency = 0;
   switch (faults_.on_receive(hdr, ni.nid, &latency)) {

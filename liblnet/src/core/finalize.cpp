@@ -59,7 +59,7 @@ void Core::process(Message* msg) {
         return_credits_locked(msg, to_send);
       }
       bool stop = stopping_.load(std::memory_order_relaxed);
-      std::int64_t now = to_send.empty() ? 0 : steady_now_ns();
+      std::int64_t now = to_send.empty() ? 0 : coarse_now_ns();
       while (Message* m = to_send.pop_front()) {
         if (stop) {
           m->health = HealthStatus::LocalAborted;

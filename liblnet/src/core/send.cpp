@@ -20,8 +20,7 @@ Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId 
   Message* msg = new_msg(cpts_.current());
   // Every request of ours has a deadline (resends stop there); its ACK or REPLY is
   // awaited until then when response_tracking says so (pings and pushes always).
-  msg->deadline_ns =
-      steady_now_ns() + std::int64_t{transaction_timeout_.load(std::memory_order_relaxed)} * 1'000'000'000;
+  msg->deadline_ns = coarse_now_ns() + std::int64_t{transaction_timeout_.load(std::memory_order_relaxed)} * kNsPerSec;
   int mode = response_tracking_.load(std::memory_order_relaxed);
   bool track = response && (portal == kReservedPortal || (mode & (type == MsgType::Get ? 1 : 2)));
   EventType rsp = type == MsgType::Get ? EventType::Reply : EventType::Ack;
@@ -242,14 +241,8 @@ void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
 
 void Core::ni_send(Message* msg) {
   Ni* ni = msg->txni;
-  if (faults_.send_rules()) {
-    if (std::optional<HealthStatus> h = faults_.on_send(msg->hdr, ni->nid)) {
-      // A drop rule with health errors: the send fails as a driver would fail it.
-      msg->health = *h;
-      finalize(msg, -EIO);
-      return;
-    }
-  }
+  if (faults_.send_rules() && fault_on_send(msg)) [[unlikely]]
+    return;
   ni->stats.add(TypeStats::kSent, msg->hdr.type);
   if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kSent, msg->hdr.type);
   int rc = ni->lnd->send(*ni, *msg);  // msg may be finalized and gone once this returns 0

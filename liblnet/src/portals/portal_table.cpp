@@ -505,7 +505,7 @@ int PortalTable::match_response(Delivery* msg, const WireHandle& wh, bool reply,
   auto* md = static_cast<LibMd*>(r.handles.lookup(cookie, HandleType::Md));
   if (!md || md->threshold == 0 || md->on_portal || md->zombie) return -ENOENT;
   if (md->rsp_deadline) {
-    if (steady_now_ns() >= md->rsp_deadline) return -ETIMEDOUT;  // too late: its timeout is being delivered
+    if (coarse_now_ns() >= md->rsp_deadline) return -ETIMEDOUT;  // too late: its timeout is being delivered
     rsp_detach(r, md);
   }
   if (reply) {

@@ -174,7 +174,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   int parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed);
   // Fault rules on receive (fault.cpp): true when they took the message (dropped, or held
   // until the monitor hands it back).
-  bool fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
+  [[gnu::cold]] bool fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
+  // Health-error rules on transmit: true when one failed the send (finalized).
+  [[gnu::cold]] bool fault_on_send(Message* msg);
   // Hands back the held messages that are due (all of them, discarded, with `discard`);
   // the earliest still held (0: none).
   std::int64_t release_delayed(std::int64_t now, bool discard);
