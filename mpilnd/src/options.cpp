@@ -16,7 +16,8 @@ const EnvVar kProgress{"LNET_MPI_PROGRESS", "auto",
 const EnvVar kOnError{"LNET_MPI_ON_ERROR", "return",
                       "when MPI returns an error: return (fail the message) or abort (MPI_Abort)"};
 const EnvVar kTimeout{"LNET_MPI_TIMEOUT", "50",
-                      "seconds a send may wait for a peer's handshake or a credit, and a transfer may stay in MPI"};
+                      "seconds a send may wait for a peer's handshake or a credit, and a transfer may stay in MPI "
+                      "(0: LNet's lnd_timeout, derived from transaction_timeout and retry_count)"};
 const EnvVar kChunk{"LNET_MPI_CHUNK", "2147483647", "largest MPI message of a bulk transfer (bytes)"};
 const EnvVar kIdleUs{"LNET_MPI_IDLE_US", "1000", "longest nap of an idle progress thread (microseconds)"};
 const EnvVar kPack{"LNET_MPI_PACK", "1",
@@ -40,7 +41,7 @@ Result<Options> Options::from_env() {
   };
   long net, short_max, pool, credits, timeout, chunk, idle, proxy_timeout;
   for (Num n : {Num{kNet, 0, 65535, &net}, Num{kShortMax, 0, kMaxPayload, &short_max}, Num{kPool, 1, 65536, &pool},
-                Num{kCredits, 1, 255, &credits}, Num{kTimeout, 1, 3600, &timeout}, Num{kChunk, 1, INT_MAX, &chunk},
+                Num{kCredits, 1, 255, &credits}, Num{kTimeout, 0, 3600, &timeout}, Num{kChunk, 1, INT_MAX, &chunk},
                 Num{kIdleUs, 1, 1000000, &idle}, Num{kProxyTimeout, 1, 3600, &proxy_timeout}}) {
     auto v = n.var.number(n.lo, n.hi);
     if (!v) return v.failure();

@@ -207,7 +207,12 @@ int check_size(Instance& lnet, ProcessId target, const Args& args, std::uint32_t
   auto reply = g.wait(EventType::Reply, args.timeout);
   bool get_ok = reply && reply->type == EventType::Reply && reply->status == 0 && reply->mlength == size &&
                 std::memcmp(sink.data(), src.data(), size) == 0;
-  std::printf("%7u bytes: PUT %s, GET %s\n", size, put_ok ? "ok" : "FAILED", get_ok ? "ok (data checked)" : "FAILED");
+  auto failed = [](const std::optional<Event>& ev) {
+    if (!ev) return std::string("FAILED (no event)");
+    return "FAILED (" + std::string(event_type_name(ev->type)) + " status " + std::to_string(ev->status) + ")";
+  };
+  std::printf("%7u bytes: PUT %s, GET %s\n", size, put_ok ? "ok" : failed(ack).c_str(),
+              get_ok ? "ok (data checked)" : failed(reply).c_str());
   if (!ack) (void)lnet.md_unlink(*md);
   if (!reply) (void)lnet.md_unlink(*gmd);
   if (!w.wait_unlinked(args.timeout) || !g.wait_unlinked(args.timeout)) {

@@ -584,6 +584,25 @@ TEST(MpiLnd, PutFromAnotherThread) {
   EXPECT_TRUE(all_ok(*s));
 }
 
+TEST(MpiLnd, TimeoutZeroTakesLnetsDerivedLndTimeout) {
+  // LNET_MPI_TIMEOUT=0: the NI takes LNet's lnd_timeout, (31 - 1) / (2 + 1) = 10 s here.
+  mpi::Options o = env_options();
+  o.timeout = 0;
+  Config cfg;
+  cfg.globals.transaction_timeout = 31;
+  auto started = mpi::Session::start(MPI_COMM_WORLD, cfg, o);
+  ASSERT_TRUE(started) << started.message();
+  mpi::Session& s = **started;
+  int found = 0;
+  for (const NiInfo& i : s.lnet().control().ni_info())
+    if (i.nid.net().type() == kMpiLnd) {
+      EXPECT_EQ(i.lnd_timeout, 10);
+      ++found;
+    }
+  EXPECT_EQ(found, 1);
+  EXPECT_TRUE(all_ok(s));
+}
+
 TEST(MpiLnd, OptionsFromTheEnvironment) {
   setenv("LNET_MPI_SHORT_MAX", "100", 1);
   setenv("LNET_MPI_PROGRESS", "sometimes", 1);

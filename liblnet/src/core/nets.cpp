@@ -291,6 +291,13 @@ GlobalTunables Core::globals() const {
   return globals_;
 }
 
+int Core::lnd_timeout() const {
+  GlobalTunables g;
+  g.transaction_timeout = transaction_timeout_.load(std::memory_order_relaxed);
+  g.retry_count = retry_count_.load(std::memory_order_relaxed);
+  return g.lnd_timeout();
+}
+
 Status Core::set_global(std::string_view name, long value) {
   MutexLock g(config_mutex_);
   GlobalTunables next = globals_;

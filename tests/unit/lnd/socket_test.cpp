@@ -171,6 +171,34 @@ TEST_F(SocketV2Checksummed, PutAndGetOfEverySize) {
 
 // Every tunable of the socket LND has its LNET_SOCK_* variable; bad values are refused
 // naming the variable.
+TEST(SocketParams, TimeoutZeroTakesLnetsDerivedLndTimeout) {
+  // sock_timeout 0: the NI takes LNet's lnd_timeout, (31 - 1) / (2 + 1) = 10 s here.
+  SocketParams p;
+  p.port = kPort;
+  p.accept = AcceptMode::All;
+  p.timeout = 0;
+  set_socket_params(p);
+  Config cfg;
+  NetConfig nc;
+  nc.net = NetId::make(kSockLnd, 0);
+  nc.nid = tcp("127.0.0.77");
+  cfg.nets.push_back(nc);
+  cfg.globals.transaction_timeout = 31;
+  auto lnet = Instance::create(cfg, kPidLustre);
+  ASSERT_TRUE(lnet) << lnet.message();
+  auto nis = (*lnet)->control().ni_info();
+  ASSERT_EQ(nis.size(), 2u);
+  EXPECT_EQ(nis[1].lnd_timeout, 10);
+  lnet->reset();
+  // An NI's own timeout, or LNET_SOCK_TIMEOUT, wins.
+  cfg.nets[0].lnd_tunables.timeout = 7;
+  lnet = Instance::create(cfg, kPidLustre);
+  ASSERT_TRUE(lnet) << lnet.message();
+  EXPECT_EQ((*lnet)->control().ni_info()[1].lnd_timeout, 7);
+  lnet->reset();
+  set_socket_params(SocketParams{});
+}
+
 TEST(SocketParams, ReadFromTheEnvironment) {
   struct Var {
     const char* name;

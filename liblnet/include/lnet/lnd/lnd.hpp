@@ -101,6 +101,10 @@ class LndHost {
   virtual void finalize(LndMessage* msg, int status) = 0;
   // The driver learnt that the peer NI is down (or up again).
   virtual void notify_peer(NetInterface& ni, Nid peer, bool alive) = 0;
+  // The per-attempt timeout LNet derives for drivers, in seconds: (transaction_timeout -
+  // 1) / (retry_count + 1), at least 1 (lnet-facts §5.1); 0: this host derives none. A
+  // driver whose own timeout is set to 0 takes it when an NI comes up.
+  virtual int lnd_timeout() const { return 0; }
 
   // Optimised GET, initiator side: a driver that has the target move the REPLY payload
   // straight into the sink calls this while sending `get` (not forwarded: hdr.src_nid is

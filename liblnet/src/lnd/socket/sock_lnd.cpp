@@ -109,7 +109,10 @@ int SocketLnd::startup(NetInterface& ni) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  // The NI's own timeout, else LNET_SOCK_TIMEOUT; 0 there (sock_timeout=0) takes LNet's
+  // derived lnd_timeout, as ksocklnd does.
   sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
+  if (sni->timeout == 0) sni->timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
   // The NI's peer_credits when the configuration left them: ksocklnd's default.
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = kDefaultPeerCredits;
 

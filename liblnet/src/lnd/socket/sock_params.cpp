@@ -23,7 +23,8 @@ const EnvVar kAcceptPort{"LNET_ACCEPT_PORT", "988", "tcp: port the acceptor list
 const EnvVar kAcceptTimeout{"LNET_ACCEPT_TIMEOUT", "5", "tcp: seconds a connecting peer has to identify itself"};
 const EnvVar kAcceptBacklog{"LNET_ACCEPT_BACKLOG", "127", "tcp: listen() backlog"};
 const EnvVar kTimeout{"LNET_SOCK_TIMEOUT", "50",
-                      "tcp: seconds before a stuck connection is closed and its messages fail"};
+                      "tcp: seconds before a stuck connection is closed and its messages fail (0: LNet's "
+                      "lnd_timeout, derived from transaction_timeout and retry_count)"};
 const EnvVar kKeepalive{"LNET_SOCK_KEEPALIVE", "30", "tcp: seconds of silence before a keepalive NOOP (0: none)"};
 const EnvVar kTypedConns{"LNET_SOCK_TYPED_CONNS", "1",
                          "tcp: 1 = CONTROL, BULK_IN and BULK_OUT connections per peer; 0 = one"};
@@ -64,7 +65,7 @@ Result<SocketParams> SocketParams::from_env() {
       {kAcceptPort, &p.port, 1, 65535},
       {kAcceptTimeout, &p.accept_timeout, 1, 3600},
       {kAcceptBacklog, &p.accept_backlog, 1, 65535},
-      {kTimeout, &p.timeout, 1, 3600},
+      {kTimeout, &p.timeout, 0, 3600},
       {kKeepalive, &p.keepalive, 0, 3600},
       {kNscheds, &p.nscheds, 1, 64},
       {kKeepaliveIdle, &p.keepalive_idle, 1, 32767},

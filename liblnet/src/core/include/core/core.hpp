@@ -116,6 +116,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
   void finalize(LndMessage* msg, int status) override;
   void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
+  int lnd_timeout() const override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
 
