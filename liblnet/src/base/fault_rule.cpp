@@ -128,18 +128,11 @@ Result<FaultRule> FaultRule::from_fields(bool delay, const std::vector<std::pair
     } else if (key == "message") {
       for (std::string_view m : items(v)) {
         std::string u = lower(m);
-        MsgType t;
-        if (u == "put")
-          t = MsgType::Put;
-        else if (u == "ack")
-          t = MsgType::Ack;
-        else if (u == "get")
-          t = MsgType::Get;
-        else if (u == "reply")
-          t = MsgType::Reply;
-        else
-          return Failure{-EINVAL, "message '" + std::string(m) + "' is not PUT, ACK, GET or REPLY"};
-        r.messages |= 1u << static_cast<unsigned>(t);
+        unsigned bit = 0;
+        for (MsgType t : {MsgType::Put, MsgType::Ack, MsgType::Get, MsgType::Reply})
+          if (u == lower(msg_type_name(t))) bit = 1u << static_cast<unsigned>(t);
+        if (!bit) return Failure{-EINVAL, "message '" + std::string(m) + "' is not PUT, ACK, GET or REPLY"};
+        r.messages |= bit;
       }
     } else if (key == "health_error") {
       for (std::string_view h : items(v)) {

@@ -3,6 +3,8 @@
 // half the time, or always with drop_all), and the counters `fault ... show` prints.
 #include "core/fault.hpp"
 
+#include <bit>
+
 #include <lnet/log.hpp>
 
 #include "base/clock.hpp"
@@ -18,16 +20,6 @@ unsigned portal_of(const Header& h) {
   return 64;  // ACK and REPLY have none
 }
 
-void count_type(FaultRuleInfo& i, MsgType t) {
-  switch (t) {
-    case MsgType::Put: ++i.put; break;
-    case MsgType::Ack: ++i.ack; break;
-    case MsgType::Get: ++i.get; break;
-    case MsgType::Reply: ++i.reply; break;
-    case MsgType::Hello: break;
-  }
-}
-
 }  // namespace
 
 void FaultTable::start_window(Rule& r, std::int64_t now) {
@@ -39,7 +31,7 @@ void FaultTable::start_window(Rule& r, std::int64_t now) {
   }
 }
 
-bool FaultTable::fires(Rule& r, std::int64_t now) {
+bool FaultTable::decide(Rule& r, std::int64_t now) {
   const FaultRule& f = r.info.rule;
   std::uint64_t seen = r.info.count++;
   if (f.drop_all) return true;
@@ -55,6 +47,19 @@ bool FaultTable::fires(Rule& r, std::int64_t now) {
   bool fire = seen == r.fire_at;
   if (r.info.count % f.rate == 0) r.fire_at = r.info.count + rng_() % f.rate;
   return fire;
+}
+
+bool FaultTable::fires(Rule& r, std::int64_t now, MsgType type) {
+  if (!decide(r, now)) return false;
+  switch (type) {
+    case MsgType::Put: ++r.info.put; break;
+    case MsgType::Ack: ++r.info.ack; break;
+    case MsgType::Get: ++r.info.get; break;
+    case MsgType::Reply: ++r.info.reply; break;
+    case MsgType::Hello: break;
+  }
+  ++r.info.fired;
+  return true;
 }
 
 void FaultTable::refresh_flags() {
@@ -110,17 +115,11 @@ FaultTable::Verdict FaultTable::on_receive(const Header& h, Nid local, unsigned*
   MutexLock g(mutex_);
   for (Rule& r : drop_) {
     if (r.info.rule.health_errors || !r.info.rule.matches(h.src_nid, h.dest_nid, local, h.type, portal)) continue;
-    if (fires(r, now)) {
-      count_type(r.info, h.type);
-      ++r.info.fired;
-      return Verdict::Drop;
-    }
+    if (fires(r, now, h.type)) return Verdict::Drop;
   }
   for (Rule& r : delay_) {
     if (!r.info.rule.matches(h.src_nid, h.dest_nid, local, h.type, portal)) continue;
-    if (fires(r, now)) {
-      count_type(r.info, h.type);
-      ++r.info.fired;
+    if (fires(r, now, h.type)) {
       *latency = r.info.rule.latency;
       return Verdict::Delay;
     }
@@ -135,14 +134,14 @@ std::optional<HealthStatus> FaultTable::on_send(const Header& h, Nid local) {
   for (Rule& r : drop_) {
     std::uint32_t mask = r.info.rule.health_errors;
     if (!mask || !r.info.rule.matches(h.src_nid, h.dest_nid, local, h.type, portal)) continue;
-    if (!fires(r, now)) continue;
-    count_type(r.info, h.type);
-    ++r.info.fired;
-    // One of the rule's statuses, at random (LNet's "random": any of them).
-    std::vector<int> choices;
-    for (int s = 1; s <= static_cast<int>(HealthStatus::NetworkTimeout); ++s)
-      if (mask == kFaultAnyHealthError || (mask & (1u << s))) choices.push_back(s);
-    return static_cast<HealthStatus>(choices[rng_() % choices.size()]);
+    if (!fires(r, now, h.type)) continue;
+    // One of the rule's statuses (bits 1..NetworkTimeout), at random; "random": any.
+    constexpr unsigned kLast = static_cast<unsigned>(HealthStatus::NetworkTimeout);
+    constexpr std::uint32_t kEvery = ((1u << (kLast + 1)) - 1) & ~1u;
+    std::uint32_t statuses = mask == kFaultAnyHealthError ? kEvery : mask & kEvery;
+    for (auto pick = rng_() % static_cast<unsigned>(std::popcount(statuses)); pick > 0; --pick)
+      statuses &= statuses - 1;  // drop the lowest set bit
+    return static_cast<HealthStatus>(std::countr_zero(statuses));
   }
   return std::nullopt;
 }
@@ -168,14 +167,7 @@ bool Core::fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_priva
   unsigned latency = 0;
   switch (faults_.on_receive(hdr, ni.nid, &latency)) {
     case FaultTable::Verdict::Pass: return false;
-    case FaultTable::Verdict::Drop: {
-      unsigned cpt = cpts_.of_nid(from);
-      counters_.add(cpt, kDropCount);
-      counters_.add(cpt, kDropLength, hdr.payload_length);
-      ni.stats.add(TypeStats::kDropped, hdr.type);
-      (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
-      return true;
-    }
+    case FaultTable::Verdict::Drop: drop_payload(ni, cpts_.of_nid(from), hdr, lnd_private, false); return true;
     case FaultTable::Verdict::Delay: {
       std::int64_t release = steady_now_ns() + std::int64_t{latency} * kNsPerSec;
       {
@@ -201,7 +193,7 @@ std::int64_t Core::release_delayed(std::int64_t now, bool discard) {
       held_rx_.erase(it);
     }
     if (discard)
-      (void)h.ni->lnd->recv(*h.ni, h.lnd_private, nullptr, true, nullptr, 0, 0, 0, h.hdr.payload_length);
+      drop_payload(*h.ni, cpts_.of_nid(h.from), h.hdr, h.lnd_private, true);
     else
       (void)parse_received(*h.ni, h.hdr, h.from, h.lnd_private, h.rdma_req, true);
   }

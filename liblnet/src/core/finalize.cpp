@@ -5,8 +5,6 @@
 #include "base/clock.hpp"
 #include "core/core.hpp"
 
-#include <chrono>
-
 #include <lnet/mutex.hpp>
 
 namespace lnet::core {

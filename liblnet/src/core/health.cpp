@@ -1,12 +1,12 @@
 // Health (lnet-facts §5.3): the outcome of every sent message moves the health of the
-// local NI and the peer NI it used. Success raises both by health_sensitivity (up to
-// 1000; a router sets the peer NI's to 1000); a failure lowers the one its health
-// status blames. Selection prefers the healthier NIs (net/selection.cpp).
+// local NI and the peer NI it used. Success raises the local NI by health_sensitivity
+// (up to 1000); a peer NI rises only when heard from (note_received_from; a gateway's, or
+// on a router, to 1000); a failure lowers the one its health status blames. Selection
+// prefers the healthier NIs (net/selection.cpp). Also resend and response timeouts.
 #include "base/clock.hpp"
 #include "core/core.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 namespace lnet::core {
 

@@ -27,7 +27,7 @@ void Core::monitor_loop() {
     lk.unlock();
     next_hops.clear();
     std::int64_t now = steady_now_ns();
-    portals_.expire_responses(now, false, next_hops, *this);
+    portals_.expire_responses(now, next_hops, *this);
     for (Nid hop : next_hops) response_timed_out(hop);
     bool busy = true;  // recovery: until it says otherwise
     if (now >= next_recovery) {

@@ -97,12 +97,15 @@ void Core::lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov,
   }
 }
 
+void Core::drop_payload(Ni& ni, unsigned cpt, const Header& hdr, void* lnd_private, bool delayed) {
+  counters_.add(cpt, kDropCount);
+  counters_.add(cpt, kDropLength, hdr.payload_length);
+  ni.stats.add(TypeStats::kDropped, hdr.type);
+  (void)ni.lnd->recv(ni, lnd_private, nullptr, delayed, nullptr, 0, 0, 0, hdr.payload_length);
+}
+
 void Core::drop_rx(Message* msg) {
-  Ni* ni = msg->rxni;
-  counters_.add(msg->cpt, kDropCount);
-  counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
-  ni->stats.add(TypeStats::kDropped, msg->hdr.type);
-  (void)ni->lnd->recv(*ni, msg->lnd_private, nullptr, msg->rx_delayed, nullptr, 0, 0, 0, msg->hdr.payload_length);
+  drop_payload(*msg->rxni, msg->cpt, msg->hdr, msg->lnd_private, msg->rx_delayed);
   free_msg(msg);
 }
 

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include <lnet/log.hpp>
 

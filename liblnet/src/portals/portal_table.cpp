@@ -301,16 +301,18 @@ void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) {
   r.lock.unlock();
 }
 
-void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c) {
+void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type) {
   md->zombie = true;
-  rsp_detach(r, md);  // unlinked by its owner: no response is awaited any more
+  rsp_detach(r, md);  // no response is awaited any more
   if (md->refcount > 0) {
-    // In-flight messages finish first; the last one's event says "unlinked".
+    // In-flight messages finish first; the last one's event says "unlinked". A
+    // response's timeout is delivered now all the same.
     detach_from_me(r, md, false);
-    r.lock.unlock();
-    return;
-  }
-  if (!retire_locked(r, md)) {
+    if (type == EventType::Unlink) {
+      r.lock.unlock();
+      return;
+    }
+  } else if (!retire_locked(r, md)) {
     if (!md->delivering) free_md(r, md);
     r.lock.unlock();
     return;
@@ -319,8 +321,12 @@ void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c) {
   *carrier = Delivery{};
   carrier->event_only = true;
   fill_md_event(md, carrier->ev);
-  carrier->ev.type = EventType::Unlink;
-  carrier->ev.unlinked = true;
+  carrier->ev.type = type;
+  if (type != EventType::Unlink) {  // an ACK or a REPLY that did not come
+    carrier->ev.msg_type = type == EventType::Ack ? MsgType::Ack : MsgType::Reply;
+    carrier->ev.status = -ETIMEDOUT;
+  }
+  carrier->ev.unlinked = md->refcount == 0;
   sink_event(r, md, carrier, c);
 }
 
@@ -535,40 +541,20 @@ void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   sink_event(r, md, msg, c);
 }
 
-void PortalTable::expire_responses(std::int64_t now, bool all, std::vector<Nid>& next_hops, Completer& c) {
+void PortalTable::expire_responses(std::int64_t now, std::vector<Nid>& next_hops, Completer& c) {
   for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
     Res& r = res_[cpt];
     for (;;) {
-      r.lock.lock();  // sink_event releases it
+      r.lock.lock();  // unlink_md_locked releases it
       LibMd* md = r.rsp_head;
-      if (!md || (!all && md->rsp_deadline > now)) {
+      if (!md || md->rsp_deadline > now) {
         r.lock.unlock();
         break;
       }
-      rsp_detach(r, md);
       next_hops.push_back(Nid(md->rsp_next_hop.load(std::memory_order_relaxed)));
-      Delivery* carrier = Pool<UnlinkEvent>::take();
-      *carrier = Delivery{};
-      carrier->event_only = true;
-      fill_md_event(md, carrier->ev);
-      carrier->ev.type = md->rsp_type;
-      carrier->ev.msg_type = md->rsp_type == EventType::Ack ? MsgType::Ack : MsgType::Reply;
-      carrier->ev.status = -ETIMEDOUT;
-      // Then unlinked, as LNet unlinks an MD whose response timed out: a late response
-      // finds no MD. While messages still hold it, the last one's event says unlinked.
-      md->zombie = true;
-      if (md->refcount == 0) {
-        if (!retire_locked(r, md)) {
-          if (!md->delivering) free_md(r, md);
-          r.lock.unlock();
-          Pool<UnlinkEvent>::give(static_cast<UnlinkEvent*>(carrier));
-          continue;
-        }
-        carrier->ev.unlinked = true;
-      } else {
-        detach_from_me(r, md, false);
-      }
-      sink_event(r, md, carrier, c);
+      // Unlinked, as LNet unlinks an MD whose response timed out: a late response finds
+      // no MD. Its event is the response's, with -ETIMEDOUT.
+      unlink_md_locked(r, md, c, md->rsp_type);
     }
   }
 }

@@ -188,6 +188,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
                 std::uint32_t rlen);
   void drop_rx(Message* msg);
+  // Counts a received message as dropped and has its driver discard the payload.
+  void drop_payload(Ni& ni, unsigned cpt, const Header& hdr, void* lnd_private, bool delayed);
   void receive_matched(portals::DeliveryQueue& matched, portals::DeliveryQueue& dropped);
 
   // Forwarding (forward.cpp).

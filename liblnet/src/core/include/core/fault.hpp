@@ -44,7 +44,10 @@ class FaultTable {
     std::int64_t time_base = 0;  // interval: the end of this window (ns)
   };
   void start_window(Rule& r, std::int64_t now) LNET_REQUIRES(mutex_);
-  bool fires(Rule& r, std::int64_t now) LNET_REQUIRES(mutex_);
+  // Whether a message that matched `r` is the one to act on (its window's, ...).
+  bool decide(Rule& r, std::int64_t now) LNET_REQUIRES(mutex_);
+  // decide(), counting what fired by message type.
+  bool fires(Rule& r, std::int64_t now, MsgType type) LNET_REQUIRES(mutex_);
   void refresh_flags() LNET_REQUIRES(mutex_);
 
   mutable Mutex mutex_;

@@ -59,10 +59,10 @@ class PortalTable {
   static void note_next_hop(Delivery* msg, Nid nid) {
     if (msg->tracked) msg->md->rsp_next_hop.store(nid.value(), std::memory_order_relaxed);
   }
-  // Response tracking: every MD whose response is due by now_ns (every tracked MD with
-  // `all`) gets an event of its response's type with status -ETIMEDOUT and is unlinked,
-  // as LNet does; the next hops of those requests are appended to `next_hops`.
-  void expire_responses(std::int64_t now_ns, bool all, std::vector<Nid>& next_hops, Completer& c);
+  // Response tracking: every MD whose response is due by now_ns gets an event of its
+  // response's type with status -ETIMEDOUT and is unlinked, as LNet does; the next hops
+  // of those requests are appended to `next_hops`.
+  void expire_responses(std::int64_t now_ns, std::vector<Nid>& next_hops, Completer& c);
   // The earliest response deadline (0: none awaited), and how many are awaited.
   std::int64_t next_response_deadline() const;
   std::size_t tracked_responses() const;
@@ -142,7 +142,9 @@ class PortalTable {
   static void finish(Delivery* d, Completer& c);
   // Both are called with r.lock held and release it (events are delivered unlocked).
   void sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) LNET_RELEASE(r.lock);
-  void unlink_md_locked(Res& r, LibMd* md, Completer& c) LNET_RELEASE(r.lock);
+  // Unlinks an MD (LNetMDUnlink: an UNLINK event once idle), or, with `type` Ack or
+  // Reply, one whose response timed out (that event, -ETIMEDOUT, at once).
+  void unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type = EventType::Unlink) LNET_RELEASE(r.lock);
 
   const CptTable& cpts_;
   std::uint64_t iface_cookie_;
