@@ -57,7 +57,8 @@ struct RouteConfig {
 struct PeerConfig {
   Nid primary;
   bool multi_rail = true;
-  std::vector<Nid> nids;  // besides the primary
+  std::vector<Nid> nids;      // besides the primary
+  bool lock_primary = false;  // discovery keeps `primary` (lnetctl peer add --lock_prim)
   friend bool operator==(const PeerConfig&, const PeerConfig&) = default;
 };
 
@@ -73,10 +74,9 @@ struct BufferConfig {
 struct GlobalTunables {
   int numa_range = 0;
   int max_interfaces = 4096;  // NIs a peer's ping or push may list
+  int discovery = 1;          // dynamic discovery of peers (ping, push, merging)
   // Tunables of features not built yet take only the value that says what the code does
-  // (set() refuses others: "not supported yet"): no dynamic discovery, no check of
-  // asymmetric routes.
-  int discovery = 0;
+  // (set() refuses others: "not supported yet"): no check of asymmetric routes.
   int drop_asym_route = 0;
   int retry_count = 2;                   // resends of a failed PUT or GET on another path (0: none)
   int transaction_timeout = 150;         // seconds: a message's deadline, and its ACK's or REPLY's

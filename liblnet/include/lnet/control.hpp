@@ -3,6 +3,7 @@
 // global tunables, selection rules, counters. Instance::control() gives it.
 #pragma once
 
+#include <chrono>
 #include <string_view>
 #include <vector>
 
@@ -30,10 +31,15 @@ class Control {
   // `configured`: exported and kept as configuration, not merely met.
   virtual Status add_peer(const PeerConfig& p, bool configured = true) = 0;
   // Removes NIDs of a peer (the whole peer when `nids` is empty or holds the primary);
-  // messages waiting for them fail.
-  virtual Status del_peer(Nid primary, const std::vector<Nid>& nids) = 0;
+  // messages waiting for them fail. A locked primary NID (PeerConfig::lock_primary) stays
+  // unless `force`: its peer only loses its other NIDs.
+  virtual Status del_peer(Nid primary, const std::vector<Nid>& nids, bool force = false) = 0;
   virtual std::vector<PeerConfig> configured_peers() const = 0;
   virtual std::vector<PeerInfo> peer_info() const = 0;
+  // Discovers the peer of `nid` (made if unknown): pings it, pushes it our NIDs when it is
+  // multi-rail, and waits at most `timeout` for the round to end; the peer as it is then.
+  // `force`: a full round even when it is discovered already.
+  virtual Result<PeerInfo> discover(Nid nid, bool force, std::chrono::milliseconds timeout) = 0;
 
   // ---- routes, routing and router buffers ----
   virtual Status add_route(const RouteConfig& r) = 0;

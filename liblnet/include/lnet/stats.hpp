@@ -115,6 +115,7 @@ struct RouterCptInfo {
 struct PeerInfo {
   Nid primary_nid;
   bool multi_rail = false;
+  std::uint32_t state = 0;  // LNet's peer state bits (discovery's flags)
   std::vector<PeerNiInfo> nis;
 };
 

@@ -125,6 +125,8 @@ const GlobalVar kGlobalVars[] = {
      "health_sensitivity"},
     {{"LNET_RESPONSE_TRACKING", "3", "ACKs and REPLYs awaited: 0 pings only, 1 GETs, 2 PUTs, 3 both"},
      "response_tracking"},
+    {{"LNET_DISCOVERY", "1", "dynamic discovery of peers: 1 on, 0 off (peers stay as first met or configured)"},
+     "discovery"},
 };
 
 const EnvVar kFaultVar{"LNET_FAULT", "",
@@ -189,7 +191,7 @@ struct Tunable {
 constexpr Tunable kTunables[] = {
     {"numa_range", &GlobalTunables::numa_range, 0, 1 << 30, nullptr},
     {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
-    {"discovery", &GlobalTunables::discovery, 0, 1, "dynamic discovery is not built: peers come from configuration"},
+    {"discovery", &GlobalTunables::discovery, 0, 1, nullptr},
     {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, "asymmetric routes are not checked"},
     {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, nullptr},
     {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 20, nullptr},

@@ -118,7 +118,7 @@ class Adder {
     bool existed = false;
     for (const auto& x : c_.configured_peers()) existed = existed || x.primary == p.primary;
     if (Status s = c_.add_peer(p, true); !s) return s;
-    if (!existed) undo_.push_back([this, p] { (void)c_.del_peer(p.primary, {}); });
+    if (!existed) undo_.push_back([this, p] { (void)c_.del_peer(p.primary, {}, true); });
     return {};
   }
   Status udsp(const UdspRule& u) {

@@ -36,10 +36,27 @@ YAML::Node peer_node(const PeerInfo& p, int verbose) {
   YAML::Node n;
   n["primary nid"] = p.primary_nid.to_string();
   n["Multi-Rail"] = p.multi_rail ? "True" : "False";
+  if (verbose > 0) n["peer state"] = int_node(static_cast<long>(p.state));
   YAML::Node nis(YAML::NodeType::Sequence);
   for (const PeerNiInfo& i : p.nis) nis.push_back(peer_ni_node(i, verbose));
   n["peer ni"] = nis;
   return n;
+}
+
+// The `what:` list of the answers and the `manage:` list of the failures.
+Response list_response(const char* what, const YAML::Node& list, const YAML::Node& errors, int rc) {
+  std::string text;
+  if (list.size() > 0) {
+    YAML::Node root;
+    root[what] = list;
+    text = print_yaml(root);
+  }
+  if (errors.size() > 0) {
+    YAML::Node root;
+    root["manage"] = errors;
+    text += print_yaml(root);
+  }
+  return Response{rc, text};
 }
 
 Result<std::vector<Nid>> nids_arg(const Request& r, const std::string& name) {
@@ -52,17 +69,16 @@ Result<std::vector<Nid>> nids_arg(const Request& r, const std::string& name) {
   return out;
 }
 
-// ping and discover: each NID pinged; discover records what it answers as peer NIs.
-Response ping_nids(Instance& lnet, const Request& r, bool discover) {
-  const char* what = discover ? "discover" : "ping";
+// ping: each NID pinged; what it answers is printed, nothing recorded.
+Response ping_nids(Instance& lnet, const Request& r) {
   auto nids = list_arg(r, "nid");
-  if (nids.empty()) return error_block("manage", what, -EINVAL, std::string(what) + " needs at least one NID");
-  auto timeout = int_arg(r, "timeout", discover ? 10 : 1, 1, 3600);
-  if (!timeout) return error_block("manage", what, timeout.code(), timeout.message());
+  if (nids.empty()) return error_block("manage", "ping", -EINVAL, "ping needs at least one NID");
+  auto timeout = int_arg(r, "timeout", 1, 1, 3600);
+  if (!timeout) return error_block("manage", "ping", timeout.code(), timeout.message());
   Nid source = Nid::any();
   if (const std::string* src = r.arg("source")) {
     auto s = Nid::parse(*src);
-    if (!s) return error_block("manage", what, -EINVAL, "--source: " + s.message());
+    if (!s) return error_block("manage", "ping", -EINVAL, "--source: " + s.message());
     source = *s;
   }
   YAML::Node list(YAML::NodeType::Sequence);
@@ -71,21 +87,19 @@ Response ping_nids(Instance& lnet, const Request& r, bool discover) {
   for (const std::string& s : nids) {
     auto id = ProcessId::parse(s);
     if (!id) {
-      errors.push_back(error_item(what, -EINVAL, id.message()));
+      errors.push_back(error_item("ping", -EINVAL, id.message()));
       if (!first_rc) first_rc = -EINVAL;
       continue;
     }
     auto res = lnet.ping(*id, std::chrono::seconds(*timeout), 256, source);
     if (!res) {
-      errors.push_back(error_item(what, res.code(),
-                                  "failed to " + std::string(what) + " " + id->nid.to_string() + ": " + res.message()));
+      errors.push_back(error_item("ping", res.code(), "failed to ping " + id->nid.to_string() + ": " + res.message()));
       if (!first_rc) first_rc = res.code();
       continue;
     }
     const PingInfo& info = res->info;
-    Nid primary = info.nis.size() > 1 ? info.nis[1].nid : id->nid;
     YAML::Node p;
-    p["primary nid"] = primary.to_string();
+    p["primary nid"] = (info.nis.size() > 1 ? info.nis[1].nid : id->nid).to_string();
     p["Multi-Rail"] = (info.features & kPingFeatMultiRail) ? "True" : "False";
     YAML::Node pnis(YAML::NodeType::Sequence);
     for (std::size_t i = 1; i < info.nis.size(); ++i) {
@@ -95,26 +109,47 @@ Response ping_nids(Instance& lnet, const Request& r, bool discover) {
     }
     p["peer ni"] = pnis;
     list.push_back(p);
-    if (discover) {
-      // What the peer says it has, as one peer (multi-rail when it says it is).
-      PeerConfig pc{primary, (info.features & kPingFeatMultiRail) != 0, {}};
-      for (std::size_t i = 2; i < info.nis.size(); ++i)
-        if (info.nis[i].status == kNiStatusUp) pc.nids.push_back(info.nis[i].nid);
-      (void)lnet.control().add_peer(pc, false);
+  }
+  return list_response("ping", list, errors, first_rc);
+}
+
+// discover: each NID's peer discovered (a round of the discovery state machine); the
+// peer as it is afterwards, with every NI it has.
+Response discover_nids(Instance& lnet, const Request& r) {
+  auto nids = list_arg(r, "nid");
+  if (nids.empty()) return error_block("manage", "discover", -EINVAL, "discover needs at least one NID");
+  // A round is a ping and a push, each bounded by the transaction timeout.
+  auto wait = std::chrono::seconds(2 * lnet.control().globals().transaction_timeout + 1);
+  YAML::Node list(YAML::NodeType::Sequence);
+  YAML::Node errors(YAML::NodeType::Sequence);
+  int first_rc = 0;
+  for (const std::string& s : nids) {
+    auto nid = Nid::parse(s);
+    if (!nid) {
+      errors.push_back(error_item("discover", -EINVAL, nid.message()));
+      if (!first_rc) first_rc = -EINVAL;
+      continue;
     }
+    auto res = lnet.control().discover(*nid, r.flag("force"), wait);
+    if (!res) {
+      errors.push_back(
+          error_item("discover", res.code(), "failed to discover " + nid->to_string() + ": " + res.message()));
+      if (!first_rc) first_rc = res.code();
+      continue;
+    }
+    YAML::Node p;
+    p["primary nid"] = res->primary_nid.to_string();
+    p["Multi-Rail"] = res->multi_rail ? "True" : "False";
+    YAML::Node pnis(YAML::NodeType::Sequence);
+    for (const PeerNiInfo& n : res->nis) {
+      YAML::Node e;
+      e["nid"] = n.nid.to_string();
+      pnis.push_back(e);
+    }
+    p["peer ni"] = pnis;
+    list.push_back(p);
   }
-  std::string text;
-  if (list.size() > 0) {
-    YAML::Node root;
-    root[what] = list;
-    text = print_yaml(root);
-  }
-  if (errors.size() > 0) {
-    YAML::Node root;
-    root["manage"] = errors;
-    text += print_yaml(root);
-  }
-  return Response{first_rc, text};
+  return list_response("discover", list, errors, first_rc);
 }
 
 }  // namespace
@@ -163,7 +198,7 @@ Response peer_add(Instance& lnet, const Request& r, const Hooks&) {
   if (!primary) return error_block("add", "peer_ni", -EINVAL, primary.message());
   auto nids = nids_arg(r, "nid");
   if (!nids) return error_block("add", "peer_ni", -EINVAL, nids.message());
-  Status s = lnet.control().add_peer(PeerConfig{*primary, !r.flag("non_mr"), *nids}, true);
+  Status s = lnet.control().add_peer(PeerConfig{*primary, !r.flag("non_mr"), *nids, r.flag("lock_prim")}, true);
   if (!s) return error_block("add", "peer_ni", s.code(), s.message());
   return ok(YAML::Node());
 }
@@ -175,13 +210,13 @@ Response peer_del(Instance& lnet, const Request& r, const Hooks&) {
   if (!primary) return error_block("del", "peer_ni", -EINVAL, primary.message());
   auto nids = nids_arg(r, "nid");
   if (!nids) return error_block("del", "peer_ni", -EINVAL, nids.message());
-  Status s = lnet.control().del_peer(*primary, *nids);
+  Status s = lnet.control().del_peer(*primary, *nids, r.flag("force"));
   if (!s) return error_block("del", "peer_ni", s.code(), s.message());
   return ok(YAML::Node());
 }
 
-Response ping(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, false); }
-Response discover(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r, true); }
+Response ping(Instance& lnet, const Request& r, const Hooks&) { return ping_nids(lnet, r); }
+Response discover(Instance& lnet, const Request& r, const Hooks&) { return discover_nids(lnet, r); }
 
 Response peer_set(Instance& lnet, const Request& r, const Hooks&) {
   auto health = int_arg(r, "health", -1, 0, 1000);

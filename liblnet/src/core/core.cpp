@@ -64,6 +64,7 @@ Status Core::startup() {
   }
   checker_ = std::thread([this] { checker_loop(); });
   monitor_ = std::thread([this] { monitor_loop(); });
+  discovery_thread_ = std::thread([this] { discovery_loop(); });
   return {};
 }
 
@@ -96,7 +97,13 @@ void Core::shutdown() {
     monitor_cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
-  (void)release_delayed(0, true);  // messages fault rules still hold: discarded
+  {
+    MutexLock g(dc_mutex_);
+    dc_cv_.notify_all();
+    dc_done_cv_.notify_all();
+  }
+  if (discovery_thread_.joinable()) discovery_thread_.join();  // fails the messages it held
+  (void)release_delayed(0, true);                              // messages fault rules still hold: discarded
   portals::DeliveryQueue dropped;
   portals_.clear_all(dropped, *this);
   while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
@@ -198,16 +205,35 @@ Status Core::add_peer(const PeerConfig& p, bool configured) {
       return Failure{rc, "cannot add " + nid.to_string() + " to peer " + p.primary.to_string() +
                              (rc == -EEXIST ? ": it belongs to another peer" : ": " + errno_string(rc))};
   }
-  if (configured) peers_.find(p.primary)->peer->configured = true;
+  if (configured) {
+    net::Peer* peer = peers_.find(p.primary)->peer;
+    peer->configured = true;
+    for (Nid nid : all) peers_.find(nid)->configured = true;
+    if (p.lock_primary) peer->dc.flags.fetch_or(net::peer_state::kLockPrimary);
+  }
   return {};
 }
 
-Status Core::del_peer(Nid primary, const std::vector<Nid>& nids) {
+Status Core::del_peer(Nid primary, const std::vector<Nid>& nids, bool force) {
   std::vector<PeerNi*> removed;
   MsgQueue failed;
   {
     ExclusiveLock x(net_locks_);
-    if (int rc = peers_.remove(primary, nids, &removed); rc)
+    std::vector<Nid> gone = nids;
+    PeerNi* prim = peers_.find(primary);
+    bool whole = gone.empty() || std::find(gone.begin(), gone.end(), primary) != gone.end();
+    if (prim && prim->peer->primary == primary && whole && !force &&
+        (prim->peer->dc.flags.load() & net::peer_state::kLockPrimary)) {
+      // A locked primary NID stays (as LNet keeps the NIDs Lustre gave it): the peer
+      // loses its other NIDs only.
+      LNET_LOG(Warn, kLogConfig, "peer %s has a locked primary NID: keeping it (--force deletes it)",
+               primary.to_string().c_str());
+      gone.clear();
+      for (auto& lpni : prim->peer->nis)
+        if (!lpni->removed && lpni->nid != primary) gone.push_back(lpni->nid);
+      if (gone.empty()) return {};
+    }
+    if (int rc = peers_.remove(primary, gone, &removed); rc)
       return Failure{rc, "no peer " + primary.to_string() + (nids.empty() ? "" : " with those NIDs")};
     config_gen_.fetch_add(1, std::memory_order_relaxed);
     for (PeerNi* lpni : removed)
@@ -228,6 +254,7 @@ std::vector<PeerConfig> Core::configured_peers() const {
     PeerConfig pc;
     pc.primary = p->primary;
     pc.multi_rail = p->multi_rail;
+    pc.lock_primary = (p->dc.flags.load() & net::peer_state::kLockPrimary) != 0;
     for (const auto& lpni : p->nis)
       if (!lpni->removed && lpni->nid != p->primary) pc.nids.push_back(lpni->nid);
     out.push_back(std::move(pc));
@@ -242,6 +269,7 @@ std::vector<PeerInfo> Core::peer_info() const {
     PeerInfo pi;
     pi.primary_nid = p->primary;
     pi.multi_rail = p->multi_rail;
+    pi.state = p->state_bits();
     for (const auto& lpni : p->nis) {
       if (lpni->removed) continue;
       PeerNiInfo n;

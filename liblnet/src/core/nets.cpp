@@ -329,6 +329,11 @@ Status Core::set_globals_locked(const GlobalTunables& next) {
   recovery_limit_.store(next.recovery_limit, std::memory_order_relaxed);
   max_recovery_ping_interval_.store(next.max_recovery_ping_interval, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
+  if (discovery_.exchange(next.discovery != 0) != (next.discovery != 0) && started_.load()) {
+    // The DISCOVERY feature bit changes: peers hear of it (turning it off pushes even to
+    // those that will not be pushed again).
+    refresh_ping_target(next.discovery == 0);
+  }
   checker_cv_.notify_all();  // the router check interval may have changed
   return {};
 }

@@ -10,13 +10,10 @@
 
 namespace lnet::core {
 
-namespace {
-constexpr unsigned kPushTargetNis = 64;  // what a push may carry before it is truncated
-}
-
 PingInfo Core::ping_info() const {
   PingInfo info;
   info.features = kPingFeatNiStatus | kPingFeatMultiRail | kPingFeatRteDisabled;
+  if (discovery_.load()) info.features |= kPingFeatDiscovery;
   info.pid = pid_;
   info.nis.push_back(NiStatus{Nid::lo(), ping_seq_, 0});  // entry 0's status: the buffer's sequence number
   if (routing_.load()) info.features &= ~kPingFeatRteDisabled;
@@ -34,15 +31,17 @@ int Core::setup_ping_target() {
   ping_me_ = *me;
   refresh_ping_target();
   if (!ping_md_.is_valid()) return -ENOMEM;
-  push_buf_.resize(kPingInfoHeaderSize + kNiStatusSize * kPushTargetNis);
+  push_target_bytes_.store(kPingInfoMinSize);
+  push_buf_.resize(kPingInfoMinSize);
   post_push_target();
   return 0;
 }
 
-void Core::refresh_ping_target() {
+void Core::refresh_ping_target(bool force_push) {
   // A new buffer (with the next sequence number) on the same ME; GETs still reading the
-  // old one keep it alive until they finish.
-  if (ping_md_.is_valid()) {
+  // old one keep it alive until they finish. Discovered multi-rail peers are pushed it.
+  bool changed = ping_md_.is_valid();
+  if (changed) {
     (void)md_unlink(ping_md_);
     ++ping_seq_;
   }
@@ -55,10 +54,16 @@ void Core::refresh_ping_target() {
   d.handler = [buf](const Event&) {};  // owns the buffer for as long as the MD lives
   auto md = md_attach(ping_me_, d, Unlink::Retain);
   ping_md_ = md ? *md : MdHandle{};
+  if (changed) push_update(force_push);
 }
 
+// One push at a time lands in push_buf_ (its MD takes one PUT; the handler re-posts it,
+// and pushes arriving in between wait on the lazy portal). It starts at the smallest ping
+// info and grows when a push was truncated (discovery asks for the size it needed).
 void Core::post_push_target() {
   if (stopping_.load()) return;
+  std::size_t want = push_target_bytes_.load();
+  if (push_buf_.size() < want) push_buf_.resize(want);
   auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
   if (!me) return;
   MdDesc d;
@@ -72,9 +77,15 @@ void Core::post_push_target() {
 
 void Core::on_push(const Event& ev) {
   if (ev.type == EventType::Put && ev.status == 0) {
-    // Discovery consumes pushes; until then a push is validated and counted.
-    if (decode_ping_info(std::span(push_buf_.data(), ev.mlength), max_interfaces_.load()).ok())
-      pushes_received_.fetch_add(1);
+    pushes_received_.fetch_add(1);
+    if (ev.rlength > ev.mlength) {
+      // More than the buffer holds: the next one (re-posted below) is big enough for it.
+      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * std::size_t{max_interfaces_.load()};
+      push_target_bytes_.store(std::max(push_target_bytes_.load(), std::min<std::size_t>(ev.rlength, most)));
+    }
+    DcEvent e{DcEvent::PushReceived, nullptr, ev.source.nid, 0, ev.rlength, {}};
+    e.data.assign(push_buf_.begin(), push_buf_.begin() + ev.mlength);
+    post_dc_event(std::move(e));  // the discovery thread merges it
   }
   if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
 }

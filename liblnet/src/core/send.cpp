@@ -125,12 +125,24 @@ int Core::send(Nid self, Message* msg, Nid dst) {
   if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
   unsigned cpt = cpts_.of_nid(dst);
+  bool dc_checked = false;
   std::unique_lock lk(net_locks_[cpt]);
   for (;;) {
     PeerNi* lpni = peers_.find(dst);
     if (!lpni) {
       lk.unlock();
       if (!peer_ni_for(dst)) return -ENOMEM;
+      lk.lock();
+      continue;
+    }
+    // A request to a peer not discovered yet waits for its discovery.
+    if (!dc_checked && discovery_.load(std::memory_order_relaxed) &&
+        lpni->peer->dc.state.load(std::memory_order_acquire) != net::DcState::Discovered && !discovery_exempt(msg)) {
+      Peer* peer = lpni->peer;
+      lk.unlock();
+      Hold h = hold_for_discovery(peer, msg);
+      if (h == Hold::Held) return 0;
+      dc_checked = h == Hold::Go;
       lk.lock();
       continue;
     }

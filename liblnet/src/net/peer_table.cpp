@@ -6,16 +6,52 @@
 
 namespace lnet::net {
 
-PeerNi* PeerTable::make_ni(Peer* peer, Nid nid, int credits, int rtr_credits) {
-  PeerNet* pnet = nullptr;
+namespace {
+
+PeerNet* net_of(Peer* peer, NetId net) {
   for (auto& pn : peer->nets)
-    if (pn->net == nid.net()) pnet = pn.get();
-  if (!pnet) {
-    peer->nets.push_back(std::make_unique<PeerNet>());
-    pnet = peer->nets.back().get();
-    pnet->net = nid.net();
-    pnet->peer = peer;
+    if (pn->net == net) return pn.get();
+  peer->nets.push_back(std::make_unique<PeerNet>());
+  PeerNet* pnet = peer->nets.back().get();
+  pnet->net = net;
+  pnet->peer = peer;
+  return pnet;
+}
+
+// Takes `lpni` off its peer net; a net left empty goes (removed peer NIs still point at it).
+void unlink_from_net(PeerNi* lpni) {
+  Peer* peer = lpni->peer;
+  auto& v = lpni->peer_net->nis;
+  v.erase(std::remove(v.begin(), v.end(), lpni), v.end());
+  for (auto it = peer->nets.begin(); it != peer->nets.end(); ++it) {
+    if (it->get() == lpni->peer_net && (*it)->nis.empty()) {
+      peer->dead_nets.push_back(std::move(*it));
+      peer->nets.erase(it);
+      break;
+    }
   }
+}
+
+}  // namespace
+
+std::uint32_t Peer::state_bits() const {
+  using namespace peer_state;
+  std::uint32_t bits = dc.flags.load(std::memory_order_relaxed);
+  if (multi_rail) bits |= kMultiRail;
+  if (configured) bits |= kConfigured;
+  switch (dc.state.load(std::memory_order_relaxed)) {
+    case DcState::Undiscovered:
+    case DcState::Merged: break;
+    case DcState::Queued: bits |= kDiscovering; break;
+    case DcState::PingSent: bits |= kDiscovering | kPingSent; break;
+    case DcState::PushSent: bits |= kDiscovering | kPushSent; break;
+    case DcState::Discovered: bits |= kDiscovered; break;
+  }
+  return bits;
+}
+
+PeerNi* PeerTable::make_ni(Peer* peer, Nid nid, int credits, int rtr_credits) {
+  PeerNet* pnet = net_of(peer, nid.net());
   peer->nis.push_back(std::make_unique<PeerNi>());
   PeerNi* lpni = peer->nis.back().get();
   lpni->nid = nid;
@@ -29,6 +65,35 @@ PeerNi* PeerTable::make_ni(Peer* peer, Nid nid, int credits, int rtr_credits) {
   pnet->nis.push_back(lpni);
   index_[lpni->cpt][nid] = lpni;
   return lpni;
+}
+
+void PeerTable::move_ni(PeerNi* lpni, Peer* to) {
+  Peer* from = lpni->peer;
+  if (from == to) return;
+  unlink_from_net(lpni);
+  auto it = std::find_if(from->nis.begin(), from->nis.end(), [&](const auto& p) { return p.get() == lpni; });
+  to->nis.push_back(std::move(*it));
+  from->nis.erase(it);
+  lpni->peer = to;
+  lpni->peer_net = net_of(to, lpni->nid.net());
+  lpni->peer_net->nis.push_back(lpni);
+}
+
+void PeerTable::remove_ni(PeerNi* lpni) {
+  index_[lpni->cpt].erase(lpni->nid);
+  lpni->removed = true;
+  unlink_from_net(lpni);
+}
+
+void PeerTable::retire(Peer* peer) {
+  peer->deleted = true;
+  for (auto it = peers_.begin(); it != peers_.end(); ++it) {
+    if (it->get() == peer) {
+      removed_.push_back(std::move(*it));
+      peers_.erase(it);
+      return;
+    }
+  }
 }
 
 int PeerTable::add_ni(Nid primary, Nid nid, bool multi_rail, int credits, int rtr_credits) {
@@ -63,30 +128,10 @@ int PeerTable::remove(Nid primary, const std::vector<Nid>& nids, std::vector<Pee
   }
   for (Nid n : gone) {
     PeerNi* lpni = find(n);
-    index_[lpni->cpt].erase(n);
-    lpni->removed = true;
-    auto& v = lpni->peer_net->nis;
-    v.erase(std::remove(v.begin(), v.end(), lpni), v.end());
+    remove_ni(lpni);
     if (removed) removed->push_back(lpni);
   }
-  for (auto it = peer->nets.begin(); it != peer->nets.end();) {
-    if ((*it)->nis.empty()) {
-      peer->dead_nets.push_back(std::move(*it));  // removed peer NIs still point at it
-      it = peer->nets.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (peer->nets.empty()) {
-    peer->deleted = true;
-    for (auto it = peers_.begin(); it != peers_.end(); ++it) {
-      if (it->get() == peer) {
-        removed_.push_back(std::move(*it));
-        peers_.erase(it);
-        break;
-      }
-    }
-  }
+  if (peer->nets.empty()) retire(peer);
   return 0;
 }
 

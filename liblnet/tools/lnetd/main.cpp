@@ -115,7 +115,7 @@ Result<dlc::SystemConfig> load_config(const lnetd::Options& o, std::string* yaml
 // peers, selection rules and routing.
 Status unconfigure(Control& c) {
   for (const auto& r : c.route_configs()) (void)c.del_route(r.net, r.gateway);
-  for (const auto& p : c.configured_peers()) (void)c.del_peer(p.primary, {});
+  for (const auto& p : c.configured_peers()) (void)c.del_peer(p.primary, {}, true);
   (void)c.del_udsp(-1);
   (void)c.set_routing(false);
   for (const NiInfo& i : c.ni_info())

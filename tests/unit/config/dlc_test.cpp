@@ -66,26 +66,26 @@ udsp:
           priority: 0
 )";
 
-// The same with the global tunables this build has (a real export's health and
-// discovery tunables are refused: see RealExportsNameWhatIsNotBuilt).
+// The same with the global tunables this build has (a real export's router_sensitivity
+// is refused: see RealExportsNameWhatIsNotBuilt).
 std::string supported_example() {
   std::string s = kFactsExample;
   std::size_t g = s.find("global:\n"), u = s.find("udsp:\n");
   return s.substr(0, g) +
-         "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 0\n    drop_asym_route: 0\n"
+         "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 1\n    drop_asym_route: 0\n"
          "    retry_count: 2\n    transaction_timeout: 150\n    health_sensitivity: 100\n    lnd_timeout: 49\n"
          "    response_tracking: 3\n" +
          s.substr(u);
 }
 
 TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
-  // What the kernel's lnetctl exports: discovery, resends, deadlines, health. Refused,
+  // What the kernel's lnetctl exports: route health not built yet. Refused,
   // naming the first key and its line; nothing is silently ignored.
   auto cfg = dlc::parse_config(kFactsExample);
   ASSERT_FALSE(cfg);
   EXPECT_EQ(cfg.code(), -EOPNOTSUPP);
-  EXPECT_NE(cfg.message().find("not supported yet: discovery 1"), std::string::npos) << cfg.message();
-  EXPECT_NE(cfg.message().find("(line 35)"), std::string::npos) << cfg.message();
+  EXPECT_NE(cfg.message().find("not supported yet: router_sensitivity"), std::string::npos) << cfg.message();
+  EXPECT_NE(cfg.message().find("(line 41)"), std::string::npos) << cfg.message();
   auto rl = dlc::parse_config("global:\n    router_sensitivity: 100\n");
   ASSERT_FALSE(rl);
   EXPECT_NE(rl.message().find("not supported yet: router_sensitivity"), std::string::npos) << rl.message();
@@ -233,9 +233,6 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
     std::map<std::string, std::vector<std::string>> args;
     const char* names;
   } cases[] = {
-      {"discover", {{"nid", {"32@gni"}}, {"force", {}}}, "not supported yet: discover --force"},
-      {"peer add", {{"prim_nid", {"40@gni"}}, {"lock_prim", {}}}, "not supported yet: peer add --lock_prim"},
-      {"peer del", {{"prim_nid", {"40@gni"}}, {"force", {}}}, "not supported yet: peer del --force"},
       {"route add",
        {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"health_sensitivity", {"2"}}},
        "not supported yet: route add --health_sensitivity"},
@@ -252,13 +249,13 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   EXPECT_EQ(unknown.rc, -EINVAL);
   EXPECT_NE(unknown.text.find("'net show' has no option --bogus"), std::string::npos) << unknown.text;
   // Tunables of features not built: the value that says what the code does is taken.
-  EXPECT_EQ(run(*a, "set", {{"name", {"discovery"}}, {"value", {"0"}}}).rc, 0);
-  auto d = run(*a, "set", {{"name", {"discovery"}}, {"value", {"1"}}});
+  EXPECT_EQ(run(*a, "set", {{"name", {"drop_asym_route"}}, {"value", {"0"}}}).rc, 0);
+  auto d = run(*a, "set", {{"name", {"drop_asym_route"}}, {"value", {"1"}}});
   EXPECT_EQ(d.rc, -EOPNOTSUPP);
-  EXPECT_NE(d.text.find("not supported yet: discovery 1"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("not supported yet: drop_asym_route 1"), std::string::npos) << d.text;
   auto g = run(*a, "global show");
   EXPECT_EQ(g.text.find("router_sensitivity"), std::string::npos) << "no made-up value: " << g.text;
-  EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;
+  EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;  // fabric_config's
   // lnd_timeout is what LNet derives from transaction_timeout and retry_count.
   EXPECT_NE(g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    recovery_interval: 1\n"
                         "    lnd_timeout: 49\n    response_tracking: 3\n    recovery_limit: 0\n"

@@ -275,9 +275,11 @@ TEST(RunTimeConfig, PeersAndGlobals) {
   EXPECT_EQ(a->control().set_global("numa_range", -1).code(), -EINVAL);
   EXPECT_EQ(a->control().set_global("bogus", 1).code(), -EINVAL);
   EXPECT_TRUE(a->control().set_global("retry_count", 0));
-  Status s = a->control().set_global("discovery", 1);
+  EXPECT_TRUE(a->control().set_global("discovery", 1));
+  EXPECT_EQ(a->control().globals().discovery, 1);
+  Status s = a->control().set_global("drop_asym_route", 1);
   EXPECT_EQ(s.code(), -EOPNOTSUPP);
-  EXPECT_NE(s.message().find("not supported yet: discovery 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("not supported yet: drop_asym_route 1"), std::string::npos) << s.message();
   EXPECT_EQ(a->control().set_global("router_sensitivity", 10).code(), -EOPNOTSUPP);
   EXPECT_EQ(a->control().globals().retry_count, 0);
   // LNet's rules between tunables: retry_count below transaction_timeout, and no

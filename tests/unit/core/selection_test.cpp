@@ -256,7 +256,7 @@ class Health : public MultiRail {
     ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   }
   void TearDown() override {
-    for (std::uint32_t n : {1, 11, 2, 12}) Fabric::instance().fail(gni(n), std::nullopt);
+    for (std::uint32_t n : {1, 11, 2, 12, 3}) Fabric::instance().fail(gni(n), std::nullopt);
     MultiRail::TearDown();
   }
   int health(Nid local) { return ni(*a, local)->health.load(); }

@@ -229,6 +229,9 @@ Config fabric_config(std::initializer_list<std::uint32_t> addrs, unsigned net, N
   Fabric::install();
   Config cfg;
   cfg.ncpts = ncpts;
+  // Tests of the other features count their messages exactly: no discovery rounds in
+  // between (discovery_test turns it on).
+  cfg.globals.discovery = 0;
   for (std::uint32_t a : addrs) {
     NetConfig nc;
     nc.net = NetId::make(kGniLnd, net);

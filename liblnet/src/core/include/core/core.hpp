@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <thread>
@@ -31,6 +32,7 @@
 namespace lnet::core {
 
 using net::Ni;
+using net::Peer;
 using net::PeerNi;
 using net::TxQueue;
 
@@ -83,9 +85,10 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::vector<NetConfig> net_configs() const override;
   std::vector<NiInfo> ni_info() const override;
   Status add_peer(const PeerConfig& p, bool configured) override;
-  Status del_peer(Nid primary, const std::vector<Nid>& nids) override;
+  Status del_peer(Nid primary, const std::vector<Nid>& nids, bool force) override;
   std::vector<PeerConfig> configured_peers() const override;
   std::vector<PeerInfo> peer_info() const override;
+  Result<PeerInfo> discover(Nid nid, bool force, std::chrono::milliseconds timeout) override;
   Status add_route(const RouteConfig& r) override;
   Status del_route(NetId net, Nid gateway) override;
   std::vector<RouteConfig> route_configs() const override { return routes_.configs(); }
@@ -128,6 +131,21 @@ class Core final : public LndHost, public Control, private portals::Completer {
   PeerNi* find_peer_ni(Nid nid);
   // Pings every gateway once now (the router checker's work; tests call it directly).
   void check_routers();
+  // Discovery's events (discovery.cpp; the thread runs them, tests may too): each a
+  // switch on the peer's state.
+  struct DcEvent {
+    enum Kind { PingDone, PushDone, PushReceived } kind = PingDone;
+    Peer* peer = nullptr;  // PingDone, PushDone: the peer of the ping or push
+    Nid from;              // PushReceived: the NID it came from
+    int status = 0;
+    std::uint32_t rlength = 0;  // PushReceived: the length it had
+    std::vector<std::uint8_t> data;
+  };
+  void dc_ping_done(Peer* peer, int status, std::vector<std::uint8_t>& data) LNET_EXCLUDES(dc_mutex_);
+  void dc_push_done(Peer* peer, int status) LNET_EXCLUDES(dc_mutex_);
+  void dc_push_received(Nid from, std::vector<std::uint8_t>& data, std::uint32_t rlength) LNET_EXCLUDES(dc_mutex_);
+  // The thread's next step for a queued peer.
+  void dc_step(Peer* peer) LNET_EXCLUDES(dc_mutex_);
 
  private:
   void complete(portals::Delivery* d) override;  // portals::Completer
@@ -147,7 +165,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void take_down(Ni* ni) LNET_REQUIRES(config_mutex_);
   void publish(std::unique_ptr<net::NetTable> t) LNET_REQUIRES(config_mutex_);
   Status set_globals_locked(const GlobalTunables& g) LNET_REQUIRES(config_mutex_);
-  void refresh_ping_target();
+  void refresh_ping_target(bool force_push = false);
 
   // Peers. The peer NI of `nid`, made (single-rail, unconfigured) if missing; takes every
   // net lock to make one. nullptr: it could not be made.
@@ -223,6 +241,32 @@ class Core final : public LndHost, public Control, private portals::Completer {
   int setup_ping_target();
   void post_push_target();
   void on_push(const Event& ev);
+
+  // Discovery (discovery.cpp): the per-peer state machine, its thread, and merging what
+  // a peer says of itself into the peer table. Lock order: dc_mutex_, then net locks.
+  // Whether a message waits for its peer's discovery: a PUT or GET of ours, not on the
+  // reserved portal (lnet-facts §4.2), to a peer not yet discovered.
+  static bool discovery_exempt(const Message* msg);
+  // Holds `msg` until `peer` is discovered (starting a round if none is under way).
+  enum class Hold { Held, Go, Again };  // Again: the peer merged into another: look again
+  Hold hold_for_discovery(Peer* peer, Message* msg) LNET_EXCLUDES(dc_mutex_);
+  void discovery_loop();
+  void post_dc_event(DcEvent ev) LNET_EXCLUDES(dc_mutex_);
+  void queue_peer_locked(Peer* peer) LNET_REQUIRES(dc_mutex_);
+  // Actions.
+  bool needs_push_locked(const Peer* peer) const LNET_REQUIRES(dc_mutex_);
+  void send_discovery_ping(Peer* peer, std::size_t bytes);
+  void send_push(Peer* peer);
+  // Ends a round: held messages go (rc 0) or fail with rc.
+  void dc_complete_locked(Peer* peer, int rc, MsgQueue& resend, MsgQueue& failed) LNET_REQUIRES(dc_mutex_);
+  void release_held(MsgQueue& resend, MsgQueue& failed, int rc);
+  // Merges a peer's ping info; the peer that holds its NIDs afterwards. Messages held by
+  // peers it absorbed go to `resend`.
+  Peer* merge_ping_info(Peer* peer, const PingInfo& info, bool from_ping, MsgQueue& resend) LNET_REQUIRES(dc_mutex_);
+  void absorb_locked(Peer* into, Peer* victim, MsgQueue& resend) LNET_REQUIRES(dc_mutex_, net_locks_);
+  // Our ping info changed (an NI came or went, discovery toggled): multi-rail peers are
+  // pushed it (`force`: even those that have discovery off).
+  void push_update(bool force) LNET_EXCLUDES(dc_mutex_);
 
   // The router checker (routing.cpp).
   void checker_loop();
@@ -311,7 +355,17 @@ class Core final : public LndHost, public Control, private portals::Completer {
 
   MeHandle ping_me_;
   MdHandle ping_md_;
-  std::vector<std::uint8_t> push_buf_;
+  std::vector<std::uint8_t> push_buf_;             // the push target's buffer (its MD's handler alone uses it)
+  std::atomic<std::size_t> push_target_bytes_{0};  // what it should hold (a truncated push grows it)
+
+  // Discovery.
+  std::atomic<bool> discovery_{true};
+  std::thread discovery_thread_;
+  mutable Mutex dc_mutex_;
+  std::condition_variable dc_cv_;       // wakes the discovery thread
+  std::condition_variable dc_done_cv_;  // a round ended (discover() waits for it)
+  std::deque<Peer*> dc_queue_ LNET_GUARDED_BY(dc_mutex_);
+  std::deque<DcEvent> dc_events_ LNET_GUARDED_BY(dc_mutex_);
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> pushes_received_{0};
   std::atomic<bool> started_{false};
