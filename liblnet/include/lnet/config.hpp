@@ -73,20 +73,19 @@ struct BufferConfig {
 // The global tunables of `lnetctl set` / `global show`.
 struct GlobalTunables {
   int numa_range = 0;
-  int max_interfaces = 4096;  // NIs a peer's ping or push may list
-  int discovery = 1;          // dynamic discovery of peers (ping, push, merging)
-  // Tunables of features not built yet take only the value that says what the code does
-  // (set() refuses others: "not supported yet"): no check of asymmetric routes.
-  int drop_asym_route = 0;
-  int retry_count = 2;                   // resends of a failed PUT or GET on another path (0: none)
-  int transaction_timeout = 150;         // seconds: a message's deadline, and its ACK's or REPLY's
-  int health_sensitivity = 100;          // health lost per failure, and gained per success
-  int response_tracking = 3;             // responses awaited: 0 pings and pushes only, 1 +GETs, 2 +PUTs, 3 all
-  int recovery_interval = 1;             // seconds between looks at the recovery queues
-  int recovery_limit = 0;                // seconds a peer NI stays in recovery (0: until healthy)
+  int max_interfaces = 4096;      // NIs a peer's ping or push may list
+  int discovery = 1;              // dynamic discovery of peers (ping, push, merging)
+  int drop_asym_route = 0;        // drop what a gateway routes to us from a net we would not route back to through it
+  int retry_count = 2;            // resends of a failed PUT or GET on another path (0: none)
+  int transaction_timeout = 150;  // seconds: a message's deadline, and its ACK's or REPLY's
+  int health_sensitivity = 100;   // health lost per failure, and gained per success
+  int response_tracking = 3;      // responses awaited: 0 pings and pushes only, 1 +GETs, 2 +PUTs, 3 all
+  int recovery_interval = 1;      // seconds between looks at the recovery queues
+  int recovery_limit = 0;         // seconds a peer NI stays in recovery (0: until healthy)
   int max_recovery_ping_interval = 900;  // seconds: the longest back-off between recovery pings
   int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
   int router_ping_timeout = 50;          // seconds a gateway has to answer one
+  int router_sensitivity = 100;          // percent of the maximum health a gateway NI needs to be used
   // Sets one tunable by its lnetctl name; fails naming the name and the value's range,
   // or (-EOPNOTSUPP) a tunable or a value of a feature this build does not have. As in
   // LNet, health_sensitivity 0 also sets retry_count 0.

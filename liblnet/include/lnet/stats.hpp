@@ -97,7 +97,8 @@ struct RouteInfo {
   int hops = -1;
   unsigned priority = 0;
   bool up = true;
-  bool multi_hop = false;
+  bool multi_hop = false;  // more than one hop, or the gateway lists no NI on `net`
+  int gateway_health = 0;  // the health of the gateway's best NI on our side
 };
 
 struct RouterPoolInfo {

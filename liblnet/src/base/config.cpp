@@ -192,7 +192,7 @@ constexpr Tunable kTunables[] = {
     {"numa_range", &GlobalTunables::numa_range, 0, 1 << 30, nullptr},
     {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
     {"discovery", &GlobalTunables::discovery, 0, 1, nullptr},
-    {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, "asymmetric routes are not checked"},
+    {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, nullptr},
     {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, nullptr},
     {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 20, nullptr},
     {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000, nullptr},
@@ -202,6 +202,7 @@ constexpr Tunable kTunables[] = {
     {"max_recovery_ping_interval", &GlobalTunables::max_recovery_ping_interval, 1, 1 << 20, nullptr},
     {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
     {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},
+    {"router_sensitivity", &GlobalTunables::router_sensitivity, 0, 100, nullptr},
 };
 constexpr const char* kNames[] = {"numa_range",
                                   "max_interfaces",
@@ -211,26 +212,14 @@ constexpr const char* kNames[] = {"numa_range",
                                   "transaction_timeout",
                                   "health_sensitivity",
                                   "recovery_interval",
+                                  "router_sensitivity",
                                   "lnd_timeout",
                                   "response_tracking",
                                   "recovery_limit",
                                   "max_recovery_ping_interval",
                                   "alive_router_check_interval",
                                   "router_ping_timeout"};
-// The kernel's tunables of features this build does not have: refused, with why.
-struct Unsupported {
-  const char* name;
-  const char* why;
-};
-constexpr Unsupported kUnsupported[] = {
-    {"router_sensitivity", "route health is not built"},
-};
-
-Failure unknown(std::string_view name) {
-  for (const Unsupported& u : kUnsupported)
-    if (name == u.name) return Failure{-EOPNOTSUPP, "not supported yet: " + std::string(name) + " (" + u.why + ")"};
-  return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"};
-}
+Failure unknown(std::string_view name) { return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"}; }
 
 }  // namespace
 

@@ -51,6 +51,7 @@ Response route_show(Instance& lnet, const Request& r, const Hooks&) {
       e["priority"] = int_node(ri.priority);
       e["state"] = ri.up ? "up" : "down";
       e["type"] = ri.multi_hop ? "multi-hop" : "single-hop";
+      e["gateway health"] = int_node(ri.gateway_health);
     }
     list.push_back(e);
   }

@@ -338,6 +338,7 @@ void Core::dc_complete_locked(Peer* peer, int rc, MsgQueue& resend, MsgQueue& fa
   peer->dc.error = rc;
   peer->dc.bad_replies = 0;
   ++peer->dc.rounds;
+  peer->reachable.store(rc == 0, std::memory_order_relaxed);  // a gateway that does not answer is down
   if (rc) {
     set_flags(peer, ps::kRediscover);
     set_state(peer, DcState::Undiscovered);
@@ -547,6 +548,7 @@ Peer* Core::merge_ping_info(Peer* peer, const PingInfo& info, bool from_ping, Ms
         lpni->ns_status.store(info.nis[i].status, std::memory_order_relaxed);
   }
   set_flags(target, ps::kNidsUptodate);
+  update_routes_locked(target, info);
   config_gen_.fetch_add(1, std::memory_order_relaxed);
   return target;
 }
@@ -564,13 +566,51 @@ void Core::push_update(bool force) {
   }
 }
 
+unsigned Core::start_round_locked(Peer* peer, bool force) {
+  // Asked for: it pings even with discovery off (and pushes when forced).
+  clear_flags(peer, ps::kNidsUptodate);
+  set_flags(peer, ps::kForcePing | (force ? ps::kForcePush : 0));
+  DcState s = peer->dc.state.load();
+  if (s == DcState::Undiscovered || s == DcState::Discovered) {
+    peer->dc.error = 0;
+    queue_peer_locked(peer);
+  }
+  return peer->dc.rounds;
+}
+
+Result<Peer*> Core::wait_round_locked(Peer* peer, unsigned round, Nid nid, MutexLock& g,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      std::chrono::milliseconds timeout) {
+  for (;;) {
+    DcState s = peer->dc.state.load();
+    if (s == DcState::Merged) {
+      peer = peer->dc.merged_into;  // it went into another peer: that one answers
+      s = peer->dc.state.load();
+      if (s == DcState::Discovered) return peer;
+      if (s == DcState::Undiscovered) queue_peer_locked(peer);
+      round = peer->dc.rounds;
+      continue;
+    }
+    if (peer->dc.rounds != round) {
+      if (s == DcState::Discovered || (s == DcState::Undiscovered && peer->dc.error == 0)) return peer;
+      if (s == DcState::Undiscovered)
+        return Failure{peer->dc.error, "discovery of " + nid.to_string() + " failed: " + errno_string(peer->dc.error)};
+      round = peer->dc.rounds;  // another round started meanwhile
+    }
+    if (stopping_.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
+    if (dc_done_cv_.wait_until(g.native(), deadline) == std::cv_status::timeout && peer->dc.rounds == round &&
+        peer->dc.state.load() != DcState::Merged)
+      return Failure{-ETIMEDOUT, "discovery of " + nid.to_string() + " did not end within " +
+                                     std::to_string(timeout.count()) + " ms"};
+  }
+}
+
 Result<PeerInfo> Core::discover(Nid nid, bool force, std::chrono::milliseconds timeout) {
   if (nid.is_any() || nid.is_lo()) return Failure{-EINVAL, "cannot discover " + nid.to_string()};
   if (is_local_nid(nid)) return Failure{-EINVAL, nid.to_string() + " is one of our own NIDs"};
   if (!started_.load() || stopping_.load()) return Failure{-ESHUTDOWN, "LNet is not running"};
   PeerNi* lpni = peer_ni_for(nid);
   if (!lpni) return Failure{-ENOMEM, "cannot make the peer of " + nid.to_string()};
-  auto deadline = std::chrono::steady_clock::now() + timeout;
   {
     MutexLock g(dc_mutex_);
     Peer* peer;
@@ -579,38 +619,9 @@ Result<PeerInfo> Core::discover(Nid nid, bool force, std::chrono::milliseconds t
       peer = lpni->peer;
     }
     while (peer->dc.state.load() == DcState::Merged) peer = peer->dc.merged_into;
-    // Asked for: it pings even with discovery off (and pushes when forced).
-    clear_flags(peer, ps::kNidsUptodate);
-    set_flags(peer, ps::kForcePing | (force ? ps::kForcePush : 0));
-    DcState s = peer->dc.state.load();
-    if (s == DcState::Undiscovered || s == DcState::Discovered) {
-      peer->dc.error = 0;
-      queue_peer_locked(peer);
-    }
-    unsigned round = peer->dc.rounds;
-    for (;;) {
-      if (peer->dc.state.load() == DcState::Merged) {
-        peer = peer->dc.merged_into;  // it went into another peer: that one answers
-        s = peer->dc.state.load();
-        if (s == DcState::Discovered) break;
-        if (s == DcState::Undiscovered) queue_peer_locked(peer);
-        round = peer->dc.rounds;
-        continue;
-      }
-      if (peer->dc.rounds != round) {
-        s = peer->dc.state.load();
-        if (s == DcState::Discovered || (s == DcState::Undiscovered && peer->dc.error == 0)) break;
-        if (s == DcState::Undiscovered)
-          return Failure{peer->dc.error,
-                         "discovery of " + nid.to_string() + " failed: " + errno_string(peer->dc.error)};
-        round = peer->dc.rounds;  // another round started meanwhile
-      }
-      if (stopping_.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
-      if (dc_done_cv_.wait_until(g.native(), deadline) == std::cv_status::timeout && peer->dc.rounds == round &&
-          peer->dc.state.load() != DcState::Merged)
-        return Failure{-ETIMEDOUT, "discovery of " + nid.to_string() + " did not end within " +
-                                       std::to_string(timeout.count()) + " ms"};
-    }
+    unsigned round = start_round_locked(peer, force);
+    auto r = wait_round_locked(peer, round, nid, g, std::chrono::steady_clock::now() + timeout, timeout);
+    if (!r) return r.failure();
   }
   for (const PeerInfo& p : peer_info())
     for (const PeerNiInfo& n : p.nis)

@@ -33,9 +33,14 @@ std::size_t Core::peer_ni_count(const PeerNi* lpni) const {
 }
 
 bool Core::is_gateway(const PeerNi* lpni) const {
+  // Any NI of a gateway peer (a route names one of its NIDs).
   const net::RouteTable* rt = routes_.table();
-  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i)
-    if (rt->routes[i].cfg.gateway == lpni->nid) return true;
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    Nid gw = rt->routes[i].cfg.gateway;
+    if (gw == lpni->nid) return true;
+    MutexLock g(net_locks_[cpts_.of_nid(gw)]);
+    if (PeerNi* named = peers_.find(gw); named && named->peer == lpni->peer) return true;
+  }
   return false;
 }
 

@@ -184,6 +184,14 @@ Status Core::del_ni(Nid nid) {
   return {};
 }
 
+Status Core::set_ni_up(Nid nid, bool up) {
+  MutexLock g(config_mutex_);
+  Ni* ni = table().find_ni(nid);
+  if (!ni || ni == lo_ni_) return Failure{-ENOENT, "no NI " + nid.to_string()};
+  if (ni->up.exchange(up) != up) refresh_ping_target();
+  return {};
+}
+
 std::vector<NetConfig> Core::net_configs() const {
   std::vector<NetConfig> out;
   for (Ni* ni : table().nis)
@@ -329,6 +337,8 @@ Status Core::set_globals_locked(const GlobalTunables& next) {
   recovery_limit_.store(next.recovery_limit, std::memory_order_relaxed);
   max_recovery_ping_interval_.store(next.max_recovery_ping_interval, std::memory_order_relaxed);
   max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
+  router_sensitivity_.store(next.router_sensitivity, std::memory_order_relaxed);
+  drop_asym_route_.store(next.drop_asym_route != 0, std::memory_order_relaxed);
   if (discovery_.exchange(next.discovery != 0) != (next.discovery != 0) && started_.load()) {
     // The DISCOVERY feature bit changes: peers hear of it (turning it off pushes even to
     // those that will not be pushed again).

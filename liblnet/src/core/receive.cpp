@@ -3,6 +3,7 @@
 // and match ACK/REPLY to the MD that asked for them.
 #include "core/core.hpp"
 
+#include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
 namespace lnet::core {
@@ -52,6 +53,14 @@ int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private,
     if (hdr.src_nid == from) {
       initiator = lpni->peer->primary;
     } else {
+      if (drop_asym_route_.load(std::memory_order_relaxed) && hdr.src_nid.net() != from.net() &&
+          asymmetric(hdr.src_nid, lpni)) [[unlikely]] {
+        LNET_LOG(Warn, kLogRouter, "dropping a %s from %s routed by %s: we do not route back to %s through it",
+                 msg_type_name(hdr.type), hdr.src_nid.to_string().c_str(), from.to_string().c_str(),
+                 hdr.src_nid.net().to_string().c_str());
+        drop_payload(ni, cpt, hdr, lnd_private, delayed);
+        return 0;
+      }
       MutexLock g(net_locks_[cpts_.of_nid(hdr.src_nid)]);
       if (PeerNi* src = peers_.find(hdr.src_nid)) initiator = src->peer->primary;
     }

@@ -45,14 +45,17 @@ std::vector<RouteInfo> Core::route_info() const {
     ri.gateway = e.cfg.gateway;
     ri.hops = e.cfg.hops;
     ri.priority = e.cfg.priority;
-    ri.multi_hop = e.cfg.hops > 1;
-    bool alive;
     {
       MutexLock g(const_cast<CptLocks&>(net_locks_)[cpts_.of_nid(e.cfg.gateway)]);
       PeerNi* gw = peers_.find(e.cfg.gateway);
-      alive = gw && gw->alive.load();
+      ri.up = net::Selector::route_alive(e, gw, table(), gateway_min_health());
+      ri.multi_hop = e.cfg.hops > 1 || !e.state->single_hop.load();
+      ri.gateway_health = 0;  // its best NI on our side
+      for (std::size_t k = 0; gw && k < gw->peer->nets.size(); ++k)
+        if (find_net(gw->peer->nets[k]->net))
+          for (const PeerNi* n : gw->peer->nets[k]->nis)
+            ri.gateway_health = std::max(ri.gateway_health, n->health.load());
     }
-    ri.up = alive && e.state->up.load();
     out.push_back(ri);
   }
   return out;
@@ -131,38 +134,74 @@ std::vector<UdspRule> Core::udsp_rules() const {
 
 // ---------------------------------------------------------------- router checker
 
+// Every gateway gets a discovery round that pings it (seed 003: router pings are
+// discovery pings); its answer sets the routes through it (update_routes_locked), its
+// silence takes them down (the peer is unreachable). Returns once every round ended or
+// router_ping_timeout passed.
 void Core::check_routers() {
   const net::RouteTable* t = routes_.table();
-  if (!t) return;
-  std::set<Nid> gateways;
-  for (const auto& e : t->routes) gateways.insert(e.cfg.gateway);
-  GlobalTunables gt = globals();
-  for (Nid gw : gateways) {
-    if (stopping_.load()) return;
-    auto r = ping(ProcessId{gw, kPidLustre}, std::chrono::seconds(gt.router_ping_timeout), 64, Nid::any());
-    bool alive = r.ok();
-    std::set<NetId> up_nets;
-    bool routes_through = false;
-    if (alive) {
-      routes_through = !(r->info.features & kPingFeatRteDisabled);
-      for (const NiStatus& ns : r->info.nis)
-        if (ns.status == kNiStatusUp) up_nets.insert(ns.nid.net());
-    }
-    {
-      MutexLock g(net_locks_[cpts_.of_nid(gw)]);
-      if (PeerNi* lpni = peers_.find(gw)) lpni->alive.store(alive);
-    }
+  if (!t || stopping_.load()) return;
+  std::vector<std::pair<Peer*, Nid>> gateways;
+  {
+    ExclusiveLock x(net_locks_);
     for (const auto& e : t->routes) {
-      if (e.cfg.gateway != gw) continue;
-      // A single-hop route is up only if the gateway routes and has an NI up on the
-      // route's net (avoid_asym_router_failure).
-      bool up = alive && routes_through && (e.cfg.hops > 1 || up_nets.count(e.cfg.net) > 0);
-      if (e.state->up.exchange(up) != up) {
-        LNET_LOG(Warn, kLogRouter, "route to %s via %s is %s", e.cfg.net.to_string().c_str(), gw.to_string().c_str(),
-                 up ? "up" : "down");
-      }
+      PeerNi* gw = peers_.find(e.cfg.gateway);
+      if (!gw) continue;
+      bool seen = false;
+      for (auto& g : gateways) seen = seen || g.first == gw->peer;
+      if (!seen) gateways.emplace_back(gw->peer, e.cfg.gateway);
     }
   }
+  auto timeout = std::chrono::seconds(globals().router_ping_timeout);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock g(dc_mutex_);
+  std::vector<unsigned> rounds;
+  for (auto& [peer, nid] : gateways) {
+    while (peer->dc.state.load() == net::DcState::Merged) peer = peer->dc.merged_into;
+    rounds.push_back(start_round_locked(peer, false));
+  }
+  for (std::size_t i = 0; i < gateways.size(); ++i) {
+    auto r = wait_round_locked(gateways[i].first, rounds[i], gateways[i].second, g, deadline, timeout);
+    if (!r) LNET_LOG(Info, kLogRouter, "gateway %s: %s", gateways[i].second.to_string().c_str(), r.message().c_str());
+  }
+}
+
+void Core::update_routes_locked(const Peer* gw, const PingInfo& info) {
+  const net::RouteTable* t = routes_.table();
+  bool routes_through = !(info.features & kPingFeatRteDisabled);
+  for (std::size_t i = 0; t && i < t->routes.size(); ++i) {
+    const net::RouteEntry& e = t->routes[i];
+    PeerNi* named = peers_.find(e.cfg.gateway);
+    if (!named || named->peer != gw) continue;
+    // A single hop (the gateway lists an NI on the route's net) is up only while one of
+    // them is (avoid_asym_router_failure); beyond a hop the gateway's word is taken.
+    bool listed = false, up_there = false;
+    for (std::size_t k = 1; k < info.nis.size(); ++k) {
+      if (info.nis[k].nid.net() != e.cfg.net) continue;
+      listed = true;
+      up_there = up_there || info.nis[k].status == kNiStatusUp;
+    }
+    e.state->single_hop.store(listed);
+    bool up = routes_through && (!listed || e.cfg.hops > 1 || up_there);
+    if (e.state->up.exchange(up) != up) {
+      LNET_LOG(Warn, kLogRouter, "route to %s via %s is %s%s", e.cfg.net.to_string().c_str(),
+               e.cfg.gateway.to_string().c_str(), up ? "up" : "down",
+               up ? "" : (routes_through ? ": the gateway has no NI up on that net" : ": the gateway does not route"));
+    }
+  }
+}
+
+bool Core::asymmetric(Nid src, const PeerNi* from) const {
+  // We would reach src's net through this gateway: not asymmetric.
+  const net::RouteTable* t = routes_.table();
+  for (std::size_t i = 0; t && i < t->routes.size(); ++i) {
+    const net::RouteEntry& e = t->routes[i];
+    if (e.cfg.net != src.net()) continue;
+    MutexLock g(net_locks_[cpts_.of_nid(e.cfg.gateway)]);
+    PeerNi* gw = peers_.find(e.cfg.gateway);
+    if (gw && gw->peer == from->peer) return false;
+  }
+  return true;
 }
 
 void Core::checker_loop() {

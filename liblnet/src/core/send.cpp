@@ -156,8 +156,20 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     // So do recovery pings: they probe that one peer NI.
     q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward || msg->recovery;
     q.numa_range = numa_range_.load(std::memory_order_relaxed);
+    q.gw_min_health = gateway_min_health();
+    q.gw_discovery = !dc_checked && discovery_.load(std::memory_order_relaxed) && !discovery_exempt(msg);
     net::Path path;
-    if (int rc = selector_.select(q, path)) return rc;
+    if (int rc = selector_.select(q, path)) {
+      if (rc != -EAGAIN) return rc;
+      // The route's gateway is discovered on first use; the message waits for it.
+      Peer* gw = path.lpni->peer;
+      lk.unlock();
+      Hold h = hold_for_discovery(gw, msg);
+      if (h == Hold::Held) return 0;
+      dc_checked = h == Hold::Go;
+      lk.lock();
+      continue;
+    }
     if (path.lpni->cpt != cpt) {
       // Credits of the chosen peer NI live under its own CPT lock.
       std::uint64_t gen = config_gen_.load(std::memory_order_relaxed);

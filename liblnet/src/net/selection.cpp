@@ -56,6 +56,13 @@ LocalNiScore score_of(const Ni* ni, unsigned cpt, unsigned node) {
   return s;
 }
 
+// A gateway NI we may send through: its ping info says it is up, and its health is at
+// least the router_sensitivity share of the maximum.
+bool usable_gateway_ni(const PeerNi* p, int min_health) {
+  return p->ns_status.load(std::memory_order_relaxed) == kNiStatusUp &&
+         p->health.load(std::memory_order_relaxed) >= min_health;
+}
+
 unsigned current_node() {
   unsigned cpu = 0, node = 0;
   (void)getcpu(&cpu, &node);
@@ -96,13 +103,46 @@ PeerNi* Selector::best_peer_ni_on(PeerNet* pn, Ni* ni) const {
   return p;
 }
 
+bool Selector::route_alive(const RouteEntry& r, const PeerNi* gw, const NetTable& nets, int min_health) {
+  if (!gw || !r.state->up.load(std::memory_order_relaxed)) return false;
+  const Peer* p = gw->peer;
+  if (!p->reachable.load(std::memory_order_relaxed)) return false;
+  for (const auto& pn : p->nets) {
+    if (!nets.find(pn->net)) continue;
+    for (const PeerNi* n : pn->nis)
+      if (usable_gateway_ni(n, min_health)) return true;
+  }
+  return false;
+}
+
+PeerNi* Selector::best_gateway_ni(const Query& q, Peer* gw, Ni* src) const {
+  PeerNi* best = nullptr;
+  PeerNiScore bs;
+  for (auto& pn : gw->nets) {
+    if (src ? pn->net != src->net->id : !q.nets->find(pn->net)) continue;
+    for (PeerNi* p : pn->nis) {
+      if (!usable_gateway_ni(p, q.gw_min_health)) continue;
+      PeerNiScore s;
+      s.health = p->health.load(std::memory_order_relaxed);
+      s.priority = p->sel_priority.load(std::memory_order_relaxed);
+      s.credits = p->tx_credits.load(std::memory_order_relaxed);
+      s.seq = p->seq.load(std::memory_order_relaxed);
+      if (!best || compare_peer_ni(s, bs) < 0) {
+        best = p;
+        bs = s;
+      }
+    }
+  }
+  return best;
+}
+
 int Selector::select_route(const Query& q, Ni* src, Nid dst, Path& out) const {
-  // Routes in the order of lnet_compare_routes: priority, hops, gateway health, queued
-  // bytes, credits, then round robin.
+  // Routes in the order of lnet_compare_routes: priority, hops, then the health, queued
+  // bytes, credits and round robin of each gateway's best NI on our side (a multi-rail
+  // gateway is one peer, whichever of its NIDs a route names).
   const RouteTable* rt = routes_.table();
   PeerNi* best = nullptr;
   const RouteEntry* best_r = nullptr;
-  const NetView* best_net = nullptr;
   auto key = [](const RouteEntry& r, PeerNi* gw) {
     return std::make_tuple(r.cfg.priority, r.cfg.hops < 0 ? 1 : r.cfg.hops, -gw->health.load(std::memory_order_relaxed),
                            gw->txq_nob.load(std::memory_order_relaxed), -gw->tx_credits.load(std::memory_order_relaxed),
@@ -110,19 +150,23 @@ int Selector::select_route(const Query& q, Ni* src, Nid dst, Path& out) const {
   };
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
     const RouteEntry& r = rt->routes[i];
-    if (r.cfg.net != dst.net() || !r.state->up.load(std::memory_order_relaxed)) continue;
-    PeerNi* gw = peers_.find(r.cfg.gateway);  // holding one net lock keeps the index still
-    if (!gw || !gw->alive.load(std::memory_order_relaxed)) continue;
-    const NetView* v = q.nets->find(r.cfg.gateway.net());
-    if (!v || (src && src->net->id != v->net->id)) continue;
+    if (r.cfg.net != dst.net()) continue;
+    PeerNi* named = peers_.find(r.cfg.gateway);  // holding one net lock keeps the index still
+    if (!route_alive(r, named, *q.nets, q.gw_min_health)) continue;
+    PeerNi* gw = best_gateway_ni(q, named->peer, src);
+    if (!gw) continue;
     if (!best || key(r, gw) < key(*best_r, best)) {
       best = gw;
       best_r = &r;
-      best_net = v;
     }
   }
   if (!best) return -EHOSTUNREACH;
-  Ni* ni = src ? src : best_ni_on(*best_net, q);
+  if (q.gw_discovery && best->peer->dc.state.load(std::memory_order_acquire) != DcState::Discovered) {
+    out = {nullptr, best, dst};  // the gateway is discovered on first use
+    return -EAGAIN;
+  }
+  const NetView* v = q.nets->find(best->nid.net());
+  Ni* ni = src ? src : (v ? best_ni_on(*v, q) : nullptr);
   if (!ni) return -EHOSTUNREACH;
   best->seq.fetch_add(1, std::memory_order_relaxed);
   out = {ni, best, dst};

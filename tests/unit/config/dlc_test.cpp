@@ -66,29 +66,20 @@ udsp:
           priority: 0
 )";
 
-// The same with the global tunables this build has (a real export's router_sensitivity
-// is refused: see RealExportsNameWhatIsNotBuilt).
-std::string supported_example() {
-  std::string s = kFactsExample;
-  std::size_t g = s.find("global:\n"), u = s.find("udsp:\n");
-  return s.substr(0, g) +
-         "global:\n    numa_range: 0\n    max_interfaces: 4096\n    discovery: 1\n    drop_asym_route: 0\n"
-         "    retry_count: 2\n    transaction_timeout: 150\n    health_sensitivity: 100\n    lnd_timeout: 49\n"
-         "    response_tracking: 3\n" +
-         s.substr(u);
-}
+// The facts example: every key of a real export is built.
+std::string supported_example() { return kFactsExample; }
 
 TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
-  // What the kernel's lnetctl exports: route health not built yet. Refused,
-  // naming the first key and its line; nothing is silently ignored.
+  // What the kernel's lnetctl exports is built, global tunables and all; a value out of
+  // range is refused naming the key and its line.
   auto cfg = dlc::parse_config(kFactsExample);
-  ASSERT_FALSE(cfg);
-  EXPECT_EQ(cfg.code(), -EOPNOTSUPP);
-  EXPECT_NE(cfg.message().find("not supported yet: router_sensitivity"), std::string::npos) << cfg.message();
-  EXPECT_NE(cfg.message().find("(line 41)"), std::string::npos) << cfg.message();
-  auto rl = dlc::parse_config("global:\n    router_sensitivity: 100\n");
+  ASSERT_TRUE(cfg) << cfg.message();
+  EXPECT_EQ(cfg->global->router_sensitivity, 100);
+  EXPECT_EQ(cfg->global->discovery, 1);
+  auto rl = dlc::parse_config("global:\n    router_sensitivity: 101\n");
   ASSERT_FALSE(rl);
-  EXPECT_NE(rl.message().find("not supported yet: router_sensitivity"), std::string::npos) << rl.message();
+  EXPECT_NE(rl.message().find("router_sensitivity"), std::string::npos) << rl.message();
+  EXPECT_NE(rl.message().find("(line 2)"), std::string::npos) << rl.message();
   // Deadlines and response tracking are built; their rules hold for a whole section.
   auto tt = dlc::parse_config("global:\n    retry_count: 20\n    transaction_timeout: 30\n    lnd_timeout: 1\n");
   ASSERT_TRUE(tt) << tt.message();
@@ -249,18 +240,19 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   EXPECT_EQ(unknown.rc, -EINVAL);
   EXPECT_NE(unknown.text.find("'net show' has no option --bogus"), std::string::npos) << unknown.text;
   // Tunables of features not built: the value that says what the code does is taken.
-  EXPECT_EQ(run(*a, "set", {{"name", {"drop_asym_route"}}, {"value", {"0"}}}).rc, 0);
-  auto d = run(*a, "set", {{"name", {"drop_asym_route"}}, {"value", {"1"}}});
-  EXPECT_EQ(d.rc, -EOPNOTSUPP);
-  EXPECT_NE(d.text.find("not supported yet: drop_asym_route 1"), std::string::npos) << d.text;
+  EXPECT_EQ(run(*a, "set", {{"name", {"drop_asym_route"}}, {"value", {"1"}}}).rc, 0);
+  auto d = run(*a, "set", {{"name", {"router_sensitivity"}}, {"value", {"101"}}});
+  EXPECT_EQ(d.rc, -EINVAL);
+  EXPECT_NE(d.text.find("router_sensitivity"), std::string::npos) << d.text;
   auto g = run(*a, "global show");
-  EXPECT_EQ(g.text.find("router_sensitivity"), std::string::npos) << "no made-up value: " << g.text;
+  EXPECT_NE(g.text.find("    drop_asym_route: 1\n"), std::string::npos) << g.text;
   EXPECT_NE(g.text.find("    discovery: 0\n"), std::string::npos) << g.text;  // fabric_config's
   // lnd_timeout is what LNet derives from transaction_timeout and retry_count.
-  EXPECT_NE(g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    recovery_interval: 1\n"
-                        "    lnd_timeout: 49\n    response_tracking: 3\n    recovery_limit: 0\n"
-                        "    max_recovery_ping_interval: 900\n"),
-            std::string::npos)
+  EXPECT_NE(
+      g.text.find("    transaction_timeout: 150\n    health_sensitivity: 100\n    recovery_interval: 1\n"
+                  "    router_sensitivity: 100\n    lnd_timeout: 49\n    response_tracking: 3\n    recovery_limit: 0\n"
+                  "    max_recovery_ping_interval: 900\n"),
+      std::string::npos)
       << g.text;
   EXPECT_EQ(run(*a, "set", {{"name", {"transaction_timeout"}}, {"value", {"31"}}}).rc, 0);
   EXPECT_NE(run(*a, "global show").text.find("    lnd_timeout: 10\n"), std::string::npos);
@@ -321,7 +313,7 @@ TEST_F(Commands, RoutesPeersSetAndShow) {
   auto r = run(*a, "route show", {{"verbose", {"1"}}});
   EXPECT_EQ(r.text,
             "route:\n    - net: gni9\n      gateway: 32@gni\n      hop: 2\n      priority: 3\n"
-            "      state: up\n      type: multi-hop\n");
+            "      state: up\n      type: multi-hop\n      gateway health: 1000\n");
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, 0);
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, -ENOENT);
 

@@ -25,15 +25,7 @@ namespace ps = net::peer_state;
 
 Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
 
-// Waits for `pred` (it is what the test asserts; the deadline only stops a hang).
-bool eventually(const std::function<bool()>& pred) {
-  auto until = std::chrono::steady_clock::now() + 10s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using test::eventually;
 
 Config with_discovery(std::initializer_list<std::uint32_t> addrs, int discovery = 1) {
   Config c = test::fabric_config(addrs);

@@ -3,7 +3,9 @@
 // checker, and configuration changes at run time.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <deque>
+#include <map>
 
 #include <lnet/lnet.hpp>
 
@@ -277,10 +279,9 @@ TEST(RunTimeConfig, PeersAndGlobals) {
   EXPECT_TRUE(a->control().set_global("retry_count", 0));
   EXPECT_TRUE(a->control().set_global("discovery", 1));
   EXPECT_EQ(a->control().globals().discovery, 1);
-  Status s = a->control().set_global("drop_asym_route", 1);
-  EXPECT_EQ(s.code(), -EOPNOTSUPP);
-  EXPECT_NE(s.message().find("not supported yet: drop_asym_route 1"), std::string::npos) << s.message();
-  EXPECT_EQ(a->control().set_global("router_sensitivity", 10).code(), -EOPNOTSUPP);
+  EXPECT_TRUE(a->control().set_global("drop_asym_route", 1));
+  EXPECT_TRUE(a->control().set_global("router_sensitivity", 10));
+  EXPECT_EQ(a->control().set_global("router_sensitivity", 101).code(), -EINVAL);
   EXPECT_EQ(a->control().globals().retry_count, 0);
   // LNet's rules between tunables: retry_count below transaction_timeout, and no
   // resends without health (health_sensitivity 0 turns retry_count to 0).
@@ -297,6 +298,123 @@ TEST(RunTimeConfig, PeersAndGlobals) {
   EXPECT_NE(no_health.message().find("needs health_sensitivity above 0"), std::string::npos) << no_health.message();
   EXPECT_EQ(a->control().set_global("response_tracking", -1).code(), -EINVAL);
   EXPECT_EQ(a->control().set_global("transaction_timeout", 0).code(), -EINVAL);
+}
+
+// Multi-rail routing with discovery on (seed 003): A (1@gni) reaches B (6@gni1) through
+// R1 (2, 12 @gni; 3, 13 @gni1) and R2 (4, 14 @gni; 5, 15 @gni1), each a multi-rail peer
+// discovered on first use.
+class MultiRailRouting : public ::testing::Test {
+ protected:
+  static Config node(std::initializer_list<std::uint32_t> net0, std::initializer_list<std::uint32_t> net1) {
+    Config c = test::fabric_config(net0, 0);
+    for (const NetConfig& n : test::fabric_config(net1, 1).nets) c.nets.push_back(n);
+    c.globals.discovery = 1;
+    c.globals.alive_router_check_interval = 0;
+    return c;
+  }
+  void SetUp() override {
+    a = Instance::create(node({1}, {}), kPidLustre).value();
+    r1 = Instance::create(node({2, 12}, {3, 13}), kPidLustre).value();
+    r2 = Instance::create(node({4, 14}, {5, 15}), kPidLustre).value();
+    b = Instance::create(node({}, {6}), kPidLustre).value();
+    for (auto* r : {&r1, &r2}) ASSERT_TRUE((*r)->control().set_routing(true));
+    ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
+    ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(4), -1, 0}));
+    ASSERT_TRUE(b->control().add_route(RouteConfig{gninet(0), gni(3, 1), -1, 0}));
+    ASSERT_TRUE(b->control().add_route(RouteConfig{gninet(0), gni(5, 1), -1, 0}));
+    auto me = b->me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
+    MdDesc d;
+    d.start = sink.data();
+    d.length = sink.size();
+    d.options = kMdOpPut | kMdManageRemote | kMdTruncate;
+    d.handler = blog.handler();
+    ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
+  }
+  void TearDown() override {
+    for (auto* i : {&a, &r1, &r2, &b}) i->reset();
+  }
+  // n PUTs from A to B, each awaited; the gateway NIs A handed them to, counted.
+  std::map<Nid, int> send(int n) {
+    Fabric::instance().clear_sent();
+    std::size_t before = blog.count(EventType::Put);
+    for (int i = 0; i < n; ++i) {
+      MdDesc d;
+      d.start = byte;
+      d.length = 1;
+      auto md = a->md_bind(d, Unlink::Unlink);
+      EXPECT_TRUE(md);
+      EXPECT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(6, 1), kPidLustre}, kPortal, 0, 0, 0), 0);
+      EXPECT_EQ(blog.wait(EventType::Put, before + static_cast<std::size_t>(i) + 1), before + i + 1);
+    }
+    std::map<Nid, int> hops;
+    for (const auto& s : Fabric::instance().sent())
+      if (s.src == gni(1) && s.hdr.type == MsgType::Put && s.hdr.msg.put.ptl_index == kPortal) ++hops[s.next_hop];
+    return hops;
+  }
+  std::unique_ptr<Instance> a, r1, r2, b;
+  EventLog blog;
+  std::array<char, 64> sink{};
+  char byte[1] = {'x'};
+};
+
+TEST_F(MultiRailRouting, TrafficSpreadsOverTheGatewaysAndTheirNis) {
+  auto hops = send(16);
+  for (Nid n : {gni(2), gni(12), gni(4), gni(14)}) EXPECT_GT(hops[n], 0) << n.to_string() << " carried nothing";
+  // Each gateway is one multi-rail peer with all four of its NIs.
+  for (Nid gw : {gni(2), gni(4)}) {
+    for (const PeerInfo& p : a->control().peer_info()) {
+      if (p.primary_nid != gw) continue;
+      EXPECT_TRUE(p.multi_rail);
+      EXPECT_EQ(p.nis.size(), 4u);
+    }
+  }
+  for (const RouteInfo& ri : a->control().route_info()) EXPECT_TRUE(ri.up);
+}
+
+TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMoves) {
+  send(4);
+  // R1's side on gni1 goes down: its ping info says so, and A's next check sees it
+  // (avoid_asym_router_failure).
+  ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(3, 1), false));
+  ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(13, 1), false));
+  core::Core::of(*a).check_routers();
+  auto routes = a->control().route_info();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_FALSE(routes[0].up) << "R1 has no NI up on gni1";
+  EXPECT_TRUE(routes[1].up);
+  auto hops = send(8);
+  EXPECT_EQ(hops[gni(2)] + hops[gni(12)], 0) << "nothing through R1";
+  EXPECT_EQ(hops[gni(4)] + hops[gni(14)], 8);
+  // One comes back: R1 is used again.
+  ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(13, 1), true));
+  core::Core::of(*a).check_routers();
+  EXPECT_TRUE(a->control().route_info()[0].up);
+  hops = send(16);
+  EXPECT_GT(hops[gni(2)] + hops[gni(12)], 0);
+}
+
+TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
+  for (Nid n : {gni(2), gni(4), gni(6, 1)}) ASSERT_TRUE(a->control().discover(n, false, std::chrono::seconds(10)));
+  // Discovery's handshakes end (the gateways push back to A; a gateway heard from is
+  // fully healthy again).
+  auto discovered = [](Instance& i, Nid n) {
+    net::PeerNi* p = core::Core::of(i).find_peer_ni(n);
+    return p && p->peer->dc.state.load() == net::DcState::Discovered;
+  };
+  ASSERT_TRUE(test::eventually([&] {
+    return discovered(*a, gni(2)) && discovered(*a, gni(4)) && discovered(*r1, gni(1)) && discovered(*r2, gni(1)) &&
+           discovered(*b, gni(1));
+  }));
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(2), 900));
+  auto hops = send(8);
+  EXPECT_EQ(hops[gni(2)], 0) << "900 is below 100 % of the maximum";
+  EXPECT_GT(hops[gni(12)], 0);
+  ASSERT_TRUE(a->control().set_global("router_sensitivity", 50));
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(12), 400));
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(4), 400));
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(14), 400));
+  hops = send(4);
+  EXPECT_EQ(hops[gni(2)], 4) << "the one NI at 50 % or more";
 }
 
 }  // namespace

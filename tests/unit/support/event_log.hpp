@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -101,6 +102,17 @@ inline std::uint64_t settled_msgs_alloc(Instance& lnet) {
   for (int i = 0; i < 500 && lnet.counters().msgs_alloc != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return lnet.counters().msgs_alloc;
+}
+
+// Waits for `pred` to hold (what the test asserts; the deadline only stops a hang).
+inline bool eventually(const std::function<bool()>& pred,
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(30000)) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace lnet::test

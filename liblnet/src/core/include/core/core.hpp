@@ -131,6 +131,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   PeerNi* find_peer_ni(Nid nid);
   // Pings every gateway once now (the router checker's work; tests call it directly).
   void check_routers();
+  // Marks a local NI up or down (its status in our ping info, which peers are pushed).
+  Status set_ni_up(Nid nid, bool up);
   // Discovery's events (discovery.cpp; the thread runs them, tests may too): each a
   // switch on the peer's state.
   struct DcEvent {
@@ -268,6 +270,23 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // pushed it (`force`: even those that have discovery off).
   void push_update(bool force) LNET_EXCLUDES(dc_mutex_);
 
+  // Starts a discovery round of `peer` that pings it (and pushes when `force`); the
+  // rounds it has ended so far. Under dc_mutex_.
+  unsigned start_round_locked(Peer* peer, bool force) LNET_REQUIRES(dc_mutex_);
+  // Waits for the round after `round` of `peer` (following merges) until `deadline`: the
+  // peer that answered, or the failure.
+  Result<Peer*> wait_round_locked(Peer* peer, unsigned round, Nid nid, MutexLock& g,
+                                  std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds timeout)
+      LNET_REQUIRES(dc_mutex_);
+  // Routes through a gateway whose ping info this is: up when it routes and (a single
+  // hop) lists an NI up on the route's net. Under every net lock.
+  void update_routes_locked(const Peer* gw, const PingInfo& info) LNET_REQUIRES(net_locks_);
+  // The health a gateway NI needs to be used: router_sensitivity percent of the maximum.
+  int gateway_min_health() const { return kMaxHealth * router_sensitivity_.load(std::memory_order_relaxed) / 100; }
+  // drop_asym_route: a message routed to us through `gw` from a network we would not
+  // reach through `gw`.
+  bool asymmetric(Nid src, const PeerNi* gw) const;
+
   // The router checker (routing.cpp).
   void checker_loop();
   // The monitor (monitor.cpp): expires responses that did not come in time and runs
@@ -310,6 +329,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<int> recovery_limit_{GlobalTunables{}.recovery_limit};
   std::atomic<int> max_recovery_ping_interval_{GlobalTunables{}.max_recovery_ping_interval};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};
+  std::atomic<int> router_sensitivity_{GlobalTunables{}.router_sensitivity};
+  std::atomic<bool> drop_asym_route_{false};
 
   // Configuration: changes are serialised by config_mutex_; readers use snapshots.
   mutable Mutex config_mutex_;

@@ -112,6 +112,7 @@ struct Peer {
   bool multi_rail = false;
   bool configured = false;  // added by configuration (exported), not just met
   bool deleted = false;
+  std::atomic<bool> reachable{true};  // its last discovery round did not fail (gateways: alive)
   PeerDiscovery dc;
   // The state bits lnetctl shows: discovery's flags and state, multi-rail, configured.
   std::uint32_t state_bits() const;

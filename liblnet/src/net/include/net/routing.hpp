@@ -18,10 +18,12 @@
 
 namespace lnet::net {
 
-// The router checker's verdict on one route (its gateway answers and, for a single hop,
-// has an NI up on the route's net).
+// What the gateway's last ping info says of one route: the gateway routes and, for a
+// single hop, lists an NI up on the route's net (avoid_asym_router_failure). Up until
+// the gateway's first answer (check_routers_before_use 0).
 struct RouteState {
   std::atomic<bool> up{true};
+  std::atomic<bool> single_hop{true};  // the gateway lists an NI on the route's net
 };
 
 struct RouteEntry {

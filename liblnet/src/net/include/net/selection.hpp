@@ -94,12 +94,21 @@ class Selector {
     Ni* src = nullptr;               // the local NI the sender asked for (nullptr: any)
     bool exact = false;              // a response or a forwarded message: to dst's NID itself
     int numa_range = 0;
+    int gw_min_health = 1000;   // gateway NIs below this are not used (router_sensitivity)
+    bool gw_discovery = false;  // a gateway not yet discovered is waited for (-EAGAIN)
   };
-  // 0, or -EHOSTUNREACH when no local NI, peer NI or route will do.
+  // 0, or -EHOSTUNREACH when no local NI, peer NI or route will do, or -EAGAIN with
+  // out.lpni the gateway whose discovery the message waits for.
   int select(const Query& q, Path& out) const;
+  // Whether a route may be used now: the gateway answered its last discovery (routes
+  // through it up then: RouteState), and has an NI on our side that is up and at least
+  // `min_health` healthy. The caller holds a net lock.
+  static bool route_alive(const RouteEntry& r, const PeerNi* gw, const NetTable& nets, int min_health);
 
  private:
   int select_route(const Query& q, Ni* src, Nid dst, Path& out) const;
+  // The gateway's best NI for reaching it from our side (through `src`'s net if set).
+  PeerNi* best_gateway_ni(const Query& q, Peer* gw, Ni* src) const;
   Ni* best_ni_on(const NetView& net, const Query& q) const;
   PeerNi* best_peer_ni_on(PeerNet* pn, Ni* ni) const;
 
