@@ -105,7 +105,7 @@ const std::vector<Entry>& table() {
          {"hop", 0, K::Value, "hop count 1..255"},
          {"hop-count", 0, K::Value, "same as --hop"},
          {"priority", 0, K::Value, "lower is preferred"},
-         {"health_sensitivity", 0, K::Value, "route health sensitivity", "route health is not built"}}},
+         {"health_sensitivity", 0, K::Value, "route health sensitivity", "a route's own health sensitivity"}}},
        route_add},
       {{"route del",
         "delete a route",

@@ -224,8 +224,9 @@ Status parse_routes(const YAML::Node& n, SystemConfig& cfg) {
         if (*p < 0) return bad(v, "'priority' cannot be negative");
         rc.priority = static_cast<unsigned>(*p);
       } else if (k == "health_sensitivity") {
-        return Failure{-EOPNOTSUPP,
-                       "not supported yet: a route's health_sensitivity (route health is not built)" + where(kv.first)};
+        return Failure{
+            -EOPNOTSUPP,
+            "not supported yet: a route's health_sensitivity (routes follow their gateway's health)" + where(kv.first)};
       } else if (!runtime_key(k)) {
         return bad(kv.first, "unknown key '" + k + "' in a 'route' entry");
       }
