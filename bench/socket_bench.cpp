@@ -1,7 +1,7 @@
 // Socket LND against raw TCP, between two processes on loopback, in the same run:
 // 8-byte ping-pong round trip and 1 MiB streaming bandwidth. Prints an OSU-style table
 // (size, raw, ours, ratio) of medians over --reps repetitions.
-//   bench_socket [--iters N] [--stream N] [--reps R] [--port P]
+//   bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--discovery]
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <lnet/lnet.hpp>
@@ -29,6 +30,7 @@ int g_iters = 20000;
 int g_stream = 400;
 int g_reps = 5;
 int g_port = 13988;
+bool g_discovery = false;
 constexpr std::size_t kBig = 1 << 20;
 
 double median(std::vector<double> v) {
@@ -121,16 +123,18 @@ std::pair<double, double> raw_tcp_once() {
 constexpr unsigned kPingPortal = 30;
 constexpr unsigned kBulkPortal = 31;
 
-std::unique_ptr<Instance> start(const char* ip) {
+std::unique_ptr<Instance> start(std::initializer_list<const char*> ips) {
   SocketParams p;
   p.port = g_port;
   p.accept = AcceptMode::All;
   set_socket_params(p);
   Config cfg;
-  NetConfig nc;
-  nc.net = NetId::make(kSockLnd, 0);
-  nc.nid = *Nid::parse(std::string(ip) + "@tcp");
-  cfg.nets.push_back(nc);
+  for (const char* ip : ips) {
+    NetConfig nc;
+    nc.net = NetId::make(kSockLnd, 0);
+    nc.nid = *Nid::parse(std::string(ip) + "@tcp");
+    cfg.nets.push_back(nc);
+  }
   auto r = Instance::create(cfg, kPidLustre);
   if (!r) {
     std::fprintf(stderr, "bench_socket: %s\n", r.message().c_str());
@@ -157,7 +161,7 @@ struct Done {
 // An echo peer: every 8-byte PUT on the ping portal goes straight back; the bulk portal
 // takes 1 MiB PUTs. Runs until the parent's pipe closes.
 [[noreturn]] void lnet_peer(int ready_fd, int quit_fd) {
-  auto b = start("127.0.0.3");
+  auto b = start({"127.0.0.3"});
   const ProcessId a{*Nid::parse("127.0.0.2@tcp"), kPidLustre};
   static char echo[8];
   MdDesc src;
@@ -202,7 +206,7 @@ std::pair<double, double> lnet_once() {
   close(quit[0]);
   char c;
   if (read(ready[0], &c, 1) != 1) die("peer start");
-  auto a = start("127.0.0.2");
+  auto a = start({"127.0.0.2"});
   const ProcessId b{*Nid::parse("127.0.0.3@tcp"), kPidLustre};
 
   // Ping-pong: each echo that comes back sends the next ping, from the event handler.
@@ -278,6 +282,56 @@ std::pair<double, double> lnet_once() {
   return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
 }
 
+// Dynamic discovery of a peer with 4 NIs (127.0.0.3-6): the discover round from a node
+// that never met it (connection set-up included, as a first send has it), against an
+// 8-byte ping round trip between the two once connected, and the round again with the
+// connections up (the peer deleted first). Returns (first round, warm round, ping) in us.
+std::tuple<double, double, double> discovery_once() {
+  int ready[2], quit[2];
+  if (pipe(ready) || pipe(quit)) die("pipe");
+  pid_t child = fork();
+  if (child == 0) {
+    close(ready[0]);
+    close(quit[1]);
+    auto b = start({"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"});
+    char c = 1;
+    (void)!write(ready[1], &c, 1);
+    (void)!read(quit[0], &c, 1);
+    b.reset();
+    _exit(0);
+  }
+  close(ready[1]);
+  close(quit[0]);
+  char c;
+  if (read(ready[0], &c, 1) != 1) die("peer start");
+  auto a = start({"127.0.0.2"});
+  Nid b = *Nid::parse("127.0.0.3@tcp");
+  auto t0 = Clock::now();
+  auto d = a->control().discover(b, false, std::chrono::seconds(30));
+  double round = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  if (!d || d->nis.size() != 4) {
+    std::fprintf(stderr, "bench_socket: discovery: %s\n", d ? "not 4 NIs" : d.message().c_str());
+    std::exit(1);
+  }
+  // Again with the connections up: the peer forgotten, discovered afresh.
+  if (!a->control().del_peer(d->primary_nid, {})) die("peer del");
+  t0 = Clock::now();
+  d = a->control().discover(b, false, std::chrono::seconds(30));
+  double warm = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  if (!d) die("second discovery");
+  std::vector<double> pings;
+  for (int i = 0; i < 200; ++i) {
+    auto t = Clock::now();
+    if (!a->ping(ProcessId{b, kPidLustre}, std::chrono::seconds(5))) die("ping");
+    pings.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+  }
+  a.reset();
+  close(quit[1]);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  return {round, warm, median(pings)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -297,11 +351,14 @@ int main(int argc, char** argv) {
       num(&g_reps);
     else if (a == "--port")
       num(&g_port);
+    else if (a == "--discovery")
+      g_discovery = true;
     else {
       std::printf(
-          "usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P]\n"
+          "usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--discovery]\n"
           "  8-byte ping-pong (N round trips) and 1 MiB streaming (N messages) between two\n"
-          "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n");
+          "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n"
+          "  --discovery: also the discovery round of a peer with 4 NIs against a ping.\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -321,5 +378,21 @@ int main(int argc, char** argv) {
   double r1 = median(our_rtt) / median(raw_rtt), r2 = median(our_bw) / median(raw_bw);
   std::printf("  %-28s %12.2f %12.2f %8.3f\n", "8 B round trip (us)", median(raw_rtt), median(our_rtt), r1);
   std::printf("  %-28s %12.0f %12.0f %8.3f\n", "1 MiB stream (MB/s)", median(raw_bw), median(our_bw), r2);
+  if (g_discovery) {
+    std::vector<double> rounds, warms, pings;
+    for (int r = 0; r < g_reps; ++r) {
+      auto [round, warm, ping] = discovery_once();
+      rounds.push_back(round);
+      warms.push_back(warm);
+      pings.push_back(ping);
+      std::fprintf(stderr, "rep %d: discovery %.1f us (warm %.1f us), ping %.1f us\n", r + 1, round, warm, ping);
+    }
+    std::printf("# discovery round of a peer with 4 NIs (ping + push) against one LNet ping round trip\n");
+    std::printf("# %-28s %12s %12s %8s\n", "measure", "ping (us)", "round (us)", "ratio");
+    std::printf("  %-28s %12.1f %12.1f %8.2f\n", "first contact", median(pings), median(rounds),
+                median(rounds) / median(pings));
+    std::printf("  %-28s %12.1f %12.1f %8.2f\n", "connections up", median(pings), median(warms),
+                median(warms) / median(pings));
+  }
   return 0;
 }

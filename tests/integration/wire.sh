@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wire compatibility: the traffic of two hosts (lnetctl ping between lnetds, PUT/GET of
-# 0 B, 1 B, 4 KiB and 1 MiB between liblnet processes) is captured on port 988 and
+# 0 B, 1 B, 4 KiB and 1 MiB between liblnet processes, with the discovery ping and push
+# before them) is captured on port 988 and
 # decoded by tshark's LNet dissector. Every message must decode, without malformed
 # frames, into the types, NIDs, portal, match bits and lengths that were sent.
 . "$(dirname "$0")/lib.sh"
@@ -77,4 +78,10 @@ for size in 0 1 4096 1048576; do
   expect "0x000000c1 3 10.78.1.21,10.78.1.12 $size"           # REPLY to the GET
 done
 expect "0x000000c1 2 10.78.1.12,10.78.1.21 40 $NEXT 0"        # GET
+# Discovery (lnet-facts §4.2): the client's first PUT waited for a ping of the server (a
+# GET on portal 0 with the ping match bits) and a push of the client's ping info (a PUT
+# there: 16-byte header, 0@lo and its one NI of 16 bytes each).
+expect "0x000000c1 2 10.78.1.12,10.78.1.21 0 0x8000000000000000 0"
+expect "0x000000c1 1 10.78.1.12,10.78.1.21 0 0x8000000000000000 48"
+expect "0x000000c1 0 10.78.1.21,10.78.1.12 0x8000000000000000 0"  # the push's ACK
 log "PASS"
