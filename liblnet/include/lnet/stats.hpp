@@ -66,10 +66,11 @@ struct NiInfo {
   // monotonic clock, as LNet shows it; 0: not in recovery).
   unsigned ping_count = 0;
   std::int64_t next_ping = 0;
-  unsigned selection_priority = 0xFFFFFFFFu;
-  int max_tx_credits = 0;  // summed over CPTs
-  int tx_credits = 0;      // available now, summed over CPTs
-  int min_tx_credits = 0;  // lowest seen, summed over CPTs
+  unsigned selection_priority = 0xFFFFFFFFu;  // selection rules (UINT_MAX: none)
+  unsigned net_priority = 0xFFFFFFFFu;        // of its net
+  int max_tx_credits = 0;                     // summed over CPTs
+  int tx_credits = 0;                         // available now, summed over CPTs
+  int min_tx_credits = 0;                     // lowest seen, summed over CPTs
   MsgTypeStats sent, received, dropped;
 };
 
@@ -87,7 +88,10 @@ struct PeerNiInfo {
   std::uint64_t hs_dropped = 0, hs_timeout = 0, hs_error = 0, hs_network_timeout = 0;
   unsigned ping_count = 0;  // recovery, as for an NI
   std::int64_t next_ping = 0;
-  unsigned selection_priority = 0xFFFFFFFFu;
+  unsigned selection_priority = 0xFFFFFFFFu;    // selection rules (UINT_MAX: none)
+  unsigned net_priority = 0xFFFFFFFFu;          // of its peer net
+  std::vector<Nid> preferred_sources;           // NID-pair rules: local NIs it prefers
+  std::vector<std::string> preferred_gateways;  // router rules: gateway patterns it prefers
   MsgTypeStats sent, received, dropped;
 };
 

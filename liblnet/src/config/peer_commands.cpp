@@ -9,6 +9,8 @@ namespace {
 YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
   YAML::Node e;
   e["nid"] = i.nid.to_string();
+  if (verbose > 3)
+    e["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, i.preferred_gateways, i.preferred_sources);
   e["state"] = i.up ? "up" : "down";
   if (verbose > 0) {
     e["max_ni_tx_credits"] = int_node(i.max_tx_credits);

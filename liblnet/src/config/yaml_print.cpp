@@ -108,6 +108,24 @@ YAML::Node tunables_node(const NetTunables& t) {
   return n;
 }
 
+YAML::Node udsp_info_node(unsigned net_priority, unsigned nid_priority, const std::vector<std::string>& gateways,
+                          const std::vector<Nid>& sources) {
+  YAML::Node u;
+  u["net priority"] = int_node(static_cast<int>(net_priority));
+  u["nid priority"] = int_node(static_cast<int>(nid_priority));
+  auto list = [&](const char* key, auto&& items) {
+    if (items.empty()) return;
+    YAML::Node m;
+    for (std::size_t k = 0; k < items.size(); ++k) m["NID-" + std::to_string(k)] = items[k];
+    u[key] = m;
+  };
+  list("Preferred gateway NIDs", gateways);
+  std::vector<std::string> src;
+  for (Nid n : sources) src.push_back(n.to_string());
+  list("Preferred source NIDs", src);
+  return u;
+}
+
 YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout) {
   YAML::Node n;
   if (net.type() == kSockLnd) {

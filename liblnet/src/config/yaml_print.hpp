@@ -19,6 +19,10 @@ std::string print_yaml(const YAML::Node& root);
 
 // A number as a plain scalar.
 YAML::Node int_node(long v);
+// `udsp info` of net show / peer show -v 4: the priorities selection rules gave (-1:
+// none) and the preferred gateways and source NIDs (`NID-0: ...`), as lnetctl prints it.
+YAML::Node udsp_info_node(unsigned net_priority, unsigned nid_priority, const std::vector<std::string>& gateways,
+                          const std::vector<Nid>& sources);
 // A fault rule as `fault ... show` and export print it (lists for portal, message and
 // health_error), and back (fails naming the field and the line).
 YAML::Node fault_rule_node(const FaultRule& r);

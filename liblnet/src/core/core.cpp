@@ -181,15 +181,20 @@ int Core::add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) {
   return rc;
 }
 
-PeerNi* Core::peer_ni_for(Nid nid) {
+PeerNi* Core::peer_ni_for(Nid nid, Nid* primary) {
   {
     MutexLock g(net_locks_[cpts_.of_nid(nid)]);
-    if (PeerNi* lpni = peers_.find(nid)) return lpni;
+    if (PeerNi* lpni = peers_.find(nid)) {
+      if (primary) *primary = lpni->peer->primary;  // discovery may change it: read under the lock
+      return lpni;
+    }
   }
   // First message to or from this NID: its peer is made (a configuration change).
   ExclusiveLock x(net_locks_);
   if (!peers_.find(nid)) (void)add_peer_ni_locked(nid, nid, false);
-  return peers_.find(nid);
+  PeerNi* lpni = peers_.find(nid);
+  if (lpni && primary) *primary = lpni->peer->primary;
+  return lpni;
 }
 
 Status Core::add_peer(const PeerConfig& p, bool configured) {
@@ -292,6 +297,9 @@ std::vector<PeerInfo> Core::peer_info() const {
         n.next_ping = lpni->recovery.queued ? lpni->recovery.next_ping / kNsPerSec : 0;
       }
       n.selection_priority = lpni->sel_priority.load();
+      n.net_priority = lpni->peer_net->sel_priority;
+      n.preferred_sources = lpni->pref_local;
+      for (const NidMatcher& m : lpni->pref_rtr) n.preferred_gateways.push_back(m.to_string());
       n.sent = lpni->stats.get(TypeStats::kSent);
       n.received = lpni->stats.get(TypeStats::kReceived);
       n.dropped = lpni->stats.get(TypeStats::kDropped);

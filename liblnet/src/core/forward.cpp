@@ -3,6 +3,8 @@
 // the buffer, and is sent on towards its destination with its header unchanged.
 #include <time.h>
 
+#include <lnet/log.hpp>
+
 #include "core/core.hpp"
 
 #include <lnet/mutex.hpp>
@@ -42,7 +44,7 @@ int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, 
   }
   PeerNi* rxpeer = peer_ni_for(from);
   if (!rxpeer) return reject();
-  note_alive(rxpeer);
+  note_alive(ni, rxpeer);
   note_received_from(rxpeer);
   Message* msg = new_msg(cpt);
   msg->receiving = true;
@@ -60,8 +62,32 @@ int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, 
   return 0;
 }
 
-void Core::note_alive(PeerNi* lpni) {
-  if (routing_.load(std::memory_order_relaxed)) lpni->last_alive.store(coarse_seconds(), std::memory_order_relaxed);
+void Core::note_alive(Ni& ni, PeerNi* lpni) {
+  if (!routing_.load(std::memory_order_relaxed)) return;
+  std::int64_t now = coarse_seconds();
+  lpni->last_alive.store(now, std::memory_order_relaxed);
+  if (ni.last_rx.load(std::memory_order_relaxed) != now) ni.last_rx.store(now, std::memory_order_relaxed);
+}
+
+void Core::check_ni_liveness() {
+  // A router's NI that has heard nothing for router_ping_timeout + the check interval
+  // is down (seed 003): its peers' pings would have kept it alive. The gateways' users
+  // see it in our ping info (avoid_asym_router_failure). Traffic brings it back.
+  GlobalTunables g = globals();
+  if (g.alive_router_check_interval <= 0) return;
+  std::int64_t now = coarse_seconds(), limit = g.router_ping_timeout + g.alive_router_check_interval;
+  for (Ni* ni : table().nis) {
+    if (ni == lo_ni_ || ni->deleted.load()) continue;
+    bool silent = now - ni->last_rx.load(std::memory_order_relaxed) > limit;
+    if (silent && ni->up.load() && !ni->silent.exchange(true)) {
+      LNET_LOG(Warn, kLogRouter, "%s has heard nothing for %lld s: down", ni->nid.to_string().c_str(),
+               static_cast<long long>(limit));
+      (void)set_ni_up(ni->nid, false);
+    } else if (!silent && ni->silent.exchange(false)) {
+      LNET_LOG(Warn, kLogRouter, "%s hears again: up", ni->nid.to_string().c_str());
+      (void)set_ni_up(ni->nid, true);
+    }
+  }
 }
 
 bool Core::next_hop_alive(const Message* msg, const PeerNi* lpni) const {

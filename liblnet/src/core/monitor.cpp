@@ -32,6 +32,10 @@ void Core::monitor_loop() {
     bool busy = true;  // recovery: until it says otherwise
     if (now >= next_recovery) {
       busy = recover(now);
+      if (routing()) {
+        check_ni_liveness();  // a router looks at its NIs every recovery_interval
+        busy = true;
+      }
       next_recovery = now + recovery_interval_.load(std::memory_order_relaxed) * kNsPerSec;
     }
     std::int64_t next = portals_.next_response_deadline();

@@ -126,6 +126,7 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
   v->nis.push_back(ni.get());
   next->nis.push_back(ni.get());
   Ni* raw = ni.get();
+  raw->last_rx.store(coarse_now_ns() / kNsPerSec, std::memory_order_relaxed);  // a router counts its silence from now
   all_nis_.push_back(std::move(ni));
   publish(std::move(next));
   return raw;
@@ -280,6 +281,7 @@ std::vector<NiInfo> Core::ni_info() const {
       i.next_ping = ni->recovery.queued ? ni->recovery.next_ping / kNsPerSec : 0;
     }
     i.selection_priority = ni->sel_priority.load();
+    i.net_priority = ni->net->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
       MutexLock g(locks[c]);
       i.tx_credits += ni->tq[c].credits;

@@ -45,13 +45,14 @@ int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private,
 
   Nid initiator = hdr.src_nid;
   if (&ni != lo_ni_) {
-    PeerNi* lpni = peer_ni_for(from);
+    Nid primary;
+    PeerNi* lpni = peer_ni_for(from, &primary);
     if (!lpni) return reject();
-    note_alive(lpni);
+    note_alive(ni, lpni);
     note_received_from(lpni);
     lpni->stats.add(TypeStats::kReceived, hdr.type);
     if (hdr.src_nid == from) {
-      initiator = lpni->peer->primary;
+      initiator = primary;
     } else {
       if (drop_asym_route_.load(std::memory_order_relaxed) && hdr.src_nid.net() != from.net() &&
           asymmetric(hdr.src_nid, lpni)) [[unlikely]] {

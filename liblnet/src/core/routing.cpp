@@ -6,6 +6,7 @@
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
+#include "base/clock.hpp"
 #include "core/core.hpp"
 
 namespace lnet::core {
@@ -91,8 +92,14 @@ Status Core::set_routing(bool on) {
     ExclusiveLock x(net_locks_);
     rtr_buffers_.resize(buffers_, true);
   }
+  // The NIs' silence is counted from now; one down for it comes back when routing stops.
+  for (Ni* ni : table().nis) {
+    ni->last_rx.store(coarse_now_ns() / kNsPerSec, std::memory_order_relaxed);
+    if (!on && ni->silent.exchange(false)) ni->up.store(true);
+  }
   routing_.store(on, std::memory_order_release);
-  refresh_ping_target();  // RTE_DISABLED changes
+  refresh_ping_target();   // RTE_DISABLED changes
+  if (on) wake_monitor();  // it checks the NIs while routing
   LNET_LOG(Info, kLogRouter, "routing %s", on ? "enabled" : "disabled");
   return {};
 }

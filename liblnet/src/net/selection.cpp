@@ -137,16 +137,23 @@ PeerNi* Selector::best_gateway_ni(const Query& q, Peer* gw, Ni* src) const {
 }
 
 int Selector::select_route(const Query& q, Ni* src, Nid dst, Path& out) const {
-  // Routes in the order of lnet_compare_routes: priority, hops, then the health, queued
-  // bytes, credits and round robin of each gateway's best NI on our side (a multi-rail
-  // gateway is one peer, whichever of its NIDs a route names).
+  // Routes in the order of lnet_compare_routes: preferred by a router rule, priority,
+  // hops, then the health, queued bytes, credits and round robin of each gateway's best
+  // NI on our side (a multi-rail gateway is one peer, whichever of its NIDs a route names).
   const RouteTable* rt = routes_.table();
   PeerNi* best = nullptr;
   const RouteEntry* best_r = nullptr;
-  auto key = [](const RouteEntry& r, PeerNi* gw) {
-    return std::make_tuple(r.cfg.priority, r.cfg.hops < 0 ? 1 : r.cfg.hops, -gw->health.load(std::memory_order_relaxed),
-                           gw->txq_nob.load(std::memory_order_relaxed), -gw->tx_credits.load(std::memory_order_relaxed),
-                           gw->seq.load(std::memory_order_relaxed));
+  // A router rule of the destination (udsp --dst --rte) prefers its gateways first.
+  const auto& pref = q.dst->pref_rtr;
+  auto preferred = [&](const RouteEntry& r, const PeerNi* gw) {
+    for (const NidMatcher& m : pref)
+      if (m.matches(gw->nid) || m.matches(r.cfg.gateway)) return 0;
+    return 1;
+  };
+  auto key = [&](const RouteEntry& r, PeerNi* gw) {
+    return std::make_tuple(pref.empty() ? 1 : preferred(r, gw), r.cfg.priority, r.cfg.hops < 0 ? 1 : r.cfg.hops,
+                           -gw->health.load(std::memory_order_relaxed), gw->txq_nob.load(std::memory_order_relaxed),
+                           -gw->tx_credits.load(std::memory_order_relaxed), gw->seq.load(std::memory_order_relaxed));
   };
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
     const RouteEntry& r = rt->routes[i];

@@ -26,9 +26,10 @@ Status UdspRules::add(const UdspRule& rule, int idx) {
   bool s = src.has_value(), d = dst.has_value(), t = rte.has_value();
   if (!s && !d && !t) return Failure{-EINVAL, "a selection rule needs --src, --dst or --rte"};
   if (s && t) return Failure{-EINVAL, "--src cannot go with --rte"};
-  if (t) return Failure{-EOPNOTSUPP, "not supported yet: router preference rules (--dst with --rte)"};
+  if (t && !d) return Failure{-EINVAL, "a router rule (--rte) needs --dst: the peers it applies to"};
+  if (t && rule.priority) return Failure{-EINVAL, "a router rule (--dst with --rte) takes no --priority"};
   if (s && d && rule.priority) return Failure{-EINVAL, "a NID pair (--src with --dst) takes no --priority"};
-  if ((s != d) && !rule.priority) return Failure{-EINVAL, "a rule on --src or --dst alone needs --priority"};
+  if ((s != d) && !t && !rule.priority) return Failure{-EINVAL, "a rule on --src or --dst alone needs --priority"};
   for (auto& u : rules_) {
     if (u.src == rule.src && u.dst == rule.dst && u.rte == rule.rte) {
       if (u.priority == rule.priority) return Failure{-EALREADY, "the same rule exists"};
@@ -60,6 +61,10 @@ void UdspRules::apply_to_peer_ni(const Compiled& r, PeerNi* lpni, const NetTable
     } else {
       lpni->sel_priority.store(*r.rule.priority);
     }
+  } else if (r.rte) {
+    // A router rule: routes through a gateway r.rte matches are preferred for this peer NI.
+    auto same = [&](const NidMatcher& m) { return m.to_string() == r.rte->to_string(); };
+    if (std::none_of(lpni->pref_rtr.begin(), lpni->pref_rtr.end(), same)) lpni->pref_rtr.push_back(*r.rte);
   } else if (r.src) {
     for (Ni* ni : nets.nis)
       if (r.src->matches(ni->nid) &&
@@ -72,9 +77,10 @@ void UdspRules::apply_to_peer_ni(const Compiled& r, PeerNi* lpni, const NetTable
 void UdspRules::apply(const NetTable& nets, PeerTable& peers) {
   auto compiled = std::make_shared<std::vector<Compiled>>();
   for (const UdspRule& u : rules_) {
-    Compiled c{u, {}, {}};
+    Compiled c{u, {}, {}, {}};
     if (!u.src.empty()) c.src = *NidMatcher::parse(u.src);  // checked by add()
     if (!u.dst.empty()) c.dst = *NidMatcher::parse(u.dst);
+    if (!u.rte.empty()) c.rte = *NidMatcher::parse(u.rte);
     compiled->push_back(std::move(c));
   }
   for (const NetView& v : nets.nets) v.net->sel_priority.store(UINT_MAX);
@@ -84,6 +90,7 @@ void UdspRules::apply(const NetTable& nets, PeerTable& peers) {
     for (auto& lpni : p->nis) {
       lpni->sel_priority.store(UINT_MAX);
       lpni->pref_local.clear();
+      lpni->pref_rtr.clear();
     }
   }
   for (auto it = compiled->rbegin(); it != compiled->rend(); ++it) {

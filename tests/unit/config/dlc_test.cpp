@@ -399,7 +399,11 @@ TEST_F(Commands, UdspPrioritiesReachSelection) {
       << show.text;
   EXPECT_EQ(run(*a, "udsp del", {{"all", {}}}).rc, 0);
   EXPECT_EQ(core::Core::of(*a).find_ni(gni(35))->sel_priority.load(), UINT_MAX) << "deleting reverts";
-  EXPECT_EQ(run(*a, "udsp add", {{"dst", {"gni"}}, {"rte", {"32@gni"}}}).rc, -EOPNOTSUPP);
+  // A router rule: shown as added, and in YAML with its rte.
+  EXPECT_EQ(run(*a, "udsp add", {{"dst", {"gni"}}, {"rte", {"32@gni"}}}).rc, 0);
+  show = run(*a, "udsp show");
+  EXPECT_NE(show.text.find("dst: gni\n      rte: 32@gni\n"), std::string::npos) << show.text;
+  EXPECT_EQ(run(*a, "udsp add", {{"rte", {"32@gni"}}}).rc, -EINVAL) << "a router rule needs --dst";
 }
 
 }  // namespace

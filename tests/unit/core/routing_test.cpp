@@ -351,6 +351,19 @@ class MultiRailRouting : public ::testing::Test {
       if (s.src == gni(1) && s.hdr.type == MsgType::Put && s.hdr.msg.put.ptl_index == kPortal) ++hops[s.next_hop];
     return hops;
   }
+  // A discovers both gateways and B, and the handshakes end (the gateways push back
+  // to A): what follows is the same on every run.
+  void settle() {
+    for (Nid n : {gni(2), gni(4), gni(6, 1)}) ASSERT_TRUE(a->control().discover(n, false, std::chrono::seconds(10)));
+    auto discovered = [](Instance& i, Nid n) {
+      net::PeerNi* p = core::Core::of(i).find_peer_ni(n);
+      return p && p->peer->dc.state.load() == net::DcState::Discovered;
+    };
+    ASSERT_TRUE(test::eventually([&] {
+      return discovered(*a, gni(2)) && discovered(*a, gni(4)) && discovered(*a, gni(6, 1)) && discovered(*r1, gni(1)) &&
+             discovered(*r2, gni(1)) && discovered(*b, gni(1));
+    }));
+  }
   std::unique_ptr<Instance> a, r1, r2, b;
   EventLog blog;
   std::array<char, 64> sink{};
@@ -358,6 +371,8 @@ class MultiRailRouting : public ::testing::Test {
 };
 
 TEST_F(MultiRailRouting, TrafficSpreadsOverTheGatewaysAndTheirNis) {
+  send(1);  // the gateway and B discovered on first use
+  settle();
   auto hops = send(16);
   for (Nid n : {gni(2), gni(12), gni(4), gni(14)}) EXPECT_GT(hops[n], 0) << n.to_string() << " carried nothing";
   // Each gateway is one multi-rail peer with all four of its NIs.
@@ -372,7 +387,7 @@ TEST_F(MultiRailRouting, TrafficSpreadsOverTheGatewaysAndTheirNis) {
 }
 
 TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMoves) {
-  send(4);
+  settle();
   // R1's side on gni1 goes down: its ping info says so, and A's next check sees it
   // (avoid_asym_router_failure).
   ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(3, 1), false));
@@ -394,17 +409,7 @@ TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMove
 }
 
 TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
-  for (Nid n : {gni(2), gni(4), gni(6, 1)}) ASSERT_TRUE(a->control().discover(n, false, std::chrono::seconds(10)));
-  // Discovery's handshakes end (the gateways push back to A; a gateway heard from is
-  // fully healthy again).
-  auto discovered = [](Instance& i, Nid n) {
-    net::PeerNi* p = core::Core::of(i).find_peer_ni(n);
-    return p && p->peer->dc.state.load() == net::DcState::Discovered;
-  };
-  ASSERT_TRUE(test::eventually([&] {
-    return discovered(*a, gni(2)) && discovered(*a, gni(4)) && discovered(*r1, gni(1)) && discovered(*r2, gni(1)) &&
-           discovered(*b, gni(1));
-  }));
+  settle();  // no discovery traffic later (a gateway heard from is fully healthy again)
   ASSERT_TRUE(a->control().set_peer_ni_health(gni(2), 900));
   auto hops = send(8);
   EXPECT_EQ(hops[gni(2)], 0) << "900 is below 100 % of the maximum";
@@ -415,6 +420,33 @@ TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
   ASSERT_TRUE(a->control().set_peer_ni_health(gni(14), 400));
   hops = send(4);
   EXPECT_EQ(hops[gni(2)], 4) << "the one NI at 50 % or more";
+}
+
+TEST_F(MultiRailRouting, ARouterRuleSteersTrafficToItsGateway) {
+  settle();
+  // udsp add --dst 6@gni1 --rte 4@gni: B is reached through R2 (the peer of 4@gni), on
+  // either of its NIs.
+  ASSERT_TRUE(a->control().add_udsp(UdspRule{"", "6@gni1", "4@gni", std::nullopt}, -1));
+  auto hops = send(8);
+  EXPECT_EQ(hops[gni(2)] + hops[gni(12)], 0) << "R1 not used";
+  EXPECT_EQ(hops[gni(4)] + hops[gni(14)], 8);
+  for (const PeerInfo& p : a->control().peer_info())
+    for (const PeerNiInfo& n : p.nis)
+      if (n.nid == gni(6, 1)) {
+        EXPECT_EQ(n.preferred_gateways, std::vector<std::string>{"4@gni"});
+      }
+  // A pattern that covers both of R1's NIDs; deleting the rule restores the spread.
+  ASSERT_TRUE(a->control().del_udsp(0));
+  ASSERT_TRUE(a->control().add_udsp(UdspRule{"", "gni1", "*@gni", std::nullopt}, -1));
+  ASSERT_TRUE(a->control().del_udsp(-1));
+  hops = send(16);
+  EXPECT_GT(hops[gni(2)] + hops[gni(12)], 0);
+  EXPECT_GT(hops[gni(4)] + hops[gni(14)], 0);
+  // Rules that make no sense are refused, nothing applied.
+  EXPECT_EQ(a->control().add_udsp(UdspRule{"", "", "4@gni", std::nullopt}, -1).code(), -EINVAL);
+  EXPECT_EQ(a->control().add_udsp(UdspRule{"", "6@gni1", "4@gni", 1u}, -1).code(), -EINVAL);
+  EXPECT_EQ(a->control().add_udsp(UdspRule{"", "6@gni1", "4@gni[", std::nullopt}, -1).code(), -EINVAL);
+  EXPECT_TRUE(a->control().udsp_rules().empty());
 }
 
 }  // namespace

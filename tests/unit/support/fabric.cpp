@@ -48,11 +48,14 @@ int Fabric::attach(NetInterface& ni) {
 }
 
 void Fabric::detach(NetInterface& ni) {
-  // A driver going down completes everything it still holds for that NI.
+  // A driver going down completes everything it still holds for that NI, once no other
+  // instance's thread (a discovery push, say) is still delivering into it.
   std::vector<Held> mine;
   {
-    std::lock_guard g(mutex_);
+    std::unique_lock g(mutex_);
     nis_.erase(ni.nid);
+    idle_.wait(g, [&] { return busy_[&ni] == 0; });
+    busy_.erase(&ni);
     for (auto it = held_.begin(); it != held_.end();) {
       if (it->src == &ni) {
         mine.push_back(*it);
@@ -132,8 +135,17 @@ int Fabric::deliver(NetInterface* src, LndMessage* msg) {
     std::lock_guard g(mutex_);
     auto it = nis_.find(msg->next_hop);
     dst = it == nis_.end() ? nullptr : it->second;
+    if (dst) ++busy_[dst];  // detach(dst) waits for this delivery
   }
   if (!dst) return -EHOSTUNREACH;
+  struct Done {
+    Fabric* f;
+    NetInterface* dst;
+    ~Done() {
+      std::lock_guard g(f->mutex_);
+      if (--f->busy_[dst] == 0) f->idle_.notify_all();
+    }
+  } done{this, dst};
   auto* ref = new TxRef{msg, src->host, {}};
   bool rdma = false;
   {

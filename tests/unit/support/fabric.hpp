@@ -4,6 +4,7 @@
 // headers into a receiver.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -68,6 +69,8 @@ class Fabric {
   std::size_t discarded_ = 0;
   bool rdma_get_ = false;
   std::map<Nid, HealthStatus> failing_;
+  std::map<NetInterface*, int> busy_;  // deliveries into each NI under way
+  std::condition_variable idle_;
 };
 
 // A config with one gni NI per address (net gni<net>), for Instance::create.

@@ -170,8 +170,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void refresh_ping_target(bool force_push = false);
 
   // Peers. The peer NI of `nid`, made (single-rail, unconfigured) if missing; takes every
-  // net lock to make one. nullptr: it could not be made.
-  PeerNi* peer_ni_for(Nid nid);
+  // net lock to make one. nullptr: it could not be made. `primary`: its peer's primary NID.
+  PeerNi* peer_ni_for(Nid nid, Nid* primary = nullptr);
   int add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) LNET_REQUIRES(net_locks_);
   int peer_credits_for(NetId net) const;
   int peer_rtr_credits_for(NetId net) const;
@@ -224,8 +224,12 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // the peer NI has been silent for longer than its net's peer_timeout and its driver
   // reports it down (LNet's peer aliveness on routers).
   bool next_hop_alive(const Message* msg, const PeerNi* lpni) const;
-  // A message came from `lpni`: a router notes when (for next_hop_alive()).
-  void note_alive(PeerNi* lpni);
+  // A message came from `lpni` on `ni`: a router notes when (for next_hop_alive() and
+  // check_ni_liveness()).
+  void note_alive(Ni& ni, PeerNi* lpni);
+  // A router's NIs that heard nothing for router_ping_timeout + alive_router_check_interval
+  // go down, and up again when they hear (the monitor, while routing).
+  void check_ni_liveness();
 
   // Health (health.cpp): a sent message's outcome moves its NIs' health; a message
   // received from a peer NI raises its health.

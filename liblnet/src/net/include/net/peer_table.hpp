@@ -11,6 +11,7 @@
 
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/nid.hpp>
+#include <lnet/nid_range.hpp>
 #include <lnet/wire.hpp>
 
 #include "base/counters.hpp"
@@ -97,6 +98,7 @@ struct PeerNi {
   bool configured = false;                            // added by configuration (discovery keeps it)
   std::atomic<std::uint32_t> ns_status{kNiStatusUp};  // what the peer's ping info says of it
   std::vector<Nid> pref_local;                        // preferred local NIDs (selection rules)
+  std::vector<NidMatcher> pref_rtr;                   // preferred gateways (router rules)
   TypeStats stats;
 };
 

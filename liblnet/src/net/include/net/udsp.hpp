@@ -1,5 +1,6 @@
 // User defined selection policies (UDSP, `lnetctl udsp`): priorities of local nets and
-// NIs and of peer nets and NIs, and NID pairs (preferred local NIs of peer NIs). The
+// NIs and of peer nets and NIs, NID pairs (preferred local NIs of peer NIs) and router
+// rules (preferred gateways of peer NIs). The
 // rules are re-applied from scratch on every change, last first, so that earlier rules
 // win; NIs and peer NIs that appear later get them as they appear.
 #pragma once
@@ -33,7 +34,7 @@ class UdspRules {
  private:
   struct Compiled {
     UdspRule rule;
-    std::optional<NidMatcher> src, dst;
+    std::optional<NidMatcher> src, dst, rte;
   };
   static void apply_to_peer_ni(const Compiled& r, PeerNi* lpni, const NetTable& nets);
 
