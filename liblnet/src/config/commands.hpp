@@ -40,6 +40,7 @@ Response peer_add(Instance& lnet, const Request& r, const Hooks& hooks);
 Response peer_del(Instance& lnet, const Request& r, const Hooks& hooks);
 Response peer_set(Instance& lnet, const Request& r, const Hooks& hooks);
 Response debug_recovery(Instance& lnet, const Request& r, const Hooks& hooks);
+Response debug_peer(Instance& lnet, const Request& r, const Hooks& hooks);
 Response ping(Instance& lnet, const Request& r, const Hooks& hooks);
 Response discover(Instance& lnet, const Request& r, const Hooks& hooks);
 Response route_show(Instance& lnet, const Request& r, const Hooks& hooks);

@@ -1,4 +1,6 @@
 // lnetctl peer show | list | add | del, ping and discover.
+#include <lnet/log.hpp>
+
 #include "commands.hpp"
 #include "yaml_print.hpp"
 
@@ -250,6 +252,32 @@ Response debug_recovery(Instance& lnet, const Request& r, const Hooks&) {
   YAML::Node root;
   root[local ? "local NI recovery" : "peer NI recovery"] = q;
   return ok(root);
+}
+
+Response debug_peer(Instance& lnet, const Request& r, const Hooks&) {
+  const std::string* text = r.arg("prim_nid");
+  if (!text) text = r.arg("nid");
+  if (!text) return error_block("debug", "peer", -EINVAL, "debug peer needs --prim_nid");
+  auto nid = Nid::parse(*text);
+  if (!nid) return error_block("debug", "peer", -EINVAL, nid.message());
+  for (const PeerInfo& p : lnet.control().peer_info()) {
+    bool has = false;
+    for (const PeerNiInfo& n : p.nis) has = has || n.nid == *nid;
+    if (!has) continue;
+    // What peer show -v 4 says of it, line by line, into the log (nothing on stdout).
+    YAML::Node root;
+    root["peer"].push_back(peer_node(p, 4));
+    std::string dump = print_yaml(root);
+    std::size_t at = 0;
+    while (at < dump.size()) {
+      std::size_t nl = dump.find('\n', at);
+      if (nl == std::string::npos) nl = dump.size();
+      LNET_LOG(Warn, kLogConfig, "debug peer %s: %s", nid->to_string().c_str(), dump.substr(at, nl - at).c_str());
+      at = nl + 1;
+    }
+    return ok(YAML::Node());
+  }
+  return error_block("debug", "peer", -ENOENT, "no peer with NID " + nid->to_string());
 }
 
 }  // namespace lnet::dlc

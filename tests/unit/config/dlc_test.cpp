@@ -293,6 +293,18 @@ TEST_F(Commands, HealthByHandAndTheRecoveryQueues) {
   EXPECT_NE(state.text.find("not supported yet: peer set --state"), std::string::npos) << state.text;
 }
 
+TEST_F(Commands, DebugPeerWritesTheLogAndNamesUnknownPeers) {
+  ASSERT_TRUE(a->ping(ProcessId{gni(32), kPidLustre}, std::chrono::seconds(5), 16));
+  auto d = run(*a, "debug peer", {{"prim_nid", {"32@gni"}}});
+  EXPECT_EQ(d.rc, 0) << d.text;
+  EXPECT_EQ(d.text, "") << "the dump goes to the log, as LNet's goes to the kernel log";
+  auto unknown = run(*a, "debug peer", {{"prim_nid", {"77@gni"}}});
+  EXPECT_EQ(unknown.rc, -ENOENT);
+  EXPECT_NE(unknown.text.find("no peer with NID 77@gni"), std::string::npos) << unknown.text;
+  EXPECT_EQ(run(*a, "debug peer").rc, -EINVAL);
+  EXPECT_EQ(run(*a, "debug peer", {{"prim_nid", {"32@bogus"}}}).rc, -EINVAL);
+}
+
 TEST_F(Commands, PingFromAGivenSource) {
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni"}}, {"nid", {"36@gni"}}}).rc, 0);
   test::Fabric::instance().clear_sent();
