@@ -71,22 +71,27 @@ void Core::note_alive(Ni& ni, PeerNi* lpni) {
 
 void Core::check_ni_liveness() {
   // A router's NI that has heard nothing for router_ping_timeout + the check interval
-  // is down (seed 003): its peers' pings would have kept it alive. The gateways' users
-  // see it in our ping info (avoid_asym_router_failure). Traffic brings it back.
+  // is reported down in its ping info (seed 003; the pings of its peers on that side
+  // would have kept it alive), so the gateways' users apply avoid_asym_router_failure.
+  // The router itself still uses it (as LNet: the status is what peers are told).
   GlobalTunables g = globals();
   if (g.alive_router_check_interval <= 0) return;
   std::int64_t now = coarse_seconds(), limit = g.router_ping_timeout + g.alive_router_check_interval;
+  bool changed = false;
   for (Ni* ni : table().nis) {
     if (ni == lo_ni_ || ni->deleted.load()) continue;
     bool silent = now - ni->last_rx.load(std::memory_order_relaxed) > limit;
-    if (silent && ni->up.load() && !ni->silent.exchange(true)) {
-      LNET_LOG(Warn, kLogRouter, "%s has heard nothing for %lld s: down", ni->nid.to_string().c_str(),
+    if (ni->silent.exchange(silent) == silent) continue;
+    changed = true;
+    if (silent)
+      LNET_LOG(Warn, kLogRouter, "%s has heard nothing for %lld s: reported down", ni->nid.to_string().c_str(),
                static_cast<long long>(limit));
-      (void)set_ni_up(ni->nid, false);
-    } else if (!silent && ni->silent.exchange(false)) {
-      LNET_LOG(Warn, kLogRouter, "%s hears again: up", ni->nid.to_string().c_str());
-      (void)set_ni_up(ni->nid, true);
-    }
+    else
+      LNET_LOG(Warn, kLogRouter, "%s hears again: reported up", ni->nid.to_string().c_str());
+  }
+  if (changed) {
+    MutexLock c(config_mutex_);
+    refresh_ping_target();  // the new status, pushed to the peers
   }
 }
 

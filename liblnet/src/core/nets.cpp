@@ -261,7 +261,7 @@ std::vector<NiInfo> Core::ni_info() const {
   for (Ni* ni : table().nis) {
     NiInfo i;
     i.nid = ni->nid;
-    i.up = ni->up.load();
+    i.up = ni->up.load() && !ni->silent.load();  // the status peers are told
     i.interfaces = ni->config.interfaces;
     i.tunables = ni->config.tunables;
     i.lnd_tunables = ni->config.lnd_tunables;

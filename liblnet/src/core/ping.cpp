@@ -19,7 +19,7 @@ PingInfo Core::ping_info() const {
   if (routing_.load()) info.features &= ~kPingFeatRteDisabled;
   for (Ni* ni : table().nis) {
     if (ni == lo_ni_) continue;
-    info.nis.push_back(NiStatus{ni->nid, ni->up.load() ? kNiStatusUp : kNiStatusDown, 0});
+    info.nis.push_back(NiStatus{ni->nid, ni->up.load() && !ni->silent.load() ? kNiStatusUp : kNiStatusDown, 0});
   }
   return info;
 }

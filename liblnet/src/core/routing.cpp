@@ -95,7 +95,7 @@ Status Core::set_routing(bool on) {
   // The NIs' silence is counted from now; one down for it comes back when routing stops.
   for (Ni* ni : table().nis) {
     ni->last_rx.store(coarse_now_ns() / kNsPerSec, std::memory_order_relaxed);
-    if (!on && ni->silent.exchange(false)) ni->up.store(true);
+    ni->silent.store(false);
   }
   routing_.store(on, std::memory_order_release);
   refresh_ping_target();   // RTE_DISABLED changes

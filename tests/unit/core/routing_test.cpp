@@ -258,6 +258,31 @@ TEST(RunTimeConfig, NisComeAndGo) {
   ASSERT_TRUE(a->control().add_ni(nc)) << "and it can come back";
 }
 
+// A router's NI that hears nothing for router_ping_timeout + alive_router_check_interval
+// is reported down (seed 003: status, ping info), and up again when it hears.
+TEST_F(Routing, ARoutersSilentNiGoesDownAndComesBackWhenItHears) {
+  ASSERT_TRUE(r->control().set_global("router_ping_timeout", 1));
+  ASSERT_TRUE(r->control().set_global("alive_router_check_interval", 1));
+  auto up = [&](Nid nid) {
+    for (const NiInfo& i : r->control().ni_info())
+      if (i.nid == nid) return i.up;
+    return true;
+  };
+  ASSERT_TRUE(test::eventually([&] { return !up(gni(3, 1)); })) << "3@gni1 heard nothing and stayed up";
+  auto info = a->ping(ProcessId{gni(2), kPidLustre}, std::chrono::seconds(5), 16);
+  ASSERT_TRUE(info) << info.message();
+  bool listed_down = false;
+  for (const NiStatus& ns : info->info.nis)
+    listed_down = listed_down || (ns.nid == gni(3, 1) && ns.status == kNiStatusDown);
+  EXPECT_TRUE(listed_down) << "its ping info does not say 3@gni1 is down";
+  // B speaks to it: up again.
+  ASSERT_TRUE(b->ping(ProcessId{gni(3, 1), kPidLustre}, std::chrono::seconds(5), 16));
+  ASSERT_TRUE(test::eventually([&] { return up(gni(3, 1)); }));
+  // Routing off: nothing is judged any more, everything is reported up.
+  ASSERT_TRUE(r->control().set_routing(false));
+  EXPECT_TRUE(up(gni(2)) && up(gni(3, 1)));
+}
+
 TEST(RunTimeConfig, PeersAndGlobals) {
   auto a = Instance::create(test::fabric_config({21}, 0), kPidLustre).value();
   ASSERT_EQ(a->control().add_peer(PeerConfig{gni(22), true, {gni(23)}}, true).code(), 0);

@@ -36,7 +36,7 @@ struct Ni : NetInterface {
   std::atomic<bool> up{true};
   std::atomic<bool> deleted{false};
   std::atomic<std::int64_t> last_rx{0};  // routers: when it last heard a message (coarse s)
-  std::atomic<bool> silent{false};       // routers: down because it heard nothing
+  std::atomic<bool> silent{false};       // routers: reported down in the ping info: it heard nothing
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   int dev_prio = 0;
   std::atomic<std::uint32_t> seq{0};
