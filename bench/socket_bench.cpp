@@ -193,19 +193,38 @@ struct Done {
   _exit(0);
 }
 
-std::pair<double, double> lnet_once() {
-  int ready[2], quit[2];
-  if (pipe(ready) || pipe(quit)) die("pipe");
-  pid_t child = fork();
-  if (child == 0) {
-    close(ready[0]);
-    close(quit[1]);
-    lnet_peer(ready[1], quit[0]);
+// A peer process running `body(ready_fd, quit_fd)`: started, and waited for until it says
+// it is ready; stop() closes its quit pipe and reaps it.
+struct PeerProcess {
+  pid_t pid = -1;
+  int ready = -1;
+  int quit = -1;
+  explicit PeerProcess(void (*body)(int ready_fd, int quit_fd)) {
+    int r[2], q[2];
+    if (pipe(r) || pipe(q)) die("pipe");
+    pid = fork();
+    if (pid == 0) {
+      close(r[0]);
+      close(q[1]);
+      body(r[1], q[0]);
+      _exit(0);
+    }
+    close(r[1]);
+    close(q[0]);
+    ready = r[0];
+    quit = q[1];
+    char c;
+    if (read(ready, &c, 1) != 1) die("peer start");
   }
-  close(ready[1]);
-  close(quit[0]);
-  char c;
-  if (read(ready[0], &c, 1) != 1) die("peer start");
+  void stop() {
+    close(quit);
+    waitpid(pid, nullptr, 0);
+    close(ready);
+  }
+};
+
+std::pair<double, double> lnet_once() {
+  PeerProcess peer(lnet_peer);
   auto a = start({"127.0.0.2"});
   const ProcessId b{*Nid::parse("127.0.0.3@tcp"), kPidLustre};
 
@@ -276,9 +295,7 @@ std::pair<double, double> lnet_once() {
   (void)a->md_unlink(pmd);
   (void)a->md_unlink(out);
   a.reset();
-  close(quit[1]);
-  waitpid(child, nullptr, 0);
-  close(ready[0]);
+  peer.stop();
   return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
 }
 
@@ -286,24 +303,15 @@ std::pair<double, double> lnet_once() {
 // that never met it (connection set-up included, as a first send has it), against an
 // 8-byte ping round trip between the two once connected, and the round again with the
 // connections up (the peer deleted first). Returns (first round, warm round, ping) in us.
+void four_ni_peer(int ready_fd, int quit_fd) {
+  auto b = start({"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"});
+  char c = 1;
+  (void)!write(ready_fd, &c, 1);
+  (void)!read(quit_fd, &c, 1);  // returns when the parent is done
+}
+
 std::tuple<double, double, double> discovery_once() {
-  int ready[2], quit[2];
-  if (pipe(ready) || pipe(quit)) die("pipe");
-  pid_t child = fork();
-  if (child == 0) {
-    close(ready[0]);
-    close(quit[1]);
-    auto b = start({"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"});
-    char c = 1;
-    (void)!write(ready[1], &c, 1);
-    (void)!read(quit[0], &c, 1);
-    b.reset();
-    _exit(0);
-  }
-  close(ready[1]);
-  close(quit[0]);
-  char c;
-  if (read(ready[0], &c, 1) != 1) die("peer start");
+  PeerProcess peer(four_ni_peer);
   auto a = start({"127.0.0.2"});
   Nid b = *Nid::parse("127.0.0.3@tcp");
   auto t0 = Clock::now();
@@ -326,9 +334,7 @@ std::tuple<double, double, double> discovery_once() {
     pings.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
   }
   a.reset();
-  close(quit[1]);
-  waitpid(child, nullptr, 0);
-  close(ready[0]);
+  peer.stop();
   return {round, warm, median(pings)};
 }
 

@@ -125,8 +125,19 @@ int Core::send(Nid self, Message* msg, Nid dst) {
   if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
   unsigned cpt = cpts_.of_nid(dst);
-  bool dc_checked = false;
+  // A request of ours waits for the discovery of its peer, or of the gateway a route
+  // takes (once: a peer that stays undiscovered with discovery off lets it go).
+  bool may_wait = discovery_.load(std::memory_order_relaxed) && !discovery_exempt(msg);
   std::unique_lock lk(net_locks_[cpt]);
+  // Hands msg to the discovery of `peer`; true when it is held there.
+  auto held_for = [&](Peer* peer) {
+    lk.unlock();
+    Hold h = hold_for_discovery(peer, msg);
+    if (h == Hold::Held) return true;
+    may_wait = h == Hold::Again;  // Go: no more waiting; Again: the peer merged, look again
+    lk.lock();
+    return false;
+  };
   for (;;) {
     PeerNi* lpni = peers_.find(dst);
     if (!lpni) {
@@ -135,15 +146,8 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       lk.lock();
       continue;
     }
-    // A request to a peer not discovered yet waits for its discovery.
-    if (!dc_checked && discovery_.load(std::memory_order_relaxed) &&
-        lpni->peer->dc.state.load(std::memory_order_acquire) != net::DcState::Discovered && !discovery_exempt(msg)) {
-      Peer* peer = lpni->peer;
-      lk.unlock();
-      Hold h = hold_for_discovery(peer, msg);
-      if (h == Hold::Held) return 0;
-      dc_checked = h == Hold::Go;
-      lk.lock();
+    if (may_wait && lpni->peer->dc.state.load(std::memory_order_acquire) != net::DcState::Discovered) {
+      if (held_for(lpni->peer)) return 0;
       continue;
     }
     net::Selector::Query q;
@@ -157,17 +161,11 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward || msg->recovery;
     q.numa_range = numa_range_.load(std::memory_order_relaxed);
     q.gw_min_health = gateway_min_health();
-    q.gw_discovery = !dc_checked && discovery_.load(std::memory_order_relaxed) && !discovery_exempt(msg);
+    q.gw_discovery = may_wait;
     net::Path path;
     if (int rc = selector_.select(q, path)) {
       if (rc != -EAGAIN) return rc;
-      // The route's gateway is discovered on first use; the message waits for it.
-      Peer* gw = path.lpni->peer;
-      lk.unlock();
-      Hold h = hold_for_discovery(gw, msg);
-      if (h == Hold::Held) return 0;
-      dc_checked = h == Hold::Go;
-      lk.lock();
+      if (held_for(path.lpni->peer)) return 0;  // the route's gateway, discovered on first use
       continue;
     }
     if (path.lpni->cpt != cpt) {

@@ -92,7 +92,7 @@ struct PeerNi {
   RecoveryState recovery;  // under the core's recovery lock
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   std::atomic<std::uint32_t> seq{0};
-  std::atomic<bool> alive{true};                      // its driver's (or the router checker's) last word
+  std::atomic<bool> alive{true};                      // its driver's last word (notify_peer)
   std::atomic<std::int64_t> last_alive{0};            // routers: when it last sent us something (s)
   bool removed = false;                               // taken out of its peer by configuration
   bool configured = false;                            // added by configuration (discovery keeps it)
