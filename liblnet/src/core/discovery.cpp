@@ -89,6 +89,17 @@ void Core::post_dc_event(DcEvent ev) {
   dc_cv_.notify_one();
 }
 
+bool Core::dc_idle() {
+  MutexLock g(dc_mutex_);
+  if (dc_working_ || !dc_events_.empty() || !dc_queue_.empty()) return false;
+  ExclusiveLock x(net_locks_);
+  for (const auto& p : peers_.peers()) {
+    DcState s = p->dc.state.load();
+    if (s == DcState::Queued || s == DcState::PingSent || s == DcState::PushSent) return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------- event: send
 
 Core::Hold Core::hold_for_discovery(Peer* peer, Message* msg) {
@@ -117,6 +128,7 @@ void Core::discovery_loop() {
     if (!dc_events_.empty()) {
       DcEvent ev = std::move(dc_events_.front());
       dc_events_.pop_front();
+      dc_working_ = true;
       lk.unlock();
       switch (ev.kind) {
         case DcEvent::PingDone: dc_ping_done(ev.peer, ev.status, ev.data); break;
@@ -124,15 +136,18 @@ void Core::discovery_loop() {
         case DcEvent::PushReceived: dc_push_received(ev.from, ev.data, ev.rlength); break;
       }
       lk.lock();
+      dc_working_ = false;
       continue;
     }
     if (!dc_queue_.empty()) {
       Peer* peer = dc_queue_.front();
       dc_queue_.pop_front();
       peer->dc.queued = false;
+      dc_working_ = true;
       lk.unlock();
       dc_step(peer);
       lk.lock();
+      dc_working_ = false;
       continue;
     }
     lk.wait(dc_cv_);  // idle: no timer, nothing spins

@@ -268,6 +268,9 @@ TEST_F(Routing, ARoutersSilentNiGoesDownAndComesBackWhenItHears) {
       if (i.nid == nid) return i.up;
     return true;
   };
+  // Its link on net 1 is cut: nothing is heard there (the push of its new status to b
+  // fails too, where an ACK would have been something heard).
+  Fabric::instance().fail(gni(3, 1), HealthStatus::LocalDropped);
   ASSERT_TRUE(test::eventually([&] { return !up(gni(3, 1)); })) << "3@gni1 heard nothing and stayed up";
   auto info = a->ping(ProcessId{gni(2), kPidLustre}, std::chrono::seconds(5), 16);
   ASSERT_TRUE(info) << info.message();
@@ -275,7 +278,8 @@ TEST_F(Routing, ARoutersSilentNiGoesDownAndComesBackWhenItHears) {
   for (const NiStatus& ns : info->info.nis)
     listed_down = listed_down || (ns.nid == gni(3, 1) && ns.status == kNiStatusDown);
   EXPECT_TRUE(listed_down) << "its ping info does not say 3@gni1 is down";
-  // B speaks to it: up again.
+  // The link is back and b speaks to it: up again.
+  Fabric::instance().fail(gni(3, 1), std::nullopt);
   ASSERT_TRUE(b->ping(ProcessId{gni(3, 1), kPidLustre}, std::chrono::seconds(5), 16));
   ASSERT_TRUE(test::eventually([&] { return up(gni(3, 1)); }));
   // Routing off: nothing is judged any more, everything is reported up.

@@ -54,6 +54,7 @@ void Fabric::detach(NetInterface& ni) {
   {
     std::unique_lock g(mutex_);
     nis_.erase(ni.nid);
+    failing_.erase(ni.nid);  // a failure set on an NI lasts while it is attached
     idle_.wait(g, [&] { return busy_[&ni] == 0; });
     busy_.erase(&ni);
     for (auto it = held_.begin(); it != held_.end();) {

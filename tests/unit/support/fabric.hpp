@@ -44,7 +44,7 @@ class Fabric {
   // target's driver copies the source straight into the GET's sink; no REPLY is sent.
   void rdma_get(bool on);
   // Sends from or to the NI `nid` fail (the driver finalizes them with -EIO and this
-  // health status) until cleared with nullopt.
+  // health status) until cleared with nullopt or the NI detaches.
   void fail(Nid nid, std::optional<HealthStatus> health);
 
   // Driver side.

@@ -133,6 +133,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void check_routers();
   // Marks a local NI up or down (its status in our ping info, which peers are pushed).
   Status set_ni_up(Nid nid, bool up);
+  // True when discovery has nothing to do: no event or peer queued, none being handled,
+  // no peer waiting for a ping reply or push ACK.
+  bool dc_idle();
   // Discovery's events (discovery.cpp; the thread runs them, tests may too): each a
   // switch on the peer's state.
   struct DcEvent {
@@ -391,6 +394,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::condition_variable dc_done_cv_;  // a round ended (discover() waits for it)
   std::deque<Peer*> dc_queue_ LNET_GUARDED_BY(dc_mutex_);
   std::deque<DcEvent> dc_events_ LNET_GUARDED_BY(dc_mutex_);
+  bool dc_working_ LNET_GUARDED_BY(dc_mutex_) = false;  // the thread handles an event or a peer
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> pushes_received_{0};
   std::atomic<bool> started_{false};
