@@ -20,15 +20,12 @@ void Core::wake_monitor() {
 }
 
 void Core::monitor_loop() {
-  std::vector<Nid> next_hops;
   std::int64_t next_recovery = 0;
   MutexLock lk(monitor_mutex_);
   while (!stopping_.load()) {
     lk.unlock();
-    next_hops.clear();
     std::int64_t now = steady_now_ns();
-    portals_.expire_responses(now, next_hops, *this);
-    for (Nid hop : next_hops) response_timed_out(hop);
+    portals_.expire_responses(now, *this, [this](Nid hop) { response_timed_out(hop); });
     bool busy = true;  // recovery: until it says otherwise
     if (now >= next_recovery) {
       busy = recover(now);

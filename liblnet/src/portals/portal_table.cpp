@@ -271,10 +271,11 @@ void PortalTable::finish(Delivery* d, Completer& c) {
   c.complete(d);
 }
 
-void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) {
+void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c, const std::function<void()>& before) {
   if (!md->has_sink()) {
     if (md->dead) free_md(r, md);
     r.lock.unlock();
+    if (before) before();
     finish(msg, c);
     return;
   }
@@ -282,10 +283,12 @@ void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) {
     // Another thread runs this MD's sink: it delivers this event after its own, in order.
     md->deferred.push_back(msg);
     r.lock.unlock();
+    if (before) before();
     return;
   }
   md->delivering = true;
   r.lock.unlock();
+  if (before) before();
   for (;;) {
     if (md->eq) md->eq->post(msg->ev);
     if (md->handler) md->handler(msg->ev);
@@ -301,7 +304,8 @@ void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) {
   r.lock.unlock();
 }
 
-void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type) {
+void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type,
+                                   const std::function<void()>& before) {
   md->zombie = true;
   rsp_detach(r, md);  // no response is awaited any more
   if (md->refcount > 0) {
@@ -310,11 +314,13 @@ void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType ty
     detach_from_me(r, md, false);
     if (type == EventType::Unlink) {
       r.lock.unlock();
+      if (before) before();
       return;
     }
   } else if (!retire_locked(r, md)) {
     if (!md->delivering) free_md(r, md);
     r.lock.unlock();
+    if (before) before();
     return;
   }
   Delivery* carrier = Pool<UnlinkEvent>::take();
@@ -327,7 +333,7 @@ void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType ty
     carrier->ev.status = -ETIMEDOUT;
   }
   carrier->ev.unlinked = md->refcount == 0;
-  sink_event(r, md, carrier, c);
+  sink_event(r, md, carrier, c, before);
 }
 
 int PortalTable::me_unlink(MeHandle meh, Completer& c) {
@@ -541,7 +547,7 @@ void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   sink_event(r, md, msg, c);
 }
 
-void PortalTable::expire_responses(std::int64_t now, std::vector<Nid>& next_hops, Completer& c) {
+void PortalTable::expire_responses(std::int64_t now, Completer& c, const std::function<void(Nid)>& expired) {
   for (unsigned cpt = 0; cpt < cpts_.count(); ++cpt) {
     Res& r = res_[cpt];
     for (;;) {
@@ -551,10 +557,10 @@ void PortalTable::expire_responses(std::int64_t now, std::vector<Nid>& next_hops
         r.lock.unlock();
         break;
       }
-      next_hops.push_back(Nid(md->rsp_next_hop.load(std::memory_order_relaxed)));
+      Nid hop(md->rsp_next_hop.load(std::memory_order_relaxed));
       // Unlinked, as LNet unlinks an MD whose response timed out: a late response finds
-      // no MD. Its event is the response's, with -ETIMEDOUT.
-      unlink_md_locked(r, md, c, md->rsp_type);
+      // no MD. Its event is the response's, with -ETIMEDOUT, after `expired` has run.
+      unlink_md_locked(r, md, c, md->rsp_type, [&] { expired(hop); });
     }
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -60,9 +61,11 @@ class PortalTable {
     if (msg->tracked) msg->md->rsp_next_hop.store(nid.value(), std::memory_order_relaxed);
   }
   // Response tracking: every MD whose response is due by now_ns gets an event of its
-  // response's type with status -ETIMEDOUT and is unlinked, as LNet does; the next hops
-  // of those requests are appended to `next_hops`.
-  void expire_responses(std::int64_t now_ns, std::vector<Nid>& next_hops, Completer& c);
+  // response's type with status -ETIMEDOUT and is unlinked, as LNet does. `expired` is
+  // called with the next hop of each such request before its event is delivered (no
+  // lock held), so that what it counts is there when the application sees the event
+  // (unless another thread is delivering an event of that MD at that very moment).
+  void expire_responses(std::int64_t now_ns, Completer& c, const std::function<void(Nid)>& expired);
   // The earliest response deadline (0: none awaited), and how many are awaited.
   std::int64_t next_response_deadline() const;
   std::size_t tracked_responses() const;
@@ -140,11 +143,15 @@ class PortalTable {
   // Hands a delivery whose event is out to the completer (or back to the pool: an
   // UNLINK carrier).
   static void finish(Delivery* d, Completer& c);
-  // Both are called with r.lock held and release it (events are delivered unlocked).
-  void sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c) LNET_RELEASE(r.lock);
+  // Both are called with r.lock held and release it (events are delivered unlocked);
+  // `before`, if set, runs once the lock is released and before the event goes out.
+  void sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c, const std::function<void()>& before = {})
+      LNET_RELEASE(r.lock);
   // Unlinks an MD (LNetMDUnlink: an UNLINK event once idle), or, with `type` Ack or
-  // Reply, one whose response timed out (that event, -ETIMEDOUT, at once).
-  void unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type = EventType::Unlink) LNET_RELEASE(r.lock);
+  // Reply, one whose response timed out (that event, -ETIMEDOUT, at once; `before` runs
+  // first, unlocked, whether or not an event goes out).
+  void unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type = EventType::Unlink,
+                        const std::function<void()>& before = {}) LNET_RELEASE(r.lock);
 
   const CptTable& cpts_;
   std::uint64_t iface_cookie_;
