@@ -42,6 +42,8 @@ cleanup() {
   if [ $rc != 0 ] && [ -n "$T_DIR" ]; then
     for f in "$T_DIR"/*.log; do [ -f "$f" ] && { echo "----- $f"; tail -n 40 "$f"; }; done
   fi
+  # LNET_IT_KEEP=DIR keeps every log of the run there (debugging).
+  [ -n "$T_DIR" ] && [ -n "${LNET_IT_KEEP:-}" ] && rm -rf "$LNET_IT_KEEP" && cp -r "$T_DIR" "$LNET_IT_KEEP"
   [ -n "$T_DIR" ] && rm -rf "$T_DIR"
   exit $rc
 }
@@ -125,4 +127,26 @@ wait_for_log() {
 
 tcp_cfg() {  # tcp_cfg IFNAME [NET]: an lnetd configuration with one tcp NI
   printf 'net:\n    - net type: %s\n      local NI(s):\n        - interfaces:\n              0: %s\n' "${2:-tcp}" "$1"
+}
+
+# new_switch VAR NAME: a namespace holding a Linux bridge br0, one LNet network's shared
+# segment (more than two hosts on one net); hosts join it with plug.
+new_switch() {
+  new_ns "$1" "$2"
+  ip -n "${!1}" link add br0 type bridge
+  ip -n "${!1}" link set br0 up
+}
+
+# plug NS IF ADDR/LEN SWITCH_NS: IF in NS, with ADDR, on the switch's bridge.
+plug() {
+  local tmp1="v$$a$RANDOM" tmp2="v$$b$RANDOM"
+  T_LINKS+=("$tmp1" "$tmp2")
+  ip link add "$tmp1" type veth peer name "$tmp2"
+  ip link set "$tmp1" netns "$1"
+  ip link set "$tmp2" netns "$4"
+  ip -n "$1" link set "$tmp1" name "$2"
+  ip -n "$1" addr add "$3" dev "$2"
+  ip -n "$1" link set "$2" up
+  ip -n "$4" link set "$tmp2" master br0
+  ip -n "$4" link set "$tmp2" up
 }

@@ -3,7 +3,10 @@
 // and GETs back payloads of several sizes, checking every byte; `stream` does such
 // rounds back to back until --stop-file appears (or --seconds pass), printing every
 // second what it did, the longest single operation, which local NIs carried it and the
-// health and recovery of every NI and peer NI. Each runs its own liblnet with its tcp NIs
+// health and recovery of every NI and peer NI (with --route: what went to each gateway,
+// and a line stamped with the wall clock whenever a route goes up or down).
+// (What went to each gateway counts its PUTs and GETs: the router pings, about one a
+// second, are among them.) Each runs its own liblnet with its tcp NIs
 // (--nid, repeated: multi-rail), the LNET_* variables (tunables, LNET_FAULT) and routes,
 // like an application node would; --peer-nid makes the peer one multi-rail peer.
 //   lnet_xfer serve --nid NID... [--peer NID --peer-nid NID...] [--route NET@GW]... [--buffer BYTES]
@@ -13,14 +16,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <chrono>
@@ -81,6 +87,16 @@ struct Waiter {
     });
   }
 };
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return std::string(buf, n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1));
+}
 
 struct Args {
   std::string mode;
@@ -161,7 +177,8 @@ Args parse_args(int argc, char** argv) {
 
 // Posts the buffer and waits for SIGTERM or SIGINT.
 int serve(Instance& lnet, const Args& args) {
-  std::vector<char> buf(args.buffer);
+  // Outlives the instance (torn down when main returns): nothing lands in freed memory.
+  static std::vector<char> buf(args.buffer);
   auto me = lnet.me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After);
   MdDesc d;
   d.start = buf.data();
@@ -303,6 +320,30 @@ int stream(Instance& lnet, const Args& args) {
   for (const NiInfo& i : lnet.control().ni_info()) sent_before[i.nid] = i.sent.put + i.sent.get;
   long ops = 0, failed = 0, window_ops = 0;
   double max_ms = 0;
+  std::map<Nid, std::uint64_t> via_before;
+  // With routes, a thread prints every change of a route's state the moment it sees it,
+  // stamped with the wall clock (the test compares it with when it cut a link).
+  std::atomic<bool> watching{!args.routes.empty()};
+  std::thread watcher;
+  if (watching) {
+    watcher = std::thread([&] {
+      std::map<std::pair<NetId, Nid>, bool> seen;
+      while (watching) {
+        for (const RouteInfo& r : lnet.control().route_info()) {
+          auto key = std::make_pair(r.net, r.gateway);
+          auto it = seen.find(key);
+          if (it != seen.end() && it->second == r.up) continue;
+          seen[key] = r.up;
+          double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+          std::string line = format("route %s via %s: %s at %.3f\n", r.net.to_string().c_str(),
+                                    r.gateway.to_string().c_str(), r.up ? "up" : "down", now);
+          std::fputs(line.c_str(), stdout);
+          std::fflush(stdout);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
   for (std::uint32_t n = 1;; ++n) {
     if (!args.stop_file.empty() && std::filesystem::exists(args.stop_file)) break;
     if (Clock::now() - start > std::chrono::seconds(args.seconds)) break;
@@ -319,27 +360,47 @@ int stream(Instance& lnet, const Args& args) {
     }
     if (Clock::now() - last >= std::chrono::seconds(1) || rc) {
       last = Clock::now();
-      // What each local NI carried since the last line, then health and recovery.
-      std::printf("t=%.1f ops=%ld failed=%ld max_ms=%.0f window_ops=%ld sent:",
-                  std::chrono::duration<double>(last - start).count(), ops, failed, max_ms, window_ops);
+      // What each local NI (and each gateway) carried since the last line, then health
+      // and recovery; one write, as the route watcher prints too.
+      std::string line = format("t=%.1f ops=%ld failed=%ld max_ms=%.0f window_ops=%ld sent:",
+                                std::chrono::duration<double>(last - start).count(), ops, failed, max_ms, window_ops);
       window_ops = 0;
       auto nis = lnet.control().ni_info();
       for (const NiInfo& i : nis) {
         if (i.nid.is_lo()) continue;
         std::uint64_t sent = i.sent.put + i.sent.get;  // the requests it carried
-        std::printf(" %s=+%llu", i.nid.to_string().c_str(), static_cast<unsigned long long>(sent - sent_before[i.nid]));
+        line +=
+            format(" %s=+%llu", i.nid.to_string().c_str(), static_cast<unsigned long long>(sent - sent_before[i.nid]));
         sent_before[i.nid] = sent;
       }
-      std::printf(" health:");
+      auto peers = lnet.control().peer_info();
+      if (!args.routes.empty()) {
+        line += " via:";
+        for (const auto& [net, gw] : args.routes) {
+          std::uint64_t sent = 0;  // requests to any NI of the gateway's peer
+          for (const PeerInfo& p : peers) {
+            bool is_gw = false;
+            for (const PeerNiInfo& i : p.nis) is_gw = is_gw || i.nid == gw;
+            if (is_gw)
+              for (const PeerNiInfo& i : p.nis) sent += i.sent.put + i.sent.get;
+          }
+          line += format(" %s=+%llu", gw.to_string().c_str(), static_cast<unsigned long long>(sent - via_before[gw]));
+          via_before[gw] = sent;
+        }
+      }
+      line += " health:";
       for (const NiInfo& i : nis)
-        if (!i.nid.is_lo()) std::printf(" %s=%d", i.nid.to_string().c_str(), i.health);
-      for (const PeerInfo& p : lnet.control().peer_info())
-        for (const PeerNiInfo& i : p.nis) std::printf(" %s=%d", i.nid.to_string().c_str(), i.health);
-      std::printf(" recovery: local=%zu peer=%zu\n", lnet.control().recovery_queue(true).size(),
-                  lnet.control().recovery_queue(false).size());
+        if (!i.nid.is_lo()) line += format(" %s=%d", i.nid.to_string().c_str(), i.health);
+      for (const PeerInfo& p : peers)
+        for (const PeerNiInfo& i : p.nis) line += format(" %s=%d", i.nid.to_string().c_str(), i.health);
+      line += format(" recovery: local=%zu peer=%zu\n", lnet.control().recovery_queue(true).size(),
+                     lnet.control().recovery_queue(false).size());
+      std::fputs(line.c_str(), stdout);
       std::fflush(stdout);
     }
   }
+  watching = false;
+  if (watcher.joinable()) watcher.join();
   Counters c = lnet.control().counters();
   std::printf(
       "summary: ops=%ld failed=%ld max_ms=%.0f resend_count=%llu successful_resends=%llu "

@@ -127,6 +127,12 @@ const GlobalVar kGlobalVars[] = {
      "response_tracking"},
     {{"LNET_DISCOVERY", "1", "dynamic discovery of peers: 1 on, 0 off (peers stay as first met or configured)"},
      "discovery"},
+    {{"LNET_ALIVE_ROUTER_CHECK_INTERVAL", "60", "seconds between the discovery pings of each gateway (0: none)"},
+     "alive_router_check_interval"},
+    {{"LNET_ROUTER_PING_TIMEOUT", "50", "seconds a gateway has to answer its ping before its routes go down"},
+     "router_ping_timeout"},
+    {{"LNET_ROUTER_SENSITIVITY", "100", "percent of maximum health a gateway NI needs to be used (0..100)"},
+     "router_sensitivity"},
 };
 
 const EnvVar kFaultVar{"LNET_FAULT", "",

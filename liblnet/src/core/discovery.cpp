@@ -27,6 +27,7 @@
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
+#include "base/clock.hpp"
 #include "core/core.hpp"
 
 namespace lnet::core {
@@ -367,7 +368,15 @@ void Core::dc_complete_locked(Peer* peer, int rc, MsgQueue& resend, MsgQueue& fa
 }
 
 void Core::release_held(MsgQueue& resend, MsgQueue& failed, int rc) {
+  std::int64_t now = resend.empty() ? 0 : coarse_now_ns();
   while (Message* m = resend.pop_front()) {
+    if (m->deadline_ns && now >= m->deadline_ns) {
+      // It waited for discovery past its deadline (held again round after round, say):
+      // too late, as for one that waited for credits.
+      m->health = HealthStatus::LocalTimeout;
+      finalize(m, -ETIMEDOUT);
+      continue;
+    }
     if (int err = send(m->self, m, m->target.nid)) {
       m->health = HealthStatus::LocalError;
       finalize(m, err);

@@ -169,7 +169,16 @@ void Core::check_routers() {
   }
   for (std::size_t i = 0; i < gateways.size(); ++i) {
     auto r = wait_round_locked(gateways[i].first, rounds[i], gateways[i].second, g, deadline, timeout);
-    if (!r) LNET_LOG(Info, kLogRouter, "gateway %s: %s", gateways[i].second.to_string().c_str(), r.message().c_str());
+    if (r) continue;
+    LNET_LOG(Info, kLogRouter, "gateway %s: %s", gateways[i].second.to_string().c_str(), r.message().c_str());
+    // Not answered within router_ping_timeout: its routes are down until a round ends
+    // well (a ping lost with a cut link would otherwise keep them up until its
+    // transaction_timeout). A failed round has said so already.
+    Peer* peer = gateways[i].first;
+    while (peer->dc.state.load() == net::DcState::Merged) peer = peer->dc.merged_into;
+    if (r.code() == -ETIMEDOUT && peer->reachable.exchange(false, std::memory_order_relaxed))
+      LNET_LOG(Warn, kLogRouter, "gateway %s did not answer within %d s: its routes are down",
+               gateways[i].second.to_string().c_str(), globals().router_ping_timeout);
   }
 }
 

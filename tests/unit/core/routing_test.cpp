@@ -437,6 +437,35 @@ TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMove
   EXPECT_GT(hops[gni(2)] + hops[gni(12)], 0);
 }
 
+TEST_F(MultiRailRouting, AGatewayThatDoesNotAnswerWithinRouterPingTimeoutIsDown) {
+  settle();
+  ASSERT_TRUE(a->control().set_global("retry_count", 0));
+  ASSERT_TRUE(a->control().set_global("transaction_timeout", 2));
+  ASSERT_TRUE(a->control().set_global("router_ping_timeout", 1));
+  // R1's answers are lost on the way back to A; R2 answers.
+  for (Nid from : {gni(2), gni(12)}) {
+    FaultRule lost;
+    lost.source = from;
+    lost.messages = 1u << static_cast<unsigned>(MsgType::Reply);
+    lost.drop_all = true;
+    ASSERT_TRUE(a->control().add_fault(lost));
+  }
+  core::Core& core = core::Core::of(*a);
+  core.check_routers();  // returns after router_ping_timeout: R1's round goes on
+  auto routes = a->control().route_info();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_FALSE(routes[0].up) << "R1 did not answer within router_ping_timeout";
+  EXPECT_TRUE(routes[1].up);
+  auto hops = send(4);
+  EXPECT_EQ(hops[gni(2)] + hops[gni(12)], 0) << "nothing through R1";
+  // It answers again: once the lost ping has timed out, the next check brings it back.
+  EXPECT_EQ(a->control().del_faults(false, Nid::any(), Nid::any()), 2);
+  EXPECT_TRUE(test::eventually([&] {
+    core.check_routers();
+    return a->control().route_info()[0].up;
+  }));
+}
+
 TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
   settle();  // no discovery traffic later (a gateway heard from is fully healthy again)
   ASSERT_TRUE(a->control().set_peer_ni_health(gni(2), 900));
