@@ -28,15 +28,6 @@ bg "$A" stream timeout 300 "$LNET_XFER" stream --nid 10.80.1.1@tcp --nid 10.80.2
   --peer 10.80.1.2@tcp --peer-nid 10.80.2.2@tcp1 --size 65536 --seconds 240 --stop-file "$T_DIR/stop"
 S="$T_DIR/stream.log"
 
-# until LINE matches PATTERN (a line of the stream's) or SECONDS pass.
-until_line() {
-  local pattern="$1" secs="$2" from="${3:-1}"
-  for _ in $(seq $((secs * 10))); do
-    tail -n +"$from" "$S" 2>/dev/null | grep -Eq "$pattern" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 both='10\.80\.1\.1@tcp=\+[1-9][0-9]* 10\.80\.2\.1@tcp1=\+[1-9]'
 
 until_line "$both" 30 || fail "the two links were not both used: $(grep '^t=' "$S" | tail -n 3)"
@@ -44,35 +35,27 @@ log "both links carry traffic: $(grep -E "$both" "$S" | tail -n 1 | cut -c1-60)"
 
 log "cut: B's eth1 down"
 ip -n "$B" link set eth1 down
-mark=$(($(wc -l <"$S") + 1))
+mark=$(next_line)
 until_line '10\.80\.2\.2@tcp1=[0-9]{1,3} ' 60 "$mark" || fail "the cut peer NI kept its health: $(grep '^t=' "$S" | tail -n 2)"
 until_line 'recovery: local=[0-9]+ peer=[1-9]' 30 "$mark" || fail "nothing in recovery after the cut"
 # Then rounds go on over the first link alone.
 sleep 3
-mark2=$(($(wc -l <"$S") + 1))
+mark2=$(next_line)
 until_line '10\.80\.1\.1@tcp=\+[1-9][0-9]* 10\.80\.2\.1@tcp1=\+0 ' 30 "$mark2" ||
   fail "traffic did not go on over the first link: $(grep '^t=' "$S" | tail -n 3)"
 log "after the cut: $(grep '^t=' "$S" | tail -n 1 | cut -c1-250)"
 
 log "link back: B's eth1 up"
 ip -n "$B" link set eth1 up
-mark3=$(($(wc -l <"$S") + 1))
+mark3=$(next_line)
 healthy='health: 10\.80\.1\.1@tcp=1000 10\.80\.2\.1@tcp1=1000 10\.80\.1\.2@tcp=1000 10\.80\.2\.2@tcp1=1000 recovery: local=0 peer=0'
 until_line "$healthy" 120 "$mark3" || fail "recovery did not bring health back: $(grep '^t=' "$S" | tail -n 2)"
 log "recovered: $(grep -E "$healthy" "$S" | tail -n 1 | cut -c1-60)"
-mark4=$(($(wc -l <"$S") + 1))
+mark4=$(next_line)
 until_line "$both" 30 "$mark4" || fail "the second link carries no traffic again: $(grep '^t=' "$S" | tail -n 3)"
 log "both links carry traffic again"
 
-touch "$T_DIR/stop"
-for _ in $(seq 600); do grep -q '^summary:' "$S" && break; sleep 0.1; done
-summary=$(grep '^summary:' "$S") || fail "no summary from the stream"
-log "$summary"
-grep '^op ' "$S" || true
-failed=$(echo "$summary" | sed -E 's/.* failed=([0-9]+).*/\1/')
-max_ms=$(echo "$summary" | sed -E 's/.* max_ms=([0-9]+).*/\1/')
-ops=$(echo "$summary" | sed -E 's/summary: ops=([0-9]+).*/\1/')
-[ "$ops" -gt 100 ] || fail "only $ops rounds"
+stream_end
 # Only what was on the cut link when it went may fail: one round.
 [ "$failed" -le 1 ] || fail "$failed rounds failed (at most the one in flight at the cut may)"
 grep -E '^op [0-9]+: .* failed: -(110|5) ' "$S" >/dev/null || [ "$failed" = 0 ] ||

@@ -69,8 +69,9 @@ new_ns() {
   printf -v "$1" '%s' "$n"
 }
 
-# link NS1 IF1 ADDR1/LEN NS2 IF2 ADDR2/LEN
-link() {
+# veth NS1 IF1 ADDR1/LEN NS2 IF2: a veth pair, IF1 (up, with ADDR1) in NS1 and IF2 (down)
+# in NS2. The root namespace only sees it for a moment (clean-up deletes it from there).
+veth() {
   local tmp1="v$$a$RANDOM" tmp2="v$$b$RANDOM"
   T_LINKS+=("$tmp1" "$tmp2")
   ip link add "$tmp1" type veth peer name "$tmp2"
@@ -79,8 +80,13 @@ link() {
   ip -n "$1" link set "$tmp1" name "$2"
   ip -n "$4" link set "$tmp2" name "$5"
   ip -n "$1" addr add "$3" dev "$2"
-  ip -n "$4" addr add "$6" dev "$5"
   ip -n "$1" link set "$2" up
+}
+
+# link NS1 IF1 ADDR1/LEN NS2 IF2 ADDR2/LEN
+link() {
+  veth "$1" "$2" "$3" "$4" "$5"
+  ip -n "$4" addr add "$6" dev "$5"
   ip -n "$4" link set "$5" up
 }
 
@@ -139,14 +145,35 @@ new_switch() {
 
 # plug NS IF ADDR/LEN SWITCH_NS: IF in NS, with ADDR, on the switch's bridge.
 plug() {
-  local tmp1="v$$a$RANDOM" tmp2="v$$b$RANDOM"
-  T_LINKS+=("$tmp1" "$tmp2")
-  ip link add "$tmp1" type veth peer name "$tmp2"
-  ip link set "$tmp1" netns "$1"
-  ip link set "$tmp2" netns "$4"
-  ip -n "$1" link set "$tmp1" name "$2"
-  ip -n "$1" addr add "$3" dev "$2"
-  ip -n "$1" link set "$2" up
-  ip -n "$4" link set "$tmp2" master br0
-  ip -n "$4" link set "$tmp2" up
+  local port="p$((${#T_LINKS[@]} / 2))"
+  veth "$1" "$2" "$3" "$4" "$port"
+  ip -n "$4" link set "$port" master br0
+  ip -n "$4" link set "$port" up
+}
+
+# The stream of lnet_xfer (its log is $S; see lnet_xfer.cpp).
+# until_line PATTERN SECONDS [FROM_LINE]: until a line of the stream's matches.
+until_line() {
+  local pattern="$1" secs="$2" from="${3:-1}"
+  for _ in $(seq $((secs * 10))); do
+    tail -n +"$from" "$S" 2>/dev/null | grep -Eq "$pattern" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# next_line: the number of the stream's next line.
+next_line() { echo $(($(wc -l <"$S") + 1)); }
+# stream_end: stops the stream, waits for its summary and sets ops, failed and max_ms
+# from it (failing the test without one or with fewer than 100 rounds).
+stream_end() {
+  touch "$T_DIR/stop"
+  for _ in $(seq 600); do grep -q '^summary:' "$S" && break; sleep 0.1; done
+  local summary
+  summary=$(grep '^summary:' "$S") || fail "no summary from the stream"
+  log "$summary"
+  grep '^op ' "$S" || true
+  failed=$(echo "$summary" | sed -E 's/.* failed=([0-9]+).*/\1/')
+  max_ms=$(echo "$summary" | sed -E 's/.* max_ms=([0-9]+).*/\1/')
+  ops=$(echo "$summary" | sed -E 's/summary: ops=([0-9]+).*/\1/')
+  [ "$ops" -gt 100 ] || fail "only $ops rounds"
 }

@@ -13,6 +13,7 @@
 //   lnet_xfer check --nid NID... --peer NID [--peer-nid NID]... [--route NET@GW]... [--sizes 0,1,4096,1048576]
 //                   [--bits B]   (PUTs carry match bits B, GETs B+1; the server matches any)
 //   lnet_xfer stream --nid NID... --peer NID [--peer-nid NID]... [--size N] [--stop-file F] [--seconds S]
+//                    [--rule-file F]   (selection rules applied when F appears; see apply_rules)
 #include <signal.h>
 #include <unistd.h>
 
@@ -31,7 +32,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
@@ -109,6 +112,7 @@ struct Args {
   std::size_t buffer = kBuf;
   std::uint32_t size = 4096;
   std::string stop_file;
+  std::string rule_file;
   int seconds = 300;
 };
 
@@ -162,6 +166,8 @@ Args parse_args(int argc, char** argv) {
       args.size = static_cast<std::uint32_t>(number(a, v, kBuf));
     } else if (a == "--stop-file") {
       args.stop_file = v;
+    } else if (a == "--rule-file") {
+      args.rule_file = v;
     } else if (a == "--seconds") {
       args.seconds = static_cast<int>(number(a, v, 86400));
     } else {
@@ -311,6 +317,43 @@ int stream_round(Instance& lnet, ProcessId target, const Args& args, std::uint32
   return 0;
 }
 
+// The selection rules of FILE (one per line: `src=EXPR dst=EXPR rte=EXPR priority=N`,
+// any of them; or `del`: every rule removed), applied between two rounds; the file is
+// removed once read.
+void apply_rules(Instance& lnet, const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string w;
+    UdspRule rule;
+    bool del = false, any = false;
+    while (words >> w) {
+      std::size_t eq = w.find('=');
+      std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+      any = true;
+      if (key == "del") {
+        del = true;
+      } else if (key == "src") {
+        rule.src = value;
+      } else if (key == "dst") {
+        rule.dst = value;
+      } else if (key == "rte") {
+        rule.rte = value;
+      } else if (key == "priority") {
+        rule.priority = static_cast<unsigned>(number("priority", value, 1u << 30));
+      } else {
+        usage(("bad rule word '" + w + "' in " + file).c_str());
+      }
+    }
+    if (!any) continue;
+    Status s = del ? lnet.control().del_udsp(-1) : lnet.control().add_udsp(rule, -1);
+    std::printf("rule '%s': %s\n", line.c_str(), s ? "applied" : s.message().c_str());
+  }
+  std::fflush(stdout);
+  std::filesystem::remove(file);
+}
+
 int stream(Instance& lnet, const Args& args) {
   using Clock = std::chrono::steady_clock;
   ProcessId target{*args.peer, kPidLustre};
@@ -346,6 +389,7 @@ int stream(Instance& lnet, const Args& args) {
   }
   for (std::uint32_t n = 1;; ++n) {
     if (!args.stop_file.empty() && std::filesystem::exists(args.stop_file)) break;
+    if (!args.rule_file.empty() && std::filesystem::exists(args.rule_file)) apply_rules(lnet, args.rule_file);
     if (Clock::now() - start > std::chrono::seconds(args.seconds)) break;
     auto t0 = Clock::now();
     std::string what;

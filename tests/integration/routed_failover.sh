@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Routed failover: A on tcp (10.81.1.0/24), B on tcp1 (10.81.2.0/24), two routers R1 and
-# R2 (lnetd, routing on) on both nets; each net is a bridge. A streams PUT+ACK and GET
-# rounds (data checked) to B through both gateways while R1's link on tcp1 is cut and
-# comes back:
-#   - both gateways carry traffic;
+# R2 (lnetd, routing on) with two NIs on tcp and one on tcp1; each net is a bridge. A
+# streams PUT+ACK and GET rounds (data checked) to B through both gateways while R1's
+# link on tcp1 is cut and comes back, then steers them with a selection rule:
+#   - both gateways carry traffic, over both of each one's NIs on tcp (A names one NID
+#     of each gateway; discovery brings the other);
 #   - after the cut, R1 reports its tcp1 NI down (it hears nothing there), A's next
 #     ping of R1 sees it and takes the route down (avoid_asym_router_failure), and
 #     traffic goes through R2 alone; B's pings of R1 fail, so B's route is down too;
 #   - once the link is back, R1 hears B again, A's route comes back up and both gateways
 #     carry traffic again;
+#   - a router rule (udsp --dst B --rte R2) sends every round through R2, and its
+#     removal spreads them again, with no round failing;
 #   - every round completes or fails within LNet's deadline (transaction_timeout 10 s);
 #     only rounds caught on R1 during the cut may fail.
 # Printed: the failover time (cut -> A's route down) and the recovery time (link back ->
@@ -26,12 +29,15 @@ new_ns B b
 plug "$A" eth0 10.81.1.1/24 "$S1"
 plug "$R1" eth0 10.81.1.2/24 "$S1"
 plug "$R2" eth0 10.81.1.3/24 "$S1"
+plug "$R1" eth2 10.81.1.12/24 "$S1"
+plug "$R2" eth2 10.81.1.13/24 "$S1"
 plug "$R1" eth1 10.81.2.2/24 "$S2"
 plug "$R2" eth1 10.81.2.3/24 "$S2"
 plug "$B" eth0 10.81.2.1/24 "$S2"
 
 router_cfg() {
   printf 'net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: eth0\n'
+  printf '        - interfaces:\n              0: eth2\n'
   printf '    - net type: tcp1\n      local NI(s):\n        - interfaces:\n              0: eth1\n'
   printf 'routing:\n    enable: 1\nglobal:\n    alive_router_check_interval: 1\n    router_ping_timeout: 2\n'
 }
@@ -42,19 +48,10 @@ bg "$B" server timeout 300 "$LNET_XFER" serve --nid 10.81.2.1@tcp1 \
   --route tcp@10.81.2.2@tcp1 --route tcp@10.81.2.3@tcp1
 wait_for_log server serving
 bg "$A" stream timeout 300 "$LNET_XFER" stream --nid 10.81.1.1@tcp --peer 10.81.2.1@tcp1 \
-  --route tcp1@10.81.1.2@tcp --route tcp1@10.81.1.3@tcp --size 65536 --seconds 240 --stop-file "$T_DIR/stop"
+  --route tcp1@10.81.1.2@tcp --route tcp1@10.81.1.3@tcp --size 65536 --seconds 240 --stop-file "$T_DIR/stop" \
+  --rule-file "$T_DIR/rules"
 S="$T_DIR/stream.log"
 
-# until_line PATTERN SECONDS [FROM_LINE]: until a line of the stream's matches.
-until_line() {
-  local pattern="$1" secs="$2" from="${3:-1}"
-  for _ in $(seq $((secs * 10))); do
-    tail -n +"$from" "$S" 2>/dev/null | grep -Eq "$pattern" && return 0
-    sleep 0.1
-  done
-  return 1
-}
-lines() { echo $(($(wc -l <"$S") + 1)); }
 # What A sent to each gateway in a second (PUTs and GETs): the router pings are one or
 # two a second, traffic is hundreds.
 both='via: 10\.81\.1\.2@tcp=\+[1-9][0-9]{2,} 10\.81\.1\.3@tcp=\+[1-9][0-9]{2,} '
@@ -64,43 +61,62 @@ r1_route='route tcp1 via 10\.81\.1\.2@tcp'
 until_line "$both" 60 || fail "the two gateways were not both used: $(grep '^t=' "$S" | tail -n 3)"
 log "both gateways carry traffic: $(grep -E "$both" "$S" | tail -n 1 | grep -o 'via: [^h]*')"
 fwd() { ctl "$1" stats show | sed -nE 's/^ *route_count: ([0-9]+)$/\1/p'; }
+# recv NAME NID: what the router NAME's NI NID has received (net show -v statistics).
+recv() { ctl "$1" net show -v | awk -v nid="$2" '/nid:/ {n = $NF} /recv_count:/ && n == nid {print $2; exit}'; }
+for r in r1:10.81.1.2 r1:10.81.1.12 r2:10.81.1.3 r2:10.81.1.13; do
+  n=$(recv "${r%%:*}" "${r#*:}@tcp")
+  [ "${n:-0}" -gt 100 ] || fail "${r#*:}@tcp of ${r%%:*} received ${n:-nothing}: traffic does not use both of its NIs"
+done
+log "both NIs of each gateway on tcp receive traffic"
 r2_before=$(fwd r2)
 
+# route_goes STATE SINCE FROM_LINE: waits for A's route through R1 to go STATE (a line
+# of the stream's from FROM_LINE on) and prints how long after SINCE (epoch seconds).
+route_goes() {
+  until_line "$r1_route: $1 at" 60 "$3" || fail "A's route through R1 did not go $1: $(tail -n 3 "$S")"
+  local at
+  at=$(tail -n +"$3" "$S" | grep -E "$r1_route: $1 at" | head -n 1 | sed -E 's/.* at ([0-9.]+)$/\1/')
+  awk "BEGIN { printf \"%.2f\", $at - $2 }"
+}
+
 log "cut: R1's eth1 (tcp1) down"
-mark=$(lines)
+mark=$(next_line)
 cut=$(date +%s.%N)
 ip -n "$R1" link set eth1 down
-until_line "$r1_route: down at" 60 "$mark" || fail "A's route through R1 stayed up: $(tail -n 3 "$S")"
-down_at=$(tail -n +"$mark" "$S" | grep -E "$r1_route: down at" | head -n 1 | sed -E 's/.* at ([0-9.]+)$/\1/')
-failover=$(awk "BEGIN { printf \"%.2f\", $down_at - $cut }")
+failover=$(route_goes down "$cut" "$mark")
 log "A's route through R1 went down $failover s after the cut"
 ctl r1 net show | grep -A3 '10.81.2.2@tcp1' | grep -q 'status: down' || fail "R1 does not report its tcp1 NI down"
-mark2=$(lines)
+mark2=$(next_line)
 until_line "$r2_only" 60 "$mark2" || fail "traffic did not move to R2: $(grep '^t=' "$S" | tail -n 3)"
 log "after the cut: $(tail -n +"$mark2" "$S" | grep -E "$r2_only" | head -n 1 | grep -o 'via: [^h]*')"
 [ "$(fwd r2)" -gt "$r2_before" ] || fail "R2 forwarded nothing"
 
 log "link back: R1's eth1 up"
-mark3=$(lines)
+mark3=$(next_line)
 back=$(date +%s.%N)
 ip -n "$R1" link set eth1 up
-until_line "$r1_route: up at" 60 "$mark3" || fail "A's route through R1 stayed down: $(tail -n 3 "$S")"
-up_at=$(tail -n +"$mark3" "$S" | grep -E "$r1_route: up at" | head -n 1 | sed -E 's/.* at ([0-9.]+)$/\1/')
-recovery=$(awk "BEGIN { printf \"%.2f\", $up_at - $back }")
+recovery=$(route_goes up "$back" "$mark3")
 log "A's route through R1 came back up $recovery s after the link"
-mark4=$(lines)
+mark4=$(next_line)
 until_line "$both" 120 "$mark4" || fail "R1 carries no traffic again: $(grep '^t=' "$S" | tail -n 3)"
 log "both gateways carry traffic again"
 
-touch "$T_DIR/stop"
-for _ in $(seq 600); do grep -q '^summary:' "$S" && break; sleep 0.1; done
-summary=$(grep '^summary:' "$S") || fail "no summary from the stream"
-log "$summary"
-grep '^op ' "$S" || true
-failed=$(echo "$summary" | sed -E 's/.* failed=([0-9]+).*/\1/')
-max_ms=$(echo "$summary" | sed -E 's/.* max_ms=([0-9]+).*/\1/')
-ops=$(echo "$summary" | sed -E 's/summary: ops=([0-9]+).*/\1/')
-[ "$ops" -gt 100 ] || fail "only $ops rounds"
+last_failed() { grep '^t=' "$S" | tail -n 1 | sed -E 's/.* failed=([0-9]+) .*/\1/'; }
+failed_before=$(last_failed)
+log "router rule: B through R2 only"
+mark5=$(next_line)
+echo "dst=10.81.2.1@tcp1 rte=10.81.1.3@tcp" >"$T_DIR/rules"
+until_line "^rule .*: applied" 10 "$mark5" || fail "the rule was not applied: $(tail -n 2 "$S")"
+mark6=$(($(next_line) + 1))  # from the second full line after it
+until_line "$r2_only" 30 "$mark6" || fail "the rule did not steer traffic to R2: $(grep '^t=' "$S" | tail -n 3)"
+log "with the rule: $(tail -n +"$mark6" "$S" | grep -E "$r2_only" | head -n 1 | grep -o 'via: [^h]*')"
+echo "del" >"$T_DIR/rules"
+mark7=$(($(next_line) + 1))
+until_line "$both" 30 "$mark7" || fail "traffic did not spread again without the rule: $(grep '^t=' "$S" | tail -n 3)"
+log "rule removed: both gateways carry traffic"
+[ "$(last_failed)" = "$failed_before" ] || fail "rounds failed while the rule steered traffic"
+
+stream_end
 # A round waits at most transaction_timeout for its ACK or REPLY (the monitor checks
 # deadlines every second): never longer, whatever the cut did.
 [ "$max_ms" -le 12000 ] || fail "a round took $max_ms ms: LNet's deadline (10 s) did not hold"
