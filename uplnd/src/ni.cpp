@@ -173,9 +173,11 @@ void UpNi::accept_ready() {
     std::string why;
     if (!permitted(fd, *c, &why)) {
       LNET_LOG(Warn, kLogLnd, "%s: bridge connection refused: %s", ni_.nid.to_string().c_str(), why.c_str());
+      {
+        MutexLock g(mu_);
+        ++stats_.refused;  // counted before the close the refused side sees
+      }
       ::close(fd);
-      MutexLock g(mu_);
-      ++stats_.refused;
       continue;
     }
     c->name = "proxy (pid " + std::to_string(c->os_pid) + ")";
