@@ -23,7 +23,7 @@ using Bytes = std::array<std::uint8_t, kMsgSize>;
 template <std::size_t... I>
 Body body_of_index(std::size_t i, std::index_sequence<I...>) {
   Body b;
-  ((i == I ? (b = Body(std::in_place_index<I>), true) : false) || ...);
+  (void)((i == I ? (b = Body(std::in_place_index<I>), true) : false) || ...);
   return b;
 }
 // A default body of the given type.
