@@ -1,0 +1,31 @@
+// The test services a node serves on portal 50 (docs/design/selftest-wire.md §4.6-4.7):
+// ping answers a PING request with its sequence number; brw moves a BRW request's bulk
+// (GETs the client's data and checks it for a write, PUTs the pattern for a read) and
+// answers with the outcome.
+#pragma once
+
+#include <atomic>
+
+#include <selftest/rpc.hpp>
+
+namespace lnet::selftest {
+
+class TestServices {
+ public:
+  explicit TestServices(RpcNode& rpc) : rpc_(rpc) {}
+  // Serves ping and brw with `buffers` request buffers each.
+  Status start(unsigned buffers = 64);
+
+  // Requests answered with an error status or dropped, per service.
+  std::uint32_t ping_errors() const { return ping_errors_.load(); }
+  std::uint32_t brw_errors() const { return brw_errors_.load(); }
+
+ private:
+  void ping(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp);
+  void brw(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp);
+
+  RpcNode& rpc_;
+  std::atomic<std::uint32_t> ping_errors_{0}, brw_errors_{0};
+};
+
+}  // namespace lnet::selftest
