@@ -319,7 +319,7 @@ int stream_round(Instance& lnet, ProcessId target, const Args& args, std::uint32
 
 // The selection rules of FILE (one per line: `src=EXPR dst=EXPR rte=EXPR priority=N`,
 // any of them; or `del`: every rule removed), applied between two rounds; the file is
-// removed once read.
+// removed once read, so it must appear whole (written elsewhere and renamed into place).
 void apply_rules(Instance& lnet, const std::string& file) {
   std::ifstream in(file);
   std::string line;

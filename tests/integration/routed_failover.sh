@@ -94,6 +94,8 @@ until_line "$r2_only" 60 "$mark2" || fail "traffic did not move to R2: $(grep '^
 log "after the cut: $(tail -n +"$mark2" "$S" | grep -E "$r2_only" | head -n 1 | grep -o 'via: [^h]*')"
 [ "$(fwd r2)" -gt "$r2_before" ] || fail "R2 forwarded nothing"
 
+# (Coming back can take longer than the router pings: R1 refuses B's new connections as
+# duplicates of the ones it still believes up, until those time out.)
 log "link back: R1's eth1 up"
 mark3=$(next_line)
 back=$(date +%s.%N)
@@ -108,16 +110,24 @@ last_failed() { grep '^t=' "$S" | tail -n 1 | sed -E 's/.* failed=([0-9]+) .*/\1
 failed_before=$(last_failed)
 log "router rule: B through R2 only"
 mark5=$(next_line)
-echo "dst=10.81.2.1@tcp1 rte=10.81.1.3@tcp" >"$T_DIR/rules"
+# rules TEXT: hands the stream a rule file (renamed into place whole: the stream reads
+# it as soon as it exists, and removes it).
+rules() {
+  echo "$1" >"$T_DIR/rules.tmp"
+  mv "$T_DIR/rules.tmp" "$T_DIR/rules"
+}
+rules "dst=10.81.2.1@tcp1 rte=10.81.1.3@tcp"
 until_line "^rule .*: applied" 10 "$mark5" || fail "the rule was not applied: $(tail -n 2 "$S")"
 mark6=$(($(next_line) + 1))  # from the second full line after it
 until_line "$r2_only" 30 "$mark6" || fail "the rule did not steer traffic to R2: $(grep '^t=' "$S" | tail -n 3)"
 log "with the rule: $(tail -n +"$mark6" "$S" | grep -E "$r2_only" | head -n 1 | grep -o 'via: [^h]*')"
-echo "del" >"$T_DIR/rules"
-mark7=$(($(next_line) + 1))
-until_line "$both" 30 "$mark7" || fail "traffic did not spread again without the rule: $(grep '^t=' "$S" | tail -n 3)"
-log "rule removed: both gateways carry traffic"
 [ "$(last_failed)" = "$failed_before" ] || fail "rounds failed while the rule steered traffic"
+mark7=$(next_line)
+rules del
+until_line "^rule 'del': applied" 10 "$mark7" || fail "the rule was not removed: $(tail -n 2 "$S")"
+mark8=$(($(next_line) + 1))
+until_line "$both" 60 "$mark8" || fail "traffic did not spread again without the rule: $(grep '^t=' "$S" | tail -n 3)"
+log "rule removed: both gateways carry traffic"
 
 stream_end
 # A round waits at most transaction_timeout for its ACK or REPLY (the monitor checks
