@@ -151,6 +151,10 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
       std::lock_guard g(mutex);
       h = handlers[slot->service];
     }
+    if (!h) {
+      dropped.fetch_add(1);  // no longer served
+      return;
+    }
     auto r = std::make_shared<ServerCall>(shared_from_this(), ev.initiator, *m);
     if (m->version != kMsgVersion) {
       Message reply{kMsgVersion, m->feats, default_body(reply_type(m->type()))};
@@ -334,7 +338,24 @@ Status RpcNode::serve(Service s, unsigned buffers, Handler h) {
   return {};
 }
 
-void RpcNode::call(ProcessId peer, Service service, Message req, std::optional<Bulk> bulk, Callback done) {
+void RpcNode::unserve(Service s) {
+  std::lock_guard g(impl_->mutex);
+  impl_->handlers.erase(s);
+}
+
+void RpcNode::abort(std::uint64_t rpyid) {
+  Impl& i = *impl_;
+  std::shared_ptr<Impl::Call> c;
+  {
+    std::lock_guard g(i.mutex);
+    auto it = i.calls.find(rpyid);
+    if (it == i.calls.end()) return;
+    c = it->second;
+  }
+  i.finish(c, Failure{-EINTR, "aborted"});
+}
+
+std::uint64_t RpcNode::call(ProcessId peer, Service service, Message req, std::optional<Bulk> bulk, Callback done) {
   Impl& i = *impl_;
   auto c = std::make_shared<Impl::Call>();
   c->rpyid = next_id();
@@ -347,17 +368,22 @@ void RpcNode::call(ProcessId peer, Service service, Message req, std::optional<B
   MsgType expect = reply_type(req.type());
   std::weak_ptr<Impl> self = i.weak_from_this();
 
+  bool wake_timer = false;
   auto fail = [&](int rc, const char* what) {
     i.errors.fetch_add(1);
     i.finish(c, Failure{rc, std::string(what) + " for a " + msg_type_name(req.type())});
+    return c->rpyid;
   };
   {
     std::lock_guard g(i.mutex);
     if (i.stopping.load()) {
       c->finished = true;
       c->done(Failure{-ESHUTDOWN, "the self-test node is stopping"});
-      return;
+      return c->rpyid;
     }
+    // The timer sleeps until the earliest deadline; as every call waits as long, a new
+    // call only needs to wake it when nothing was waiting.
+    wake_timer = i.calls.empty();
     i.calls[c->rpyid] = c;
   }
   // The reply's MD, then the bulk's, then the request.
@@ -416,7 +442,8 @@ void RpcNode::call(ProcessId peer, Service service, Message req, std::optional<B
     (void)i.lnet.md_unlink(*qmd);
     return fail(rc, "cannot send the request");
   }
-  i.timer_cv.notify_all();
+  if (wake_timer) i.timer_cv.notify_all();
+  return c->rpyid;
 }
 
 RpcCounters RpcNode::counters() const {

@@ -1,23 +1,41 @@
 // The node side of self-test (the kernel's "sfw"): the session a console makes on this
 // node and the framework services that answer it — make and remove session, the
-// session query (DEBUG) and the counters (STAT) — with the kernel's status codes
-// (docs/design/selftest-wire.md §4.3). Batches and tests come next.
+// session query (DEBUG), the counters (STAT), tests added to batches (TEST) and batches
+// run, stopped and queried (BATCH) — with the kernel's status codes
+// (docs/design/selftest-wire.md §4.3-4.7). A client test runs `concurrency` units per
+// destination, each a sequence of `loop` ping or brw RPCs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <selftest/rpc.hpp>
 
 namespace lnet::selftest {
+
+inline constexpr std::uint32_t kLoopForever = 0xFFFFFFFF;  // a TEST's loop: until stopped
+inline constexpr std::uint32_t kMaxConcur = 1024;
+inline constexpr std::uint32_t kMaxNdests = 256 * kIdsPerPage;  // LNET_MAX_IOV pages of ids
 
 class Framework {
  public:
   // A session ends `session_timeout` after the last framework RPC (the kernel's 100 s;
   // 0: never).
   explicit Framework(RpcNode& rpc, std::chrono::seconds session_timeout = std::chrono::seconds(100));
+  // Stops serving, stops every test (aborting its RPCs) and waits for them.
+  ~Framework();
+  Framework(const Framework&) = delete;
+  Framework& operator=(const Framework&) = delete;
+
   // Serves the framework services on portal 51.
   Status start(unsigned buffers = 16);
 
@@ -34,29 +52,70 @@ class Framework {
   Message remove_session(const Message& req);
   Message query(const Message& req);  // DEBUG
   Message stat(const Message& req);
+  std::optional<Message> batch(const Message& req);  // nullopt: dropped (an unknown opcode)
+  // TEST: a client test first fetches its destination list from the console.
+  void add_test(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp);
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct Test;
+  struct Unit;
+  struct Tally {  // a session's client-side test errors
+    std::atomic<std::uint32_t> brw_errors{0}, ping_errors{0};
+  };
+  struct Batch {
+    BatchId bid;
+    std::vector<std::shared_ptr<Test>> tests;  // in the order added
+  };
   struct Session {
     SessionInfo info;
     unsigned refs = 1;
     Clock::time_point started, last;
+    std::shared_ptr<Tally> tally = std::make_shared<Tally>();
+    std::map<std::uint64_t, Batch> batches;  // by batch id
   };
+  // Sessions that ended here; their tests are stopped once the lock is released (stopping
+  // completes aborted RPCs, whose callbacks take the lock).
+  struct Ended {
+    std::vector<std::shared_ptr<Session>> sessions;
+    ~Ended();
+  };
+
   // Ends the session when it has been idle too long (checked as each RPC arrives, which
   // then counts as activity when `touch`).
-  void expire_locked(Clock::time_point now, bool touch);
-  Message reply_to(const Message& req, const std::optional<Session>& s, std::uint32_t status);
+  void expire_locked(Clock::time_point now, bool touch, Ended& ended);
+  void end_locked(Ended& ended);
+  Message reply_to(const Message& req, const std::shared_ptr<Session>& s, std::uint32_t status);
   // The feature check every framework RPC but MKSN and DEBUG gets: EPROTO when the
   // request's features are not the session's.
   bool feats_differ_locked(const Message& req) const;
+  // Builds a test from a TEST request (its destinations still empty); a positive status
+  // when the parameters are refused.
+  std::uint32_t make_test(const Message& req, std::shared_ptr<Test>& out);
+  std::uint32_t install_locked(const Message& req, std::shared_ptr<Test> t);
+  static bool batch_active(const Batch& b);
+  FwCounters fw_counters_locked();  // also forgets zombies whose tests have ended
+  void unit_finished(Test& t);      // the last unit of a test ends: wakes the destructor
+  // The runner: a thread that sends the first RPC of each unit of a batch that starts
+  // and the next RPC of a unit whose RPC completed inside its own send. Every other
+  // RPC is sent by the thread its predecessor completed on.
+  void post(std::shared_ptr<Test> t, Unit& u);
+  void run_units();
 
   RpcNode& rpc_;
   std::chrono::seconds timeout_;
   std::mutex mu_;
-  std::optional<Session> session_;
-  // Sessions ended with tests still running, errors of the test services, batches
-  // running: all 0 until batches and tests exist (issue 15, next part).
-  std::uint32_t zombies_ = 0, brw_errors_ = 0, ping_errors_ = 0, active_batches_ = 0;
+  std::condition_variable idle_;
+  std::shared_ptr<Session> session_;
+  std::vector<std::shared_ptr<Session>> zombies_;  // ended with tests still running
+  unsigned adding_ = 0;                            // TEST requests fetching their destinations
+  std::atomic<std::uint32_t> ping_seq_{0};         // shared by the ping units of a node
+  std::vector<Service> served_;
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  std::deque<std::pair<std::shared_ptr<Test>, Unit*>> runq_;
+  bool run_stop_ = false;
+  std::thread runner_;
 };
 
 }  // namespace lnet::selftest

@@ -49,6 +49,9 @@ class RpcNode {
   // decodes as the service's request type; others are dropped (counted as errors). A
   // request of another version is answered EPROTO without calling `h`.
   Status serve(Service s, unsigned buffers, Handler h);
+  // Stops calling the service's handler: its requests are dropped from now on (a handler
+  // running now finishes). For owners of handlers that go away before the node.
+  void unserve(Service s);
 
   // ---- client side ----
   struct Bulk {
@@ -58,8 +61,11 @@ class RpcNode {
   using Callback = std::function<void(Result<Message>)>;
   // Sends `req` to the service at `peer` (its rpyid and bulkid are set here) and calls
   // `done` once with the reply, or with -ETIMEDOUT (no reply within the timeout),
-  // -EBADMSG (not a reply of the expected type) or the send's error.
-  void call(ProcessId peer, Service s, Message req, std::optional<Bulk> bulk, Callback done);
+  // -EBADMSG (not a reply of the expected type) or the send's error. Returns the call's
+  // rpyid, which names it to abort().
+  std::uint64_t call(ProcessId peer, Service s, Message req, std::optional<Bulk> bulk, Callback done);
+  // Completes the call now with -EINTR if it has not completed (its buffers are unlinked).
+  void abort(std::uint64_t rpyid);
 
   RpcCounters counters() const;
   std::uint64_t next_id();

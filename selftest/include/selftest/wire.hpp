@@ -283,9 +283,10 @@ void encode(const Message& m, std::span<std::uint8_t, kMsgSize> out);
 std::array<std::uint8_t, kMsgSize> encode(const Message& m);
 
 // Reads a message of either byte order. Fails (-EPROTO, the message naming what is wrong)
-// unless it is exactly kMsgSize bytes with a known magic and type, names that are
-// NUL-terminated and, for a TEST request, a known service. The version is returned as
-// read: the RPC layer answers a request of another version with EPROTO.
+// unless it is exactly kMsgSize bytes with a known magic and type and names that are
+// NUL-terminated. A TEST request for a service other than brw reads its parameters as
+// ping's (the node answers EINVAL for what is not a test service). The version is
+// returned as read: the RPC layer answers a request of another version with EPROTO.
 Result<Message> decode(std::span<const std::uint8_t> in);
 
 // The id lists a TEST request's bulk carries: 12-byte {nid, pid} entries, 341 to a
