@@ -22,10 +22,6 @@
 
 namespace lnet::selftest {
 
-inline constexpr std::uint32_t kLoopForever = 0xFFFFFFFF;  // a TEST's loop: until stopped
-inline constexpr std::uint32_t kMaxConcur = 1024;
-inline constexpr std::uint32_t kMaxNdests = 256 * kIdsPerPage;  // LNET_MAX_IOV pages of ids
-
 class Framework {
  public:
   // A session ends `session_timeout` after the last framework RPC (the kernel's 100 s;

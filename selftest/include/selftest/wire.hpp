@@ -303,6 +303,9 @@ struct ProcessIdPacked {
 // bytes, which cuts the last ids of lists longer than one page: selftest-wire.md §4.4;
 // one page, 341 ids, is the same either way.)
 std::size_t id_list_bytes(std::size_t n);
+inline constexpr std::uint32_t kMaxNdests = 256 * kIdsPerPage;  // LNET_MAX_IOV pages of ids
+inline constexpr std::uint32_t kLoopForever = 0xFFFFFFFF;       // a TEST's loop: until stopped
+inline constexpr std::uint32_t kMaxConcur = 1024;
 void encode_ids(std::span<const ProcessIdPacked> ids, std::span<std::uint8_t> out);  // out: id_list_bytes
 Result<std::vector<ProcessIdPacked>> decode_ids(std::span<const std::uint8_t> in, std::size_t n, bool swapped);
 
