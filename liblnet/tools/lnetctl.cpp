@@ -2,10 +2,6 @@
 // control socket), with the command tree and YAML of the real lnetctl. The commands and
 // their options come from liblnet's command table (<lnet/dlc.hpp>), which the daemon
 // checks requests against too.
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +15,8 @@
 
 #include <lnet/dlc.hpp>
 #include <lnet/log.hpp>
+
+#include "cli/cli.hpp"
 
 namespace po = boost::program_options;
 using namespace lnet;
@@ -36,59 +34,6 @@ void usage() {
       "status is 0 on success.\n\ncommands:\n",
       kDefaultSocket);
   for (const dlc::CommandSpec& c : dlc::commands()) std::printf("  %-18s %s\n", c.name, c.summary);
-}
-
-// The options of `spec` for program_options; positionals go in `hidden` and `pos`.
-void describe(const dlc::CommandSpec& spec, po::options_description& opts, po::options_description& hidden,
-              po::positional_options_description& pos) {
-  using K = dlc::OptionSpec::Kind;
-  std::vector<const dlc::OptionSpec*> positionals;
-  for (const dlc::OptionSpec& o : spec.options) {
-    std::string name = o.name;
-    if (o.short_name) name += std::string(",") + o.short_name;
-    std::string help = o.help;
-    if (o.unsupported) help += " (not supported yet: " + std::string(o.unsupported) + ")";
-    switch (o.kind) {
-      case K::Flag: opts.add_options()(name.c_str(), help.c_str()); break;
-      case K::Value: opts.add_options()(name.c_str(), po::value<std::string>(), help.c_str()); break;
-      case K::Values: opts.add_options()(name.c_str(), po::value<std::vector<std::string>>(), help.c_str()); break;
-      case K::Level:
-        opts.add_options()(name.c_str(), po::value<std::string>()->implicit_value("1"), help.c_str());
-        break;
-      case K::Positional:
-        hidden.add_options()(name.c_str(), po::value<std::vector<std::string>>(), help.c_str());
-        positionals.push_back(&o);
-        break;
-    }
-  }
-  for (std::size_t k = 0; k < positionals.size(); ++k)
-    pos.add(positionals[k]->name, k + 1 == positionals.size() ? -1 : 1);
-}
-
-int talk(const std::string& path, const dlc::Request& req, dlc::Response& resp) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -errno;
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) {
-    ::close(fd);
-    return -ENAMETOOLONG;
-  }
-  std::strcpy(a.sun_path, path.c_str());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    int err = errno;
-    ::close(fd);
-    return -err;
-  }
-  int rc = dlc::write_frame(fd, dlc::encode_request(req));
-  std::string frame;
-  if (rc == 0) rc = dlc::read_frame(fd, frame);
-  ::close(fd);
-  if (rc) return rc;
-  auto r = dlc::decode_response(frame);
-  if (!r) return r.code();
-  resp = *r;
-  return 0;
 }
 
 // The command named by args[i] (and the words after it: "fault drop add" has three);
@@ -129,15 +74,7 @@ int group_help(const std::vector<std::string>& args, std::size_t i) {
 // Turns the parsed options into a request; reads the file of `import`. 0 or an exit code.
 int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc::Request& req, std::string& out_file) {
   req.command = spec.name;
-  for (const auto& [key, val] : vm) {
-    if (key == "help") continue;
-    std::vector<std::string> vs;
-    if (val.value().type() == typeid(std::string))
-      vs.push_back(val.as<std::string>());
-    else if (val.value().type() == typeid(std::vector<std::string>))
-      vs = val.as<std::vector<std::string>>();
-    req.args[key] = vs;
-  }
+  cli::to_args(vm, req);
   std::string name = spec.name;
   if (name == "set") {
     auto it = req.args.find("name");
@@ -212,7 +149,7 @@ int main(int argc, char** argv) {
   po::options_description opts(std::string("lnetctl ") + spec->name + " options");
   po::options_description hidden;
   po::positional_options_description pos;
-  describe(*spec, opts, hidden, pos);
+  cli::describe(*spec, opts, hidden, pos);
   opts.add_options()("help,h", "this help");
   po::options_description all;
   all.add(opts).add(hidden);
@@ -232,7 +169,7 @@ int main(int argc, char** argv) {
   std::string out_file;
   if (int rc = build_request(*spec, vm, req, out_file)) return rc;
   dlc::Response resp;
-  if (int rc = talk(socket_path, req, resp)) {
+  if (int rc = cli::talk(socket_path, req, resp)) {
     LNET_LOG(
         Error, kLogConfig, "cannot reach lnetd at %s: %s%s", socket_path.c_str(), std::strerror(-rc),
         rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)" : "");

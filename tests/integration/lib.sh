@@ -107,6 +107,18 @@ lnetd_start() {
   fail "lnetd $name did not come up"
 }
 
+# lnetd_kill NAME: kills the lnetd NAME outright (a node that dies); clean-up no longer
+# judges its exit.
+lnetd_kill() {
+  local pid
+  pid="$(cat "$T_DIR/$1.pid")"
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null || true
+  local keep=()
+  for p in "${T_DAEMONS[@]}"; do [ "$p" != "$pid" ] && keep+=("$p"); done
+  T_DAEMONS=("${keep[@]}")
+}
+
 # ctl NAME args...: lnetctl against the lnetd NAME, bounded in time.
 ctl() {
   local name="$1"

@@ -17,7 +17,16 @@
 namespace lnet::dlc {
 
 // Everything `export --backup` writes and `import` reads.
+// `selftest:` of a daemon's configuration: `enable`, or a mapping of enable (0/1),
+// session_timeout and rpc_timeout (seconds; the selftest module's parameters).
+struct SelftestConfig {
+  bool enable = false;
+  unsigned session_timeout = 100;
+  unsigned rpc_timeout = 64;
+};
+
 struct SystemConfig {
+  std::optional<SelftestConfig> selftest;  // a daemon's option: lnetctl import refuses it
   std::vector<NetConfig> nets;
   std::vector<RouteConfig> routes;
   std::vector<PeerConfig> peers;

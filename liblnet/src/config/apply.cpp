@@ -141,6 +141,10 @@ class Adder {
 }  // namespace
 
 Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown) {
+  if (cfg.selftest)
+    return Failure{-EOPNOTSUPP,
+                   "not supported yet: 'selftest' on a running instance (lnetd takes it from its configuration file "
+                   "or --selftest)"};
   switch (mode) {
     case ImportMode::Show:
       if (shown) *shown = show_named(lnet, cfg);

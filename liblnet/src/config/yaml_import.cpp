@@ -279,6 +279,34 @@ Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
   return {};
 }
 
+Status parse_selftest(const YAML::Node& n, SystemConfig& cfg) {
+  SelftestConfig st;
+  if (n.IsScalar()) {
+    if (n.Scalar() != "enable" && n.Scalar() != "disable")
+      return bad(n, "'selftest' must be enable, disable or a mapping {enable: 1, session_timeout: S, rpc_timeout: S}");
+    st.enable = n.Scalar() == "enable";
+    cfg.selftest = st;
+    return {};
+  }
+  if (!n.IsMap()) return bad(n, "'selftest' must be enable, disable or a mapping");
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    if (k == "enable") {
+      if (*v != 0 && *v != 1) return bad(kv.second, "'enable' must be 0 or 1");
+      st.enable = *v == 1;
+    } else if (k == "session_timeout" || k == "rpc_timeout") {
+      if (*v < 0 || *v > 86400) return bad(kv.second, "'" + k + "' must be 0..86400 seconds");
+      (k == "session_timeout" ? st.session_timeout : st.rpc_timeout) = static_cast<unsigned>(*v);
+    } else {
+      return bad(kv.first, "unknown key '" + k + "' in 'selftest'");
+    }
+  }
+  cfg.selftest = st;
+  return {};
+}
+
 Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
   // {enable: 1}, or the show form: a list of single-key mappings (- cpt[0]: ..., - enable: 1).
   auto take = [&](const YAML::Node& map) -> Status {
@@ -409,6 +437,8 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
         r = parse_udsp(v, cfg);
       else if (k == "fault")
         r = parse_fault(v, cfg);
+      else if (k == "selftest")
+        r = parse_selftest(v, cfg);
       else
         return bad(kv.first, "unknown section '" + k + "'");
       if (!r) return r.failure();

@@ -99,7 +99,10 @@ void ControlServer::serve(int fd) {
   } else {
     LNET_LOG(Info, kLogDaemon, "%s: %s", who.c_str(), req->command.c_str());
     const dlc::CommandSpec* spec = dlc::find_command(req->command);
-    if (!spec || spec->changes) {
+    std::optional<dlc::Response> other = !spec && extra_ ? extra_(*req) : std::nullopt;
+    if (other) {
+      resp = std::move(*other);
+    } else if (!spec || spec->changes) {
       MutexLock g(cmd_mutex_);
       resp = dlc::execute(lnet_, *req, hooks_);
       if (changed_) changed_();

@@ -18,10 +18,18 @@ namespace lnetd {
 
 class ControlServer {
  public:
+  // Commands of the control socket that are not lnetctl's (lst's): nullopt when the
+  // request is not one of them.
+  using Extra = std::function<std::optional<lnet::dlc::Response>(const lnet::dlc::Request&)>;
+
   // `changed` runs after every command that may change the configuration.
   ControlServer(lnet::Instance& lnet, lnet::dlc::Hooks hooks, std::optional<gid_t> ctl_gid,
-                std::function<void()> changed = {})
-      : lnet_(lnet), hooks_(std::move(hooks)), ctl_gid_(ctl_gid), changed_(std::move(changed)) {}
+                std::function<void()> changed = {}, Extra extra = {})
+      : lnet_(lnet),
+        hooks_(std::move(hooks)),
+        ctl_gid_(ctl_gid),
+        changed_(std::move(changed)),
+        extra_(std::move(extra)) {}
   ~ControlServer();
 
   // Listens on `path` (replacing a stale socket), mode 0600 or 0660 with the group.
@@ -41,6 +49,7 @@ class ControlServer {
   lnet::dlc::Hooks hooks_;
   std::optional<gid_t> ctl_gid_;
   std::function<void()> changed_;
+  Extra extra_;
   std::string path_;
   int listen_fd_ = -1;
   lnet::Mutex cmd_mutex_;  // configuration commands run one at a time

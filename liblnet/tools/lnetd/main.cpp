@@ -17,6 +17,10 @@
 #include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
 #include <lnet/up/uplnd.hpp>
+#include <selftest/console.hpp>
+#include <selftest/framework.hpp>
+#include <selftest/lst.hpp>
+#include <selftest/services.hpp>
 
 #include "control_server.hpp"
 #include "options.hpp"
@@ -204,8 +208,48 @@ int main(int argc, char** argv) {
   auto created = Instance::create(*env, kPidLustre, {up});
   if (!created) die("cannot start LNet: " + created.message());
   std::unique_ptr<Instance> lnet = std::move(*created);
+  std::optional<dlc::SelftestConfig> selftest_cfg = cfg->selftest;
+  cfg->selftest.reset();  // lnetd's own option, not the instance's
   if (Status s = dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add); !s)
     die("cannot apply the configuration from " + source + ": " + s.message());
+  // LNet self-test: the node's framework and services, and the console lst talks to.
+  struct Selftest {
+    std::unique_ptr<selftest::RpcNode> rpc;
+    std::unique_ptr<selftest::Framework> fw;
+    std::unique_ptr<selftest::TestServices> services;
+    std::unique_ptr<selftest::Console> console;
+    void stop() {  // the console and framework before the RPC layer they use
+      console.reset();
+      fw.reset();
+      services.reset();
+      rpc.reset();
+    }
+    ~Selftest() { stop(); }
+  } st;
+  dlc::SelftestConfig stc = selftest_cfg.value_or(dlc::SelftestConfig{});
+  if (o.selftest || stc.enable) {
+    Nid self = Nid::any();
+    for (Nid n : lnet->nids())
+      if (!n.is_lo()) {
+        self = n;
+        break;
+      }
+    st.rpc =
+        std::make_unique<selftest::RpcNode>(*lnet, std::chrono::seconds(stc.rpc_timeout ? stc.rpc_timeout : 1u << 30));
+    st.fw = std::make_unique<selftest::Framework>(*st.rpc, std::chrono::seconds(stc.session_timeout));
+    st.services = std::make_unique<selftest::TestServices>(*st.rpc);
+    if (Status s = st.fw->start(); !s) die("cannot start self-test: " + s.message());
+    if (Status s = st.services->start(); !s) die("cannot start self-test: " + s.message());
+    st.console = std::make_unique<selftest::Console>(*st.rpc, self);
+    LNET_LOG(Info, kLogDaemon, "self-test on: framework (session_timeout %us, rpc_timeout %us) and lst console",
+             stc.session_timeout, stc.rpc_timeout);
+  }
+  auto lst = [&st](const dlc::Request& req) -> std::optional<dlc::Response> {
+    if (req.command.rfind(std::string(selftest::lst::kPrefix), 0) != 0) return std::nullopt;
+    if (!st.console)
+      return dlc::Response{-EOPNOTSUPP, "self-test is off in this lnetd (selftest: enable, or lnetd --selftest)\n"};
+    return selftest::lst::execute(*st.console, req);
+  };
   auto publish_nets = [&lnet, &up] { up->set_nets(routed_nets(lnet->control())); };
   publish_nets();
 
@@ -213,6 +257,7 @@ int main(int argc, char** argv) {
   hooks.configure = [&lnet, &startup_yaml]() -> Status {
     auto c = dlc::parse_config(startup_yaml);
     if (!c) return c.failure();
+    c->selftest.reset();
     return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
   };
   hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
@@ -232,7 +277,7 @@ int main(int argc, char** argv) {
               {"bad_messages", s.bad_messages},
               {"failed_messages", s.failed}}}};
   };
-  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets);
+  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets, lst);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
 
@@ -242,6 +287,7 @@ int main(int argc, char** argv) {
            nids.c_str(), source.c_str(), o.ctl_socket.c_str());
   run(server);
   server.stop();
+  st.stop();
   lnet.reset();
   LNET_LOG(Info, kLogDaemon, "lnetd stopped");
   return 0;

@@ -103,6 +103,7 @@ Parsed parse_options(int argc, char** argv) {
       "bridge-group", po::value(&bridge_group), "group whose members may connect a proxy besides root")(
       "bridge-size", po::value(&bridge_mib)->default_value(1024),
       "MiB of shared memory for payloads crossing the bridge (router buffers live there)")(
+      "selftest", "run LNet self-test: the test framework (ping, brw) and the lst console (as selftest: enable)")(
       "env", "list the environment variables lnetd reads and exit");
   po::variables_map vm;
   try {
@@ -121,6 +122,7 @@ Parsed parse_options(int argc, char** argv) {
     return {std::nullopt, 0};
   }
   o.foreground = vm.count("foreground") > 0;
+  o.selftest = vm.count("selftest") > 0;
   if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
   if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
   if (vm.count("ctl-group")) {

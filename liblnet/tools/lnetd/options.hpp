@@ -20,6 +20,7 @@ inline constexpr const char* kSystemConfig = "/etc/lnet.conf";
 struct Options {
   std::string config_path;  // empty: /etc/lnet.conf when present, else the built-in default
   bool foreground = false;
+  bool selftest = false;  // --selftest (or selftest: enable in the configuration)
   std::string ctl_socket = kDefaultSocket;
   std::optional<gid_t> ctl_gid;  // --ctl-group
   std::string pid_file = kDefaultPidFile;

@@ -1,0 +1,650 @@
+// lst's commands and the console's half of them: each request runs on the Console and
+// answers a YAML document the user's half prints (lst_client.cpp).
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include <yaml-cpp/yaml.h>
+
+#include <lnet/nid_range.hpp>
+#include <selftest/lst.hpp>
+
+namespace lnet::selftest::lst {
+namespace {
+
+using K = dlc::OptionSpec::Kind;
+
+constexpr std::size_t kMaxIds = 4096;  // nodes one argument may name
+
+const std::vector<dlc::CommandSpec> kCommands = {
+    {"new_session",
+     "make a session: this console's nodes, groups and batches",
+     true,
+     {{"timeout", 0, K::Value, "seconds without an lst command before the session ends (default 300)"},
+      {"force", 0, K::Flag, "end the current session first, and take nodes from other consoles' sessions"},
+      {"name", 0, K::Positional, "session name"}}},
+    {"end_session", "end the session: its nodes leave it", true, {}},
+    {"show_session", "the session's name, id, key, features and nodes", false, {}},
+    {"add_group",
+     "add nodes to a group (made if new) and make the session on them",
+     true,
+     {{"args", 0, K::Positional, "NAME NODES..."}}},
+    {"update_group",
+     "refresh a group's nodes, or remove some",
+     true,
+     {{"refresh", 0, K::Flag, "make the session again on nodes that are not active"},
+      {"clean", 0, K::Value, "remove the nodes in this state: active, busy, down, unknown"},
+      {"remove", 0, K::Value, "remove these nodes"},
+      {"name", 0, K::Positional, "group"}}},
+    {"list_group",
+     "the groups, or the nodes of some by state",
+     false,
+     {{"active", 0, K::Flag, "list the active nodes"},
+      {"busy", 0, K::Flag, "list the busy nodes"},
+      {"down", 0, K::Flag, "list the nodes that are down"},
+      {"unknown", 0, K::Flag, "list the nodes in an unknown state"},
+      {"all", 0, K::Flag, "list every node"},
+      {"name", 0, K::Positional, "groups"}}},
+    {"del_group", "delete a group (not while a test uses it)", true, {{"name", 0, K::Positional, "group"}}},
+    {"add_batch", "add a batch of tests", true, {{"name", 0, K::Positional, "batch"}}},
+    {"add_test",
+     "add a test to a batch: ping, or brw [read|write] [size=N[k|m]] [check=simple|full|discard] [off=N]",
+     true,
+     {{"batch", 0, K::Value, "batch (default: batch)"},
+      {"loop", 0, K::Value, "RPCs per unit (default -1: until stopped)"},
+      {"concurrency", 0, K::Value, "units per destination, 1..1024 (default 1)"},
+      {"distribute", 0, K::Value, "DIST:SPAN: DIST clients share a window of SPAN servers (default 1:1)"},
+      {"from", 0, K::Value, "the group of clients"},
+      {"to", 0, K::Value, "the group of servers"},
+      {"args", 0, K::Positional, "TEST [PARAMS...]"}}},
+    {"run",
+     "run a batch",
+     true,
+     {{"timeout", 0, K::Value, "passed to the nodes (they ignore it)"},
+      {"name", 0, K::Positional, "batch (default: batch)"}}},
+    {"stop",
+     "stop a batch",
+     true,
+     {{"force", 0, K::Flag, "abort the RPCs in flight"}, {"name", 0, K::Positional, "batch (default: batch)"}}},
+    {"list_batch",
+     "the batches, or a batch's tests and nodes",
+     false,
+     {{"test", 0, K::Value, "only this test (1-based)"},
+      {"server", 0, K::Flag, "list the servers, not the clients"},
+      {"active", 0, K::Flag, "only the nodes running the batch"},
+      {"invalid", 0, K::Flag, "only the nodes that did not answer"},
+      {"name", 0, K::Positional, "batch"}}},
+    {"query",
+     "which nodes run a batch (or a test of it)",
+     false,
+     {{"test", 0, K::Value, "only this test (1-based)"},
+      {"server", 0, K::Flag, "ask the servers"},
+      {"timeout", 0, K::Value, "seconds to wait for the nodes (default 5)"},
+      {"loop", 0, K::Value, "ask this many times"},
+      {"delay", 0, K::Value, "seconds between two asks (default 5)"},
+      {"all", 0, K::Flag, "list every node"},
+      {"name", 0, K::Positional, "batch (default: batch)"}}},
+    {"ping",
+     "the state of nodes (a session query)",
+     false,
+     {{"group", 0, K::Value, "the nodes of a group"},
+      {"batch", 0, K::Value, "the clients of a batch"},
+      {"session", 0, K::Flag, "every node of the session"},
+      {"nodes", 0, K::Value, "these nodes"},
+      {"timeout", 0, K::Value, "seconds to wait (default 5)"},
+      {"server", 0, K::Flag, "with --batch: its servers"}}},
+    {"stat",
+     "LNet rates and bandwidth of groups or nodes, every --delay seconds",
+     false,
+     {{"bw", 0, K::Flag, "bandwidth only"},
+      {"rate", 0, K::Flag, "rates only"},
+      {"read", 0, K::Flag, "the [R] row only (what the nodes received)"},
+      {"write", 0, K::Flag, "the [W] row only (what the nodes sent)"},
+      {"avg", 0, K::Flag, "the average column"},
+      {"min", 0, K::Flag, "the minimum column"},
+      {"max", 0, K::Flag, "the maximum column"},
+      {"mbs", 0, K::Flag, "MB/s (10^6 bytes), not MiB/s"},
+      {"timeout", 0, K::Value, "seconds to wait for the nodes (default 5)"},
+      {"delay", 0, K::Value, "seconds between two rounds (default 5)"},
+      {"count", 0, K::Value, "rounds printed (default: until interrupted)"},
+      {"csv", 0, K::Flag, "CSV: one line per group and round, with a header"},
+      {"yaml", 0, K::Flag, "YAML: one document per round"},
+      {"args", 0, K::Positional, "GROUPS or NODES"}}},
+    {"show_error",
+     "the test errors of groups or nodes",
+     false,
+     {{"session", 0, K::Flag, "the errors of this session only"}, {"args", 0, K::Positional, "GROUPS or NODES"}}},
+};
+
+dlc::Response fail(int rc, const std::string& what) { return {rc, what + "\n"}; }
+dlc::Response fail(const Failure& f) { return fail(f.code, f.message); }
+dlc::Response ok(const YAML::Node& n) {
+  YAML::Emitter out;
+  out << n;
+  return {0, std::string(out.c_str()) + "\n"};
+}
+
+Result<std::uint32_t> number(const std::string& text, const char* what, std::uint32_t lo, std::uint32_t hi) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi)
+    return Failure{-EINVAL, std::string("bad ") + what + ": '" + text + "' (" + std::to_string(lo) + ".." +
+                                std::to_string(hi) + ")"};
+  return static_cast<std::uint32_t>(v);
+}
+
+const std::vector<std::string>& values(const dlc::Request& r, const char* name) {
+  static const std::vector<std::string> none;
+  auto it = r.args.find(name);
+  return it == r.args.end() ? none : it->second;
+}
+std::string value_or(const dlc::Request& r, const char* name, const std::string& dflt) {
+  const std::string* v = r.arg(name);
+  return v ? *v : dflt;
+}
+
+Result<std::vector<Nid>> expand(const NidPattern& p) {
+  if (!p.net().is_single()) return Failure{-EINVAL, "a node list names one network per NID: " + p.to_string()};
+  const auto& nr = p.net().numbers().ranges();
+  NetId net = NetId::make(p.net().type(), nr.empty() ? 0 : nr[0].lo);
+  std::vector<std::vector<std::uint32_t>> parts;
+  std::size_t total = 1;
+  for (const NumberExpr& e : p.address()) {
+    if (e.is_any()) return Failure{-EINVAL, "'*' does not name nodes: " + p.to_string()};
+    std::vector<std::uint32_t> vs;
+    for (const auto& r : e.ranges())
+      for (std::uint64_t v = r.lo; v <= r.hi && vs.size() <= kMaxIds; v += r.step ? r.step : 1)
+        vs.push_back(static_cast<std::uint32_t>(v));
+    total *= vs.size();
+    if (total > kMaxIds) return Failure{-E2BIG, "more than 4096 nodes in " + p.to_string()};
+    parts.push_back(std::move(vs));
+  }
+  std::vector<Nid> out;
+  std::vector<std::size_t> at(parts.size(), 0);
+  for (std::size_t n = 0; n < total; ++n) {  // the first bracket varies slowest
+    std::uint32_t addr = 0;
+    if (parts.size() == 4)
+      for (std::size_t k = 0; k < 4; ++k) addr = (addr << 8) | (parts[k][at[k]] & 0xff);
+    else
+      addr = parts[0][at[0]];
+    out.push_back(Nid::make(net, addr));
+    for (std::size_t k = parts.size(); k-- > 0;) {
+      if (++at[k] < parts[k].size()) break;
+      at[k] = 0;
+    }
+  }
+  return out;
+}
+
+Result<NodeState> state_named(const std::string& s) {
+  if (s == "active") return NodeState::Active;
+  if (s == "busy") return NodeState::Busy;
+  if (s == "down") return NodeState::Down;
+  if (s == "unknown") return NodeState::Unknown;
+  return Failure{-EINVAL, "bad node state '" + s + "' (active, busy, down, unknown)"};
+}
+
+// As lst prints nodes: the NID alone for pid 12345, else pid-NID.
+std::string shown(const ProcessId& id) { return id.pid == kPidLustre ? id.nid.to_string() : id.to_string(); }
+
+YAML::Node node_yaml(const ProcessId& id, NodeState st) {
+  YAML::Node n;
+  n["id"] = shown(id);
+  n["state"] = node_state_name(st);
+  return n;
+}
+
+YAML::Node reply_yaml(Console& c, const NodeReply& r) {
+  YAML::Node n = node_yaml(r.id, c.state(r.id));
+  n["rc"] = r.rc;
+  n["status"] = r.status;
+  return n;
+}
+
+YAML::Node counters_yaml(const StatReply& s) {
+  YAML::Node n;
+  n["running_ms"] = s.fw.running_ms;
+  n["active_batches"] = s.fw.active_batches;
+  n["zombie_sessions"] = s.fw.zombie_sessions;
+  n["brw_errors"] = s.fw.brw_errors;
+  n["ping_errors"] = s.fw.ping_errors;
+  n["rpc_errors"] = s.rpc.errors;
+  n["rpcs_sent"] = s.rpc.rpcs_sent;
+  n["rpcs_rcvd"] = s.rpc.rpcs_rcvd;
+  n["rpcs_dropped"] = s.rpc.rpcs_dropped;
+  n["rpcs_expired"] = s.rpc.rpcs_expired;
+  n["bulk_get"] = s.rpc.bulk_get;
+  n["bulk_put"] = s.rpc.bulk_put;
+  n["msgs_alloc"] = s.lnet.msgs_alloc;
+  n["msgs_max"] = s.lnet.msgs_max;
+  n["errors"] = s.lnet.errors;
+  n["send_count"] = s.lnet.send_count;
+  n["recv_count"] = s.lnet.recv_count;
+  n["route_count"] = s.lnet.route_count;
+  n["drop_count"] = s.lnet.drop_count;
+  n["send_length"] = s.lnet.send_length;
+  n["recv_length"] = s.lnet.recv_length;
+  n["route_length"] = s.lnet.route_length;
+  n["drop_length"] = s.lnet.drop_length;
+  return n;
+}
+
+std::chrono::seconds seconds_of(const dlc::Request& r, const char* name, std::uint32_t dflt, Failure* bad) {
+  const std::string* v = r.arg(name);
+  if (!v) return std::chrono::seconds(dflt);
+  auto n = number(*v, name, 1, 3600);
+  if (!n) {
+    *bad = n.failure();
+    return std::chrono::seconds(dflt);
+  }
+  return std::chrono::seconds(*n);
+}
+
+// Arguments that are group names or node lists, resolved to (label, nodes) in order.
+Result<std::vector<std::pair<std::string, std::vector<ProcessId>>>> targets(Console& c,
+                                                                            const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::vector<ProcessId>>> out;
+  auto groups = c.groups();
+  for (const auto& a : args) {
+    if (std::find(groups.begin(), groups.end(), a) != groups.end()) {
+      auto ids = c.resolve({a}, {});
+      if (!ids) return ids.failure();
+      out.emplace_back(a, *ids);
+      continue;
+    }
+    auto ids = parse_ids(a);
+    if (!ids) return Failure{ids.code(), "'" + a + "' is neither a group nor a node list: " + ids.message()};
+    out.emplace_back(a, *ids);
+  }
+  if (out.empty()) return Failure{-EINVAL, "name groups or nodes"};
+  return out;
+}
+
+Result<TestSpec> test_spec(const dlc::Request& r) {
+  TestSpec t;
+  const auto& args = values(r, "args");
+  if (args.empty()) return Failure{-EINVAL, "name the test: ping or brw"};
+  if (args[0] == "ping") {
+    t.service = Service::Ping;
+    if (args.size() > 1) return Failure{-EINVAL, "ping takes no parameter: " + args[1]};
+  } else if (args[0] == "brw") {
+    t.service = Service::Brw;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto eq = a.find('=');
+      std::string k = a.substr(0, eq), v = eq == std::string::npos ? "" : a.substr(eq + 1);
+      if (a == "read" || a == "r") {
+        t.op = BrwOp::Read;
+      } else if (a == "write" || a == "w") {
+        t.op = BrwOp::Write;
+      } else if (a == "skip_rx_copy") {
+        t.check = BrwCheck::Discard;
+      } else if (k == "size" || k == "s") {
+        std::uint64_t mult = 1;
+        std::string num = v;
+        if (!num.empty() && (num.back() == 'k' || num.back() == 'K')) mult = 1024, num.pop_back();
+        if (!num.empty() && (num.back() == 'm' || num.back() == 'M')) mult = 1 << 20, num.pop_back();
+        auto n = number(num, "size", 1, kMaxPayload);
+        if (!n || *n * mult > kMaxPayload) return Failure{-EINVAL, "bad brw size '" + v + "' (1 to 1M, with k or m)"};
+        t.size = static_cast<std::uint32_t>(*n * mult);
+      } else if (k == "check" || k == "c") {
+        if (v == "simple")
+          t.check = BrwCheck::Simple;
+        else if (v == "full")
+          t.check = BrwCheck::Full;
+        else if (v == "discard")
+          t.check = BrwCheck::Discard;
+        else
+          return Failure{-EINVAL, "bad brw check '" + v + "' (simple, full or discard)"};
+      } else if (k == "off") {
+        auto n = number(v, "off", 0, kPageSize - 8);
+        if (!n || *n % 8 != 0) return Failure{-EINVAL, "bad brw off '" + v + "' (a multiple of 8 below 4096)"};
+        t.offset = *n;
+      } else {
+        return Failure{-EINVAL, "unknown brw parameter '" + a + "'"};
+      }
+    }
+  } else {
+    return Failure{-EINVAL, "unknown test '" + args[0] + "' (ping or brw)"};
+  }
+  if (const std::string* v = r.arg("loop")) {
+    if (*v == "-1") {
+      t.loop = kLoopForever;
+    } else {
+      auto n = number(*v, "--loop", 1, 0xFFFFFFFE);
+      if (!n) return n.failure();
+      t.loop = *n;
+    }
+  }
+  if (const std::string* v = r.arg("concurrency")) {
+    auto n = number(*v, "--concurrency", 1, kMaxConcur);
+    if (!n) return n.failure();
+    t.concurrency = *n;
+  }
+  if (const std::string* v = r.arg("distribute")) {
+    auto colon = v->find(':');
+    auto d = number(v->substr(0, colon), "--distribute", 1, 1u << 20);
+    auto s = colon == std::string::npos ? Result<std::uint32_t>(Failure{-EINVAL, ""})
+                                        : number(v->substr(colon + 1), "--distribute", 1, 1u << 20);
+    if (!d || !s) return Failure{-EINVAL, "bad --distribute '" + *v + "' (DIST:SPAN, two positive numbers)"};
+    t.dist = *d;
+    t.span = *s;
+  }
+  if (!r.arg("from") || !r.arg("to")) return Failure{-EINVAL, "add_test needs --from GROUP and --to GROUP"};
+  t.from = *r.arg("from");
+  t.to = *r.arg("to");
+  return t;
+}
+
+std::string one_name(const dlc::Request& r, const char* dflt) {
+  const auto& v = values(r, "name");
+  return v.empty() ? dflt : v[0];
+}
+
+dlc::Response group_result(Console& c, const std::string& name, const Result<std::vector<NodeStatus>>& st) {
+  if (!st) return fail(st.failure());
+  YAML::Node g;
+  g["name"] = name;
+  YAML::Node nodes(YAML::NodeType::Sequence);
+  for (const auto& n : *st) nodes.push_back(node_yaml(n.id, n.state));
+  g["nodes"] = nodes;
+  (void)c;
+  YAML::Node doc;
+  doc["group"] = g;
+  return ok(doc);
+}
+
+}  // namespace
+
+const std::vector<dlc::CommandSpec>& commands() { return kCommands; }
+
+const dlc::CommandSpec* find(std::string_view name) {
+  for (const auto& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+Result<std::vector<ProcessId>> parse_ids(std::string_view text) {
+  Pid pid = kPidLustre;
+  std::string_view nid = text;
+  // A pid prefix: digits (or U and digits) and a '-' before any '.', '[' or '@'.
+  auto dash = text.find('-');
+  if (dash != std::string_view::npos && dash > 0) {
+    std::string_view head = text.substr(0, dash);
+    bool user = head[0] == 'U';
+    std::string_view digits = user ? head.substr(1) : head;
+    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      std::uint32_t v = 0;
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec != std::errc() || p != digits.data() + digits.size() || v > 0x7fffffff)
+        return Failure{-EINVAL, "bad pid in '" + std::string(text) + "'"};
+      pid = user ? (v | kPidUserFlag) : v;
+      nid = text.substr(dash + 1);
+    }
+  }
+  auto pat = NidPattern::parse(nid);
+  if (!pat) return Failure{-EINVAL, "bad node '" + std::string(text) + "': " + pat.message()};
+  auto nids = expand(*pat);
+  if (!nids) return nids.failure();
+  std::vector<ProcessId> out;
+  for (Nid n : *nids) out.push_back(ProcessId{n, pid});
+  return out;
+}
+
+dlc::Response execute(Console& c, const dlc::Request& req) {
+  std::string name = req.command.substr(req.command.rfind(' ') + 1);
+  const dlc::CommandSpec* spec = find(name);
+  if (!spec || req.command.rfind(std::string(kPrefix), 0) != 0) return fail(-EINVAL, "unknown lst command " + name);
+  for (const auto& [k, v] : req.args) {
+    if (k == "key") continue;
+    bool known = std::any_of(spec->options.begin(), spec->options.end(), [&](const auto& o) { return k == o.name; });
+    if (!known) return fail(-EINVAL, "lst " + name + " has no option --" + k);
+  }
+  const std::string* key_text = req.arg("key");
+  if (!key_text) return fail(-EINVAL, "LST_SESSION is not set: export LST_SESSION=$$ (any number names your session)");
+  auto key = number(*key_text, "LST_SESSION", 0, 0xFFFFFFFF);
+  if (!key) return fail(key.failure());
+  Failure bad{0, ""};
+
+  if (name == "new_session") {
+    auto timeout = seconds_of(req, "timeout", 300, &bad);
+    if (bad.code) return fail(bad);
+    std::string sname = one_name(req, "");
+    if (sname.empty()) sname = "lst-" + std::to_string(*key);
+    if (Status s = c.new_session(sname, *key, timeout, req.flag("force")); !s) return fail(s.failure());
+  }
+  if (name == "new_session" || name == "show_session") {
+    auto s = c.session(*key);
+    if (!s) return fail(s.failure());
+    YAML::Node n;
+    n["name"] = s->name;
+    n["id"] = std::to_string(s->sid.stamp) + "@" + Nid(s->sid.nid).to_string();
+    n["key"] = s->key;
+    n["timeout"] = static_cast<long>(s->timeout.count());
+    n["force"] = s->force;
+    n["features"] = s->feats;
+    n["nodes"] = s->nodes;
+    YAML::Node doc;
+    doc["session"] = n;
+    return ok(doc);
+  }
+  if (Status s = c.check_key(*key); !s) return fail(s.failure());
+  if (name == "end_session") {
+    if (Status s = c.end_session(*key); !s) return fail(s.failure());
+    YAML::Node doc;
+    doc["session"] = "ended";
+    return ok(doc);
+  }
+  if (name == "add_group") {
+    const auto& args = values(req, "args");
+    if (args.size() < 2) return fail(-EINVAL, "usage: lst add_group NAME NODES...");
+    std::vector<ProcessId> ids;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      auto more = parse_ids(args[i]);
+      if (!more) return fail(more.failure());
+      ids.insert(ids.end(), more->begin(), more->end());
+      if (ids.size() > kMaxIds) return fail(-E2BIG, "more than 4096 nodes in one add_group");
+    }
+    return group_result(c, args[0], c.add_group(args[0], ids));
+  }
+  if (name == "update_group") {
+    std::string g = one_name(req, "");
+    if (g.empty()) return fail(-EINVAL, "usage: lst update_group NAME --refresh|--clean STATE|--remove NODES");
+    int how = (req.flag("refresh") ? 1 : 0) + (req.arg("clean") ? 1 : 0) + (req.arg("remove") ? 1 : 0);
+    if (how != 1) return fail(-EINVAL, "give one of --refresh, --clean STATE, --remove NODES");
+    if (req.flag("refresh")) return group_result(c, g, c.refresh_group(g));
+    if (const std::string* st = req.arg("clean")) {
+      auto s = state_named(*st);
+      if (!s) return fail(s.failure());
+      if (Status r = c.clean_group(g, *s); !r) return fail(r.failure());
+    } else {
+      auto ids = parse_ids(*req.arg("remove"));
+      if (!ids) return fail(ids.failure());
+      if (Status r = c.remove_nodes(g, *ids); !r) return fail(r.failure());
+    }
+    return group_result(c, g, c.group_nodes(g));
+  }
+  if (name == "list_group") {
+    std::vector<std::string> names = values(req, "name");
+    if (names.empty()) names = c.groups();
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& g : names) {
+      auto st = c.group_nodes(g);
+      if (!st) return fail(st.failure());
+      YAML::Node n;
+      n["name"] = g;
+      YAML::Node nodes(YAML::NodeType::Sequence);
+      for (const auto& s : *st) nodes.push_back(node_yaml(s.id, s.state));
+      n["nodes"] = nodes;
+      list.push_back(n);
+    }
+    YAML::Node doc;
+    doc["groups"] = list;
+    return ok(doc);
+  }
+  if (name == "del_group") {
+    std::string g = one_name(req, "");
+    if (g.empty()) return fail(-EINVAL, "usage: lst del_group NAME");
+    if (Status s = c.del_group(g); !s) return fail(s.failure());
+    YAML::Node doc;
+    doc["deleted"] = g;
+    return ok(doc);
+  }
+  if (name == "add_batch") {
+    std::string b = one_name(req, "");
+    if (b.empty()) return fail(-EINVAL, "usage: lst add_batch NAME");
+    if (Status s = c.add_batch(b); !s) return fail(s.failure());
+    YAML::Node doc;
+    doc["batch"] = b;
+    return ok(doc);
+  }
+  if (name == "add_test") {
+    auto t = test_spec(req);
+    if (!t) return fail(t.failure());
+    std::string b = value_or(req, "batch", "batch");
+    std::vector<NodeReply> failed;
+    auto idx = c.add_test(b, *t, &failed);
+    if (!idx) {
+      std::string text = idx.message();
+      for (const auto& f : failed)
+        text += "\n  " + shown(f.id) + ": " +
+                (f.rc ? errno_string(f.rc) : "refused with status " + std::to_string(f.status));
+      return fail(idx.code(), text);
+    }
+    YAML::Node doc;
+    doc["test"]["batch"] = b;
+    doc["test"]["index"] = *idx;
+    return ok(doc);
+  }
+  auto batch_nodes = [&](const std::string& b, const Result<std::vector<NodeReply>>& rs, const char* field) {
+    if (!rs) return fail(rs.failure());
+    YAML::Node n;
+    n["name"] = b;
+    YAML::Node nodes(YAML::NodeType::Sequence);
+    for (const auto& r : *rs) {
+      YAML::Node x = reply_yaml(c, r);
+      if (field && r.rc == 0) x[field] = std::get<BatchReply>(r.msg.body).active;
+      nodes.push_back(x);
+    }
+    n["nodes"] = nodes;
+    YAML::Node doc;
+    doc["batch"] = n;
+    return ok(doc);
+  };
+  if (name == "run") {
+    auto timeout = seconds_of(req, "timeout", 0, &bad);
+    if (bad.code) return fail(bad);
+    std::string b = one_name(req, "batch");
+    return batch_nodes(b, c.run_batch(b, timeout), nullptr);
+  }
+  if (name == "stop") {
+    std::string b = one_name(req, "batch");
+    return batch_nodes(b, c.stop_batch(b, req.flag("force")), nullptr);
+  }
+  if (name == "query") {
+    auto timeout = seconds_of(req, "timeout", 5, &bad);
+    std::uint32_t test = 0;
+    if (const std::string* v = req.arg("test")) {
+      auto n = number(*v, "--test", 1, 1u << 20);
+      if (!n) return fail(n.failure());
+      test = *n;
+    }
+    if (bad.code) return fail(bad);
+    std::string b = one_name(req, "batch");
+    return batch_nodes(b, c.query_batch(b, test, req.flag("server"), timeout), "active");
+  }
+  if (name == "list_batch") {
+    std::vector<std::string> names = values(req, "name");
+    bool one = !names.empty();
+    if (!one) names = c.batches();
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& b : names) {
+      auto tests = c.batch_tests(b);
+      if (!tests) return fail(tests.failure());
+      YAML::Node n;
+      n["name"] = b;
+      YAML::Node ts(YAML::NodeType::Sequence);
+      for (const auto& t : *tests) {
+        YAML::Node x;
+        x["index"] = t.index;
+        x["type"] = t.spec.service == Service::Ping ? "ping" : "brw";
+        x["loop"] = t.spec.loop == kLoopForever ? -1L : static_cast<long>(t.spec.loop);
+        x["concurrency"] = t.spec.concurrency;
+        x["distribute"] = std::to_string(t.spec.dist) + ":" + std::to_string(t.spec.span);
+        x["from"] = t.spec.from;
+        x["to"] = t.spec.to;
+        if (t.spec.service == Service::Brw) {
+          x["op"] = t.spec.op == BrwOp::Read ? "read" : "write";
+          x["size"] = t.spec.size;
+          const char* chk[] = {"none", "none", "simple", "full", "discard"};
+          x["check"] = chk[static_cast<unsigned>(t.spec.check)];
+          x["off"] = t.spec.offset;
+        }
+        YAML::Node cl(YAML::NodeType::Sequence), sv(YAML::NodeType::Sequence);
+        for (const auto& id : t.clients) cl.push_back(node_yaml(id, c.state(id)));
+        for (const auto& id : t.servers) sv.push_back(node_yaml(id, c.state(id)));
+        x["clients"] = cl;
+        x["servers"] = sv;
+        ts.push_back(x);
+      }
+      n["tests"] = ts;
+      list.push_back(n);
+    }
+    YAML::Node doc;
+    doc["batches"] = list;
+    return ok(doc);
+  }
+  if (name == "ping" || name == "stat" || name == "show_error") {
+    auto timeout = seconds_of(req, "timeout", 5, &bad);
+    if (bad.code) return fail(bad);
+    std::vector<std::pair<std::string, std::vector<ProcessId>>> sets;
+    if (name == "ping") {
+      std::vector<ProcessId> ids;
+      if (const std::string* g = req.arg("group")) {
+        auto r = c.resolve({*g}, {});
+        if (!r) return fail(r.failure());
+        ids = *r;
+      } else if (const std::string* b = req.arg("batch")) {
+        auto tests = c.batch_tests(*b);
+        if (!tests) return fail(tests.failure());
+        for (const auto& t : *tests)
+          for (const auto& id : req.flag("server") ? t.servers : t.clients)
+            if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+      } else if (const std::string* n = req.arg("nodes")) {
+        auto r = parse_ids(*n);
+        if (!r) return fail(r.failure());
+        ids = *r;
+      } else {
+        auto r = c.resolve(c.groups(), {});
+        if (!r) return fail(r.failure());
+        ids = *r;
+      }
+      sets.emplace_back("", ids);
+    } else {
+      auto t = targets(c, values(req, "args"));
+      if (!t) return fail(t.failure());
+      sets = *t;
+    }
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& [label, ids] : sets) {
+      auto rs = name == "ping" ? c.ping(ids, timeout) : c.stat(ids, timeout);
+      YAML::Node g;
+      g["name"] = label;
+      YAML::Node nodes(YAML::NodeType::Sequence);
+      for (const auto& r : rs) {
+        YAML::Node x = reply_yaml(c, r);
+        if (r.rc == 0 && name == "ping") x["session"] = std::get<DebugReply>(r.msg.body).name;
+        if (r.rc == 0 && name != "ping") x["counters"] = counters_yaml(std::get<StatReply>(r.msg.body));
+        nodes.push_back(x);
+      }
+      g["nodes"] = nodes;
+      list.push_back(g);
+    }
+    YAML::Node doc;
+    doc["groups"] = list;
+    return ok(doc);
+  }
+  return fail(-EINVAL, "unknown lst command " + name);
+}
+
+}  // namespace lnet::selftest::lst

@@ -1,0 +1,171 @@
+// lst's two halves joined in one process over the test fabric: command lines parsed,
+// run on a console, printed as lst prints them; node lists; bad arguments refused with
+// a message naming them.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include <selftest/framework.hpp>
+#include <selftest/lst.hpp>
+#include <selftest/services.hpp>
+
+#include "support/fabric.hpp"
+
+namespace lnet::selftest {
+namespace {
+
+using namespace std::chrono_literals;
+
+Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
+
+TEST(LstIds, NodeListsExpandInOrderWithTheirPid) {
+  auto ids = lst::parse_ids("10.0.[1-2].[7,9]@tcp1");
+  ASSERT_TRUE(ids) << ids.message();
+  ASSERT_EQ(ids->size(), 4u);
+  EXPECT_EQ((*ids)[0].nid.to_string(), "10.0.1.7@tcp1");
+  EXPECT_EQ((*ids)[1].nid.to_string(), "10.0.1.9@tcp1") << "the last bracket varies fastest";
+  EXPECT_EQ((*ids)[3].nid.to_string(), "10.0.2.9@tcp1");
+  EXPECT_EQ((*ids)[0].pid, kPidLustre);
+  auto user = lst::parse_ids("U42-[0-3/2]@gni");
+  ASSERT_TRUE(user) << user.message();
+  ASSERT_EQ(user->size(), 2u);
+  EXPECT_EQ((*user)[1].pid, 42u | kPidUserFlag);
+  EXPECT_EQ((*user)[1].nid, gni(2));
+  auto pid = lst::parse_ids("777-10.1.1.1@tcp");
+  ASSERT_TRUE(pid);
+  EXPECT_EQ((*pid)[0].pid, 777u);
+  for (const char* bad : {"*@tcp", "10.0.0.*@tcp", "[1-5000]@gni", "tcp", "10.0.0.1@nonet", "x-10.0.0.1@tcp", ""}) {
+    auto r = lst::parse_ids(bad);
+    EXPECT_FALSE(r) << bad;
+  }
+}
+
+struct Node {
+  explicit Node(std::uint32_t addr) {
+    lnet = Instance::create(test::fabric_config({addr}), kPidLustre).value();
+    rpc = std::make_unique<RpcNode>(*lnet, 5s);
+    fw = std::make_unique<Framework>(*rpc);
+    services = std::make_unique<TestServices>(*rpc);
+    EXPECT_TRUE(fw->start(8));
+    EXPECT_TRUE(services->start(16));
+  }
+  ~Node() {
+    fw.reset();
+    services.reset();
+    rpc.reset();
+    lnet.reset();
+  }
+  std::unique_ptr<Instance> lnet;
+  std::unique_ptr<RpcNode> rpc;
+  std::unique_ptr<Framework> fw;
+  std::unique_ptr<TestServices> services;
+};
+
+class LstRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    me = std::make_unique<Node>(1);
+    other = std::make_unique<Node>(2);
+    console = std::make_unique<Console>(*me->rpc, gni(1));
+  }
+  void TearDown() override {
+    console.reset();
+    other.reset();
+    me.reset();
+  }
+  // Runs an lst command line; its output and errors land in out / err.
+  int lst(std::vector<std::string> argv, std::optional<std::uint32_t> key = 9) {
+    std::FILE* o = std::tmpfile();
+    std::FILE* e = std::tmpfile();
+    int rc = lst::run(argv, [&](const dlc::Request& r) { return lst::execute(*console, r); }, key, {o, e});
+    out = slurp(o);
+    err = slurp(e);
+    return rc;
+  }
+  static std::string slurp(std::FILE* f) {
+    std::rewind(f);
+    std::string s;
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  }
+  std::unique_ptr<Node> me, other;
+  std::unique_ptr<Console> console;
+  std::string out, err;
+};
+
+TEST_F(LstRun, AScriptAsUsersWriteIt) {
+  ASSERT_EQ(lst({"new_session", "--timeout", "100", "demo"}), 0) << err;
+  EXPECT_EQ(out, "SESSION: demo FEATURES: 1 TIMEOUT: 100 FORCE: No\n");
+  ASSERT_EQ(lst({"add_group", "c", "1@gni"}), 0) << err << out;
+  ASSERT_EQ(lst({"add_group", "s", "2@gni"}), 0) << err << out;
+  ASSERT_EQ(lst({"list_group"}), 0);
+  EXPECT_EQ(out, "1) c\n2) s\nTotal 2 groups\n");
+  ASSERT_EQ(lst({"add_test", "--loop", "10", "--concurrency", "2", "--from", "c", "--to", "s", "brw", "write",
+                 "size=64k", "check=full"}),
+            0)
+      << err;
+  ASSERT_EQ(lst({"add_test", "--loop", "-1", "--from", "c", "--to", "s", "ping"}), 0) << err;
+  ASSERT_EQ(lst({"list_batch", "batch"}), 0);
+  EXPECT_NE(out.find("Test 1(brw) (loop: 10, concurrency: 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("Test 2(ping) (loop: -1"), std::string::npos) << out;
+  ASSERT_EQ(lst({"run"}), 0) << err;
+  EXPECT_EQ(out, "batch is running now\n");
+  ASSERT_EQ(lst({"query", "batch"}), 0);
+  EXPECT_NE(out.find("Batch is running: 1 running"), std::string::npos) << out;
+  ASSERT_EQ(lst({"stat", "--count", "1", "--delay", "1", "c"}), 0) << err;
+  EXPECT_NE(out.find("[LNet Rates of c]\n[R] Avg: "), std::string::npos) << out;
+  EXPECT_NE(out.find("[LNet Bandwidth of c]\n[R] Avg: "), std::string::npos) << out;
+  ASSERT_EQ(lst({"stat", "--count", "1", "--delay", "1", "--bw", "--write", "--avg", "--mbs", "c"}), 0) << err;
+  EXPECT_EQ(out.find("Rates"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[R]"), std::string::npos) << out;
+  EXPECT_NE(out.find("[W] Avg: "), std::string::npos) << out;
+  EXPECT_NE(out.find("MB/s\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Min"), std::string::npos) << out;
+  ASSERT_EQ(lst({"stop", "batch"}), 0);
+  ASSERT_EQ(lst({"show_error", "c", "s"}), 0);
+  EXPECT_NE(out.find("Total 0 error nodes in c"), std::string::npos) << out;
+  ASSERT_EQ(lst({"ping", "--nodes", "2@gni"}), 0);
+  EXPECT_NE(out.find("2@gni: Active [session: demo]"), std::string::npos) << out;
+  ASSERT_EQ(lst({"show_session"}), 0);
+  EXPECT_NE(out.find("demo ID: "), std::string::npos) << out;
+  EXPECT_NE(out.find("KEY: 9 FEATURES: 1 NODES: 2"), std::string::npos) << out;
+  ASSERT_EQ(lst({"end_session"}), 0) << err;
+  EXPECT_FALSE(other->fw->session());
+}
+
+TEST_F(LstRun, BadArgumentsAreNamedAndFail) {
+  EXPECT_NE(lst({"new_session", "x"}, std::nullopt), 0);
+  EXPECT_NE(err.find("LST_SESSION"), std::string::npos) << err;
+  EXPECT_NE(lst({"no_such_command"}), 0);
+  EXPECT_NE(err.find("no_such_command"), std::string::npos) << err;
+  ASSERT_EQ(lst({"new_session", "x"}), 0);
+  EXPECT_NE(lst({"new_session", "--bogus"}), 0);
+  EXPECT_NE(err.find("bogus"), std::string::npos) << err;
+  EXPECT_NE(lst({"new_session", "--timeout", "ten", "y"}), 0);
+  EXPECT_NE(err.find("ten"), std::string::npos) << err;
+  EXPECT_NE(lst({"add_group", "g", "1@gni", "10.0.0.*@tcp"}), 0);
+  EXPECT_NE(err.find("'*'"), std::string::npos) << err;
+  ASSERT_EQ(lst({"add_group", "g", "1@gni"}), 0);
+  for (auto [arg, named] : std::vector<std::pair<std::string, std::string>>{
+           {"size=2m", "size"}, {"check=most", "most"}, {"off=3", "off"}, {"sideways", "sideways"}}) {
+    EXPECT_NE(lst({"add_test", "--from", "g", "--to", "g", "brw", arg}), 0) << arg;
+    EXPECT_NE(err.find(named), std::string::npos) << err;
+  }
+  EXPECT_NE(lst({"add_test", "--concurrency", "2000", "--from", "g", "--to", "g", "ping"}), 0);
+  EXPECT_NE(err.find("2000"), std::string::npos) << err;
+  EXPECT_NE(lst({"add_test", "--distribute", "1:x", "--from", "g", "--to", "g", "ping"}), 0);
+  EXPECT_NE(err.find("1:x"), std::string::npos) << err;
+  EXPECT_NE(lst({"add_test", "--from", "g", "--to", "nogroup", "ping"}), 0);
+  EXPECT_NE(err.find("nogroup"), std::string::npos) << err;
+  EXPECT_NE(lst({"run", "nobatch"}), 0);
+  EXPECT_NE(err.find("nobatch"), std::string::npos) << err;
+  EXPECT_NE(lst({"update_group", "g", "--clean", "sleepy"}), 0);
+  EXPECT_NE(err.find("sleepy"), std::string::npos) << err;
+  EXPECT_NE(lst({"show_session"}, 10), 0) << "another key";
+  EXPECT_NE(err.find("LST_SESSION=9"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace lnet::selftest
