@@ -20,6 +20,7 @@ namespace lnet::selftest::lst {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kIdle = -1;  // print(): a query found the batch idle
 
 template <typename T>
 T get(const YAML::Node& n, const char* key, T dflt = T()) {
@@ -110,7 +111,7 @@ YAML::Node column_yaml(const Column& c) {
 }
 
 void print_stat(std::FILE* out, const StatView& v, const std::string& group, const GroupRates& g, std::size_t failed,
-                double t, bool header, YAML::Node* yaml) {
+                double t, bool header, YAML::Node* yaml, const YAML::Node& raw) {
   const char* unit = v.mbs ? "MB/s" : "MiB/s";
   switch (v.form) {
     case StatView::Form::Text:
@@ -146,6 +147,20 @@ void print_stat(std::FILE* out, const StatView& v, const std::string& group, con
       n["bandwidth"]["unit"] = unit;
       n["bandwidth"]["recv"] = column_yaml(g.recv_bw);
       n["bandwidth"]["send"] = column_yaml(g.send_bw);
+      // Each node's own counters, as they stand (the RPC layer's and the tests' errors).
+      YAML::Node nodes(YAML::NodeType::Sequence);
+      for (const auto& node : raw) {
+        YAML::Node x;
+        x["id"] = node["id"];
+        x["state"] = node["state"];
+        if (const YAML::Node c = node["counters"]) {
+          for (const char* k : {"rpcs_sent", "rpcs_rcvd", "rpc_errors", "rpcs_dropped", "rpcs_expired", "brw_errors",
+                                "ping_errors", "bulk_get", "bulk_put", "send_count", "recv_count"})
+            x[k] = c[k];
+        }
+        nodes.push_back(x);
+      }
+      n["node_counters"] = nodes;
       (*yaml)["groups"].push_back(n);
       break;
     }
@@ -191,7 +206,7 @@ int stat(const dlc::Request& req, const Exec& exec, Io io) {
         if (nr) rates.push_back(*nr);
       }
       if (round == 0) continue;  // the first round is the baseline
-      print_stat(io.out, v, name, group_rates(rates), failed, t, header, &yaml);
+      print_stat(io.out, v, name, group_rates(rates), failed, t, header, &yaml, g["nodes"]);
       header = false;
     }
     if (round > 0 && v.form == StatView::Form::Yaml) {
@@ -307,7 +322,7 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
     }
     std::fprintf(out, "Batch is %s: %d running, %d idle, %d not answering\n", running ? "running" : "idle", running,
                  idle, down);
-    return 0;
+    return running ? 0 : kIdle;
   }
   if (cmd == "list_batch") {
     bool named = req.args.count("name") > 0;
@@ -456,7 +471,9 @@ int run(const std::vector<std::string>& argv, const Exec& exec, std::optional<st
       std::fprintf(io.err, "lst %s: unreadable answer: %s\n", spec->name, e.what());
       return 1;
     }
-    if (int rc = print(spec->name, req, doc, io); rc != 0) return rc;
+    int rc = print(spec->name, req, doc, io);
+    if (rc == kIdle) break;  // query --loop: asked until the batch is idle
+    if (rc != 0) return rc;
   }
   return 0;
 }

@@ -80,7 +80,7 @@ const std::vector<dlc::CommandSpec> kCommands = {
      {{"test", 0, K::Value, "only this test (1-based)"},
       {"server", 0, K::Flag, "ask the servers"},
       {"timeout", 0, K::Value, "seconds to wait for the nodes (default 5)"},
-      {"loop", 0, K::Value, "ask this many times"},
+      {"loop", 0, K::Value, "ask this many times, or until the batch is idle"},
       {"delay", 0, K::Value, "seconds between two asks (default 5)"},
       {"all", 0, K::Flag, "list every node"},
       {"name", 0, K::Positional, "batch (default: batch)"}}},
@@ -242,7 +242,8 @@ std::chrono::seconds seconds_of(const dlc::Request& r, const char* name, std::ui
 
 // Arguments that are group names or node lists, resolved to (label, nodes) in order.
 Result<std::vector<std::pair<std::string, std::vector<ProcessId>>>> targets(Console& c,
-                                                                            const std::vector<std::string>& args) {
+                                                                            const std::vector<std::string>& args,
+                                                                            const PidDefault& dflt) {
   std::vector<std::pair<std::string, std::vector<ProcessId>>> out;
   auto groups = c.groups();
   for (const auto& a : args) {
@@ -252,7 +253,7 @@ Result<std::vector<std::pair<std::string, std::vector<ProcessId>>>> targets(Cons
       out.emplace_back(a, *ids);
       continue;
     }
-    auto ids = parse_ids(a);
+    auto ids = parse_ids(a, dflt);
     if (!ids) return Failure{ids.code(), "'" + a + "' is neither a group nor a node list: " + ids.message()};
     out.emplace_back(a, *ids);
   }
@@ -364,8 +365,8 @@ const dlc::CommandSpec* find(std::string_view name) {
   return nullptr;
 }
 
-Result<std::vector<ProcessId>> parse_ids(std::string_view text) {
-  Pid pid = kPidLustre;
+Result<std::vector<ProcessId>> parse_ids(std::string_view text, const PidDefault& dflt) {
+  std::optional<Pid> pid;
   std::string_view nid = text;
   // A pid prefix: digits (or U and digits) and a '-' before any '.', '[' or '@'.
   auto dash = text.find('-');
@@ -387,11 +388,12 @@ Result<std::vector<ProcessId>> parse_ids(std::string_view text) {
   auto nids = expand(*pat);
   if (!nids) return nids.failure();
   std::vector<ProcessId> out;
-  for (Nid n : *nids) out.push_back(ProcessId{n, pid});
+  for (Nid n : *nids)
+    out.push_back(ProcessId{n, pid ? *pid : dflt.job_net && n.net() == *dflt.job_net ? dflt.job_pid : kPidLustre});
   return out;
 }
 
-dlc::Response execute(Console& c, const dlc::Request& req) {
+dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dflt) {
   std::string name = req.command.substr(req.command.rfind(' ') + 1);
   const dlc::CommandSpec* spec = find(name);
   if (!spec || req.command.rfind(std::string(kPrefix), 0) != 0) return fail(-EINVAL, "unknown lst command " + name);
@@ -440,7 +442,7 @@ dlc::Response execute(Console& c, const dlc::Request& req) {
     if (args.size() < 2) return fail(-EINVAL, "usage: lst add_group NAME NODES...");
     std::vector<ProcessId> ids;
     for (std::size_t i = 1; i < args.size(); ++i) {
-      auto more = parse_ids(args[i]);
+      auto more = parse_ids(args[i], dflt);
       if (!more) return fail(more.failure());
       ids.insert(ids.end(), more->begin(), more->end());
       if (ids.size() > kMaxIds) return fail(-E2BIG, "more than 4096 nodes in one add_group");
@@ -458,7 +460,7 @@ dlc::Response execute(Console& c, const dlc::Request& req) {
       if (!s) return fail(s.failure());
       if (Status r = c.clean_group(g, *s); !r) return fail(r.failure());
     } else {
-      auto ids = parse_ids(*req.arg("remove"));
+      auto ids = parse_ids(*req.arg("remove"), dflt);
       if (!ids) return fail(ids.failure());
       if (Status r = c.remove_nodes(g, *ids); !r) return fail(r.failure());
     }
@@ -611,7 +613,7 @@ dlc::Response execute(Console& c, const dlc::Request& req) {
           for (const auto& id : req.flag("server") ? t.servers : t.clients)
             if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
       } else if (const std::string* n = req.arg("nodes")) {
-        auto r = parse_ids(*n);
+        auto r = parse_ids(*n, dflt);
         if (!r) return fail(r.failure());
         ids = *r;
       } else {
@@ -621,7 +623,7 @@ dlc::Response execute(Console& c, const dlc::Request& req) {
       }
       sets.emplace_back("", ids);
     } else {
-      auto t = targets(c, values(req, "args"));
+      auto t = targets(c, values(req, "args"), dflt);
       if (!t) return fail(t.failure());
       sets = *t;
     }

@@ -25,12 +25,17 @@ const dlc::CommandSpec* find(std::string_view name);
 inline constexpr std::string_view kPrefix = "lst ";
 
 // Node lists as lst takes them: NIDs and NID ranges ("192.168.0.[1-4]@tcp",
-// "[0-7]@mpi"), each optionally with a pid ("12345-10.0.0.1@tcp", "U42-[0-3]@mpi");
-// pid 12345 when none is given.
-Result<std::vector<ProcessId>> parse_ids(std::string_view text);
+// "[0-7]@mpi"), each optionally with a pid ("12345-10.0.0.1@tcp", "U42-[0-3]@mpi").
+// Without one, a NID on `job_net` gets `job_pid` (an MPI job's processes), any other
+// pid 12345.
+struct PidDefault {
+  std::optional<NetId> job_net;
+  Pid job_pid = kPidLustre;
+};
+Result<std::vector<ProcessId>> parse_ids(std::string_view text, const PidDefault& dflt = {});
 
 // The console's half: runs `req` (command "lst NAME") on `console`.
-dlc::Response execute(Console& console, const dlc::Request& req);
+dlc::Response execute(Console& console, const dlc::Request& req, const PidDefault& dflt = {});
 
 // The user's half. `argv` is the command and its options ("stat", "--count", "2",
 // "clients"); `key` is LST_SESSION. Returns the exit status.
