@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev clang-format                          # libFuzzer, thread-safety analysis, format check
   openmpi-bin libopenmpi-dev                                     # MPI LND (default MPI)
   mpich libmpich-dev                                             # MPI LND built against MPICH too
+  gnuplot-nox                                                    # lst-plot (self-test plots)
 )
 
 missing=()

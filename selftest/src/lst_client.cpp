@@ -377,8 +377,12 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
         }
         const YAML::Node c = n["counters"];
         auto brw = get<std::uint32_t>(c, "brw_errors"), ping = get<std::uint32_t>(c, "ping_errors");
-        auto rpc = get<std::uint32_t>(c, "rpc_errors"), dropped = get<std::uint32_t>(c, "rpcs_dropped"),
-             expired = get<std::uint32_t>(c, "rpcs_expired");
+        // --session: the tests' errors of this session only, not the RPC layer's (which
+        // count since the node started).
+        bool all = !req.flag("session");
+        auto rpc = all ? get<std::uint32_t>(c, "rpc_errors") : 0,
+             dropped = all ? get<std::uint32_t>(c, "rpcs_dropped") : 0,
+             expired = all ? get<std::uint32_t>(c, "rpcs_expired") : 0;
         if (get<std::uint32_t>(n, "status") != 0) {
           ++errs;
           std::fprintf(out, "\t%s: not in this session (%s)\n", id.c_str(), get<std::string>(n, "state").c_str());

@@ -113,7 +113,8 @@ const std::vector<dlc::CommandSpec> kCommands = {
     {"show_error",
      "the test errors of groups or nodes",
      false,
-     {{"session", 0, K::Flag, "the errors of this session only"}, {"args", 0, K::Positional, "GROUPS or NODES"}}},
+     {{"session", 0, K::Flag, "the tests' errors of this session only (not the RPC layer's)"},
+      {"args", 0, K::Positional, "GROUPS or NODES"}}},
 };
 
 dlc::Response fail(int rc, const std::string& what) { return {rc, what + "\n"}; }

@@ -9,7 +9,26 @@ namespace {
 
 std::uint64_t swap64(std::uint64_t v) { return __builtin_bswap64(v); }
 
+constexpr std::size_t kPoolKeep = 64;  // free buffers kept (64 MiB at most)
+
 }  // namespace
+
+std::shared_ptr<std::uint8_t> TestServices::buffer() {
+  std::unique_ptr<std::uint8_t[]> b;
+  {
+    std::lock_guard g(pool_->mu);
+    if (!pool_->free.empty()) {
+      b = std::move(pool_->free.back());
+      pool_->free.pop_back();
+    }
+  }
+  if (!b) b = std::make_unique_for_overwrite<std::uint8_t[]>(kMaxPayload);
+  return std::shared_ptr<std::uint8_t>(b.release(), [pool = pool_](std::uint8_t* p) {
+    std::unique_ptr<std::uint8_t[]> back(p);
+    std::lock_guard g(pool->mu);
+    if (pool->free.size() < kPoolKeep) pool->free.push_back(std::move(back));
+  });
+}
 
 Status TestServices::start(unsigned buffers) {
   if (Status s = rpc_.serve(Service::Ping, buffers, [this](const auto& r, auto resp) { ping(r, resp); }); !s) return s;
@@ -45,18 +64,19 @@ void TestServices::brw(const RpcNode::Request& r, const std::shared_ptr<RpcNode:
   bool write = q.rw == static_cast<std::uint32_t>(BrwOp::Write);
   auto check = static_cast<BrwCheck>(q.flags);
   // The server's bulk starts at offset 0 of its first page: the request carries none.
-  auto buf = std::make_shared<std::vector<std::uint8_t>>(q.len);
-  brw_fill(*buf, 0, check, write ? kBrwPoison : kBrwMagic);
+  auto mem = buffer();
+  std::span<std::uint8_t> buf(mem.get(), q.len);
+  brw_fill(buf, 0, check, write ? kBrwPoison : kBrwMagic);
   std::uint32_t feats = r.msg.feats;
   bool swapped = r.msg.swapped;
-  resp->bulk(*buf, !write, [this, buf, resp, write, check, feats, swapped](int status) {
+  resp->bulk(buf, !write, [this, mem, buf, resp, write, check, feats, swapped](int status) {
     if (status != 0) {  // the bulk failed: no reply (the kernel drops the RPC)
       brw_errors_.fetch_add(1);
       resp->drop();
       return;
     }
     // The client wrote the pattern in its byte order.
-    if (write && !brw_check(*buf, 0, check, swapped ? swap64(kBrwMagic) : kBrwMagic)) {
+    if (write && !brw_check(buf, 0, check, swapped ? swap64(kBrwMagic) : kBrwMagic)) {
       brw_errors_.fetch_add(1);
       resp->reply(Message{kMsgVersion, feats, BrwReply{kStatusEbadmsg}});
       return;

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include <selftest/rpc.hpp>
 
@@ -12,7 +15,7 @@ namespace lnet::selftest {
 
 class TestServices {
  public:
-  explicit TestServices(RpcNode& rpc) : rpc_(rpc) {}
+  explicit TestServices(RpcNode& rpc) : rpc_(rpc), pool_(std::make_shared<Pool>()) {}
   // Serves ping and brw with `buffers` request buffers each.
   Status start(unsigned buffers = 64);
 
@@ -24,7 +27,16 @@ class TestServices {
   void ping(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp);
   void brw(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp);
 
+  // Bulk buffers of kMaxPayload bytes, kept for the next RPC (neither allocated nor
+  // cleared per RPC). Shared with the RPCs in flight, which may outlive the services.
+  struct Pool {
+    std::mutex mu;
+    std::vector<std::unique_ptr<std::uint8_t[]>> free;
+  };
+  std::shared_ptr<std::uint8_t> buffer();
+
   RpcNode& rpc_;
+  std::shared_ptr<Pool> pool_;
   std::atomic<std::uint32_t> ping_errors_{0}, brw_errors_{0};
 };
 
