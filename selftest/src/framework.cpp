@@ -220,12 +220,16 @@ Status Framework::start(unsigned buffers) {
     served_.push_back(s);
     return rpc_.serve(s, buffers, std::move(h));
   };
-  for (auto [s, f] : {std::pair{Service::MakeSession, &Framework::make_session},
-                      std::pair{Service::RemoveSession, &Framework::remove_session},
-                      std::pair{Service::Debug, &Framework::query}, std::pair{Service::QueryStat, &Framework::stat}})
-    if (Status st = serve(s, [this, f](const RpcNode::Request& r, Responder resp) { resp->reply((this->*f)(r.msg)); });
+  for (const auto& sf :
+       {std::pair{Service::MakeSession, &Framework::make_session},
+        std::pair{Service::RemoveSession, &Framework::remove_session}, std::pair{Service::Debug, &Framework::query},
+        std::pair{Service::QueryStat, &Framework::stat}}) {
+    auto answer = sf.second;  // (a structured binding cannot be captured before C++20's P1091 in clang 14)
+    if (Status st = serve(sf.first, [this, answer](const RpcNode::Request& r,
+                                                   Responder resp) { resp->reply((this->*answer)(r.msg)); });
         !st)
       return st;
+  }
   if (Status st = serve(Service::Batch,
                         [this](const RpcNode::Request& r, Responder resp) {
                           if (auto m = batch(r.msg))

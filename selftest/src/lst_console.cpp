@@ -398,7 +398,8 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
   std::string name = req.command.substr(req.command.rfind(' ') + 1);
   const dlc::CommandSpec* spec = find(name);
   if (!spec || req.command.rfind(std::string(kPrefix), 0) != 0) return fail(-EINVAL, "unknown lst command " + name);
-  for (const auto& [k, v] : req.args) {
+  for (const auto& arg : req.args) {
+    const std::string& k = arg.first;
     if (k == "key") continue;
     bool known = std::any_of(spec->options.begin(), spec->options.end(), [&](const auto& o) { return k == o.name; });
     if (!known) return fail(-EINVAL, "lst " + name + " has no option --" + k);
