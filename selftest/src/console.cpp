@@ -11,23 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-SessionId sid_of(const Body& b) {
-  return std::visit(
-      [](const auto& x) -> SessionId {
-        if constexpr (requires { x.sid; }) return x.sid;
-        return SessionId::invalid();
-      },
-      b);
-}
-std::uint32_t status_of(const Body& b) {
-  return std::visit(
-      [](const auto& x) -> std::uint32_t {
-        if constexpr (requires { x.status; }) return x.status;
-        return 0;
-      },
-      b);
-}
-
 std::pair<std::uint64_t, Pid> key_of(const ProcessId& id) { return {id.nid.value(), id.pid}; }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
@@ -55,12 +38,52 @@ Console::Console(RpcNode& rpc, Nid self) : rpc_(rpc), self_(self) {
 }
 
 Console::~Console() {
+  if (serving_join_) rpc_.unserve(Service::Join);
   {
     std::lock_guard g(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
   pinger_.join();
+}
+
+Status Console::serve_join(unsigned buffers) {
+  serving_join_ = true;
+  return rpc_.serve(
+      Service::Join, buffers,
+      [this](const RpcNode::Request& r, std::shared_ptr<RpcNode::Responder> resp) { resp->reply(join(r)); });
+}
+
+// A node asks to join a group: the kernel console's checks, in its order.
+Message Console::join(const RpcNode::Request& r) {
+  const auto& q = std::get<JoinReq>(r.msg.body);
+  std::lock_guard g(mu_);
+  JoinReply a;
+  Message m{kMsgVersion, session_ ? session_->info.feats : kFeatsMask, {}};
+  if (session_) {
+    a.sid = session_->info.sid;
+    a.timeout = static_cast<std::uint32_t>(session_->info.timeout.count());
+    a.session = session_->info.name;
+  }
+  auto answer = [&](std::uint32_t status) {
+    a.status = status;
+    m.body = a;
+    return m;
+  };
+  if (!session_) return answer(kStatusEsrch);
+  if (r.msg.feats != session_->info.feats) return answer(kStatusEproto);
+  if (!q.sid.is_invalid() && q.sid != session_->info.sid) return answer(kStatusEbusy);
+  if (q.group.empty()) return answer(kStatusEinval);
+  Group& grp = groups_[q.group];  // made if new
+  if (grp.tests) return answer(kStatusEbusy);
+  for (auto& n : grp.nodes)
+    if (n->id == r.peer) return answer(kStatusEexist);
+  auto n = node_locked(r.peer);
+  n->state = NodeState::Active;
+  n->timeout = session_->info.timeout;
+  n->last_reply = Clock::now();
+  grp.nodes.push_back(n);
+  return answer(0);
 }
 
 Message Console::header(Body b) const {
@@ -132,7 +155,7 @@ void Console::note_reply(const ProcessId& id, const NodeReply& r) {
     return;
   }
   n->last_reply = Clock::now();
-  SessionId sid = sid_of(r.msg.body);
+  SessionId sid = session_of(r.msg.body);
   if (sid.is_invalid())
     n->state = NodeState::Unknown;
   else if (session_ && sid == session_->info.sid)
@@ -537,91 +560,61 @@ Result<unsigned> Console::add_test(const std::string& batch, const TestSpec& t, 
   return static_cast<unsigned>(b->second.tests.size());
 }
 
+Result<Console::BatchNodes> Console::batch_nodes(const std::string& batch, unsigned test, bool servers) {
+  std::lock_guard g(mu_);
+  if (!session_) return Failure{-ESRCH, "no session"};
+  auto b = batches_.find(batch);
+  if (b == batches_.end()) return Failure{-ENOENT, "no batch '" + batch + "'"};
+  if (test > b->second.tests.size())
+    return Failure{-ENOENT, "batch '" + batch + "' has no test " + std::to_string(test)};
+  BatchNodes out{{}, session_->info, b->second.bid, b->second.tests.size()};
+  std::set<std::pair<std::uint64_t, Pid>> seen;
+  for (std::size_t i = 0; i < b->second.tests.size(); ++i) {
+    if (test != 0 && i + 1 != test) continue;
+    const Test& t = b->second.tests[i];
+    for (auto& id : servers ? t.servers : t.clients)
+      if (seen.insert(key_of(id)).second) out.nodes.push_back(id);
+  }
+  return out;
+}
+
+Result<std::vector<NodeReply>> Console::batch_op(const BatchNodes& bn, BatchOp op, std::uint32_t testidx,
+                                                 std::uint32_t arg, std::chrono::seconds timeout) {
+  return transact(
+      bn.nodes, Service::Batch,
+      [&](const ProcessId&, std::size_t) {
+        return Message{kMsgVersion, bn.info.feats,
+                       BatchReq{0, bn.info.sid, bn.bid, static_cast<std::uint32_t>(op), testidx, arg}};
+      },
+      timeout);
+}
+
 Result<std::vector<NodeReply>> Console::run_batch(const std::string& batch, std::chrono::seconds timeout) {
   std::lock_guard c(cmd_);
-  std::vector<ProcessId> clients;
-  SessionInfo info;
-  BatchId bid;
-  {
-    std::lock_guard g(mu_);
-    if (!session_) return Failure{-ESRCH, "no session"};
-    auto b = batches_.find(batch);
-    if (b == batches_.end()) return Failure{-ENOENT, "no batch '" + batch + "'"};
-    if (b->second.tests.empty()) return Failure{-EINVAL, "batch '" + batch + "' has no test (lst add_test)"};
-    std::set<std::pair<std::uint64_t, Pid>> seen;
-    for (auto& t : b->second.tests)
-      for (auto& id : t.clients)
-        if (seen.insert(key_of(id)).second) clients.push_back(id);
-    bid = b->second.bid;
-    info = session_->info;
-  }
-  if (auto down = not_active(clients); !down.empty()) return Failure{-ENETDOWN, "nodes not active: " + list_ids(down)};
-  return transact(
-      clients, Service::Batch,
-      [&](const ProcessId&, std::size_t) {
-        return Message{kMsgVersion, info.feats,
-                       BatchReq{0, info.sid, bid, static_cast<std::uint32_t>(BatchOp::Run), 0,
-                                static_cast<std::uint32_t>(timeout.count())}};
-      },
-      kTransTimeout);
+  auto bn = batch_nodes(batch, 0, false);
+  if (!bn) return bn.failure();
+  if (bn->tests == 0) return Failure{-EINVAL, "batch '" + batch + "' has no test (lst add_test)"};
+  if (auto down = not_active(bn->nodes); !down.empty())
+    return Failure{-ENETDOWN, "nodes not active: " + list_ids(down)};
+  // The node ignores the timeout RUN carries, as the kernel's does.
+  return batch_op(*bn, BatchOp::Run, 0, static_cast<std::uint32_t>(timeout.count()), kTransTimeout);
 }
 
 Result<std::vector<NodeReply>> Console::stop_batch(const std::string& batch, bool force) {
   std::lock_guard c(cmd_);
-  std::vector<ProcessId> clients;
-  SessionInfo info;
-  BatchId bid;
-  {
-    std::lock_guard g(mu_);
-    if (!session_) return Failure{-ESRCH, "no session"};
-    auto b = batches_.find(batch);
-    if (b == batches_.end()) return Failure{-ENOENT, "no batch '" + batch + "'"};
-    std::set<std::pair<std::uint64_t, Pid>> seen;
-    for (auto& t : b->second.tests)
-      for (auto& id : t.clients)
-        if (seen.insert(key_of(id)).second && node_locked(id)->state == NodeState::Active) clients.push_back(id);
-    bid = b->second.bid;
-    info = session_->info;
-  }
-  return transact(
-      clients, Service::Batch,
-      [&](const ProcessId&, std::size_t) {
-        return Message{kMsgVersion, info.feats,
-                       BatchReq{0, info.sid, bid, static_cast<std::uint32_t>(BatchOp::Stop), 0, force ? 1u : 0u}};
-      },
-      kTransTimeout);
+  auto bn = batch_nodes(batch, 0, false);
+  if (!bn) return bn.failure();
+  auto down = not_active(bn->nodes);  // skipped: they run nothing of this session
+  std::erase_if(bn->nodes, [&](const ProcessId& id) { return std::find(down.begin(), down.end(), id) != down.end(); });
+  return batch_op(*bn, BatchOp::Stop, 0, force ? 1u : 0u, kTransTimeout);
 }
 
 Result<std::vector<NodeReply>> Console::query_batch(const std::string& batch, unsigned test, bool server,
                                                     std::chrono::seconds timeout) {
   std::lock_guard c(cmd_);
-  std::vector<ProcessId> nodes;
-  SessionInfo info;
-  BatchId bid;
-  {
-    std::lock_guard g(mu_);
-    if (!session_) return Failure{-ESRCH, "no session"};
-    auto b = batches_.find(batch);
-    if (b == batches_.end()) return Failure{-ENOENT, "no batch '" + batch + "'"};
-    if (test > b->second.tests.size())
-      return Failure{-ENOENT, "batch '" + batch + "' has no test " + std::to_string(test)};
-    std::set<std::pair<std::uint64_t, Pid>> seen;
-    for (std::size_t i = 0; i < b->second.tests.size(); ++i) {
-      if (test != 0 && i + 1 != test) continue;
-      const Test& t = b->second.tests[i];
-      for (auto& id : server ? t.servers : t.clients)
-        if (seen.insert(key_of(id)).second) nodes.push_back(id);
-    }
-    bid = b->second.bid;
-    info = session_->info;
-  }
-  return transact(
-      nodes, Service::Batch,
-      [&](const ProcessId&, std::size_t) {
-        return Message{kMsgVersion, info.feats,
-                       BatchReq{0, info.sid, bid, static_cast<std::uint32_t>(BatchOp::Query), test, 0}};
-      },
-      timeout);
+  auto bn = batch_nodes(batch, test, server);
+  if (!bn) return bn.failure();
+  return batch_op(*bn, BatchOp::Query, test, 0, timeout);
 }
 
 // ---------------------------------------------------------------- watching

@@ -2,21 +2,13 @@
 
 #include <cerrno>
 #include <ctime>
+#include <future>
 #include <new>
 
 #include <selftest/brw.hpp>
 
 namespace lnet::selftest {
 namespace {
-
-SessionId sid_of(const Body& b) {
-  return std::visit(
-      [](const auto& x) -> SessionId {
-        if constexpr (requires { x.sid; }) return x.sid;
-        return SessionId::invalid();
-      },
-      b);
-}
 
 LnetCounters lnet_counters(const Counters& c) {
   LnetCounters l;
@@ -335,7 +327,7 @@ Message Framework::query(const Message& req) {
 }
 
 Message Framework::stat(const Message& req) {
-  SessionId sid = sid_of(req.body);
+  SessionId sid = session_of(req.body);
   Ended ended;
   std::lock_guard g(mu_);
   auto now = Clock::now();
@@ -517,6 +509,34 @@ void Framework::add_test(const RpcNode::Request& r, const std::shared_ptr<RpcNod
     resp->reply(std::move(m));
     added();
   });
+}
+
+Status Framework::join(ProcessId console, const std::string& group) {
+  if (group.empty() || group.size() >= kNameSize) return Failure{-EINVAL, "bad group name '" + group + "'"};
+  {
+    Ended ended;
+    std::lock_guard g(mu_);
+    expire_locked(Clock::now(), false, ended);
+    if (session_) return Failure{-EBUSY, "this node is in session '" + session_->info.name + "' already"};
+  }
+  std::promise<Result<Message>> done;
+  rpc_.call(console, Service::Join, Message{kMsgVersion, kFeatsMask, JoinReq{0, SessionId::invalid(), group}},
+            std::nullopt, [&](Result<Message> r) { done.set_value(std::move(r)); });
+  auto r = done.get_future().get();
+  if (!r) return Failure{r.code(), "no answer from the console " + console.to_string() + ": " + r.message()};
+  const auto& a = std::get<JoinReply>(r->body);
+  if (a.status != 0)
+    return Failure{-static_cast<int>(a.status), "the console " + console.to_string() + " refused to join '" + group +
+                                                    "': " + errno_string(-static_cast<int>(a.status))};
+  if (r->feats != kFeatsMask) return Failure{-EPROTO, "the console's session has features we do not speak"};
+  Ended ended;
+  std::lock_guard g(mu_);
+  if (session_) return Failure{-EBUSY, "a console made a session here meanwhile"};
+  auto now = Clock::now();
+  session_ = std::make_shared<Session>();
+  session_->info = {a.sid, a.session, r->feats};
+  session_->started = session_->last = now;
+  return {};
 }
 
 std::optional<Framework::SessionInfo> Framework::session() {

@@ -62,14 +62,6 @@ void set_status(Body& b, std::uint32_t status) {
       },
       b);
 }
-std::uint32_t status_of(const Body& b) {
-  return std::visit(
-      [](const auto& x) -> std::uint32_t {
-        if constexpr (requires { x.status; }) return x.status;
-        return 0;
-      },
-      b);
-}
 
 }  // namespace
 

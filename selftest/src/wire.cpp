@@ -426,4 +426,22 @@ Result<std::vector<ProcessIdPacked>> decode_ids(std::span<const std::uint8_t> in
   return ids;
 }
 
+SessionId session_of(const Body& b) {
+  return std::visit(
+      [](const auto& x) -> SessionId {
+        if constexpr (requires { x.sid; }) return x.sid;
+        return SessionId::invalid();
+      },
+      b);
+}
+
+std::uint32_t status_of(const Body& b) {
+  return std::visit(
+      [](const auto& x) -> std::uint32_t {
+        if constexpr (requires { x.status; }) return x.status;
+        return 0;
+      },
+      b);
+}
+
 }  // namespace lnet::selftest

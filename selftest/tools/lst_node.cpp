@@ -35,13 +35,16 @@ void on_signal(int) { g_stop.store(true); }
 
 void usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: mpirun -n N lst-node [--script FILE] [--session-timeout S] [--rpc-timeout S]\n"
+               "usage: mpirun -n N lst-node [--script FILE | --join GROUP --console NID] [--session-timeout S]\n"
+               "                           [--rpc-timeout S]\n"
                "  Every rank serves LNet self-test (the framework, ping and brw) on <rank>@mpi with the\n"
                "  job's pid, until the console that made its session ends it (or a signal).\n"
                "  --script FILE       rank 0 is the console: runs FILE's lst commands (one per line,\n"
                "                      '#' comments, an optional leading 'lst') and prints their output;\n"
                "                      node lists without a pid mean the job's pid; @RANKS@ stands for\n"
                "                      every rank but 0 ([1-N]@mpi), @ALL@ for every rank\n"
+               "  --join GROUP        every rank asks the console at --console NID (an lnetd's, pid 12345)\n"
+               "                      to add it to GROUP of its session (made if new)\n"
                "  --session-timeout S the node's session ends S seconds after the console's last RPC\n"
                "                      (default 100; 0: never)\n"
                "  --rpc-timeout S     test RPCs without a reply fail after S seconds (default 64)\n"
@@ -49,7 +52,7 @@ void usage(std::FILE* out) {
 }
 
 struct Args {
-  std::string script;
+  std::string script, join, console;
   unsigned session_timeout = 100, rpc_timeout = 64;
 };
 
@@ -60,10 +63,11 @@ int parse(int argc, char** argv, Args& a) {
       usage(stdout);
       return 0;
     }
-    if ((s == "--script" || s == "--session-timeout" || s == "--rpc-timeout") && i + 1 < argc) {
+    if ((s == "--script" || s == "--join" || s == "--console" || s == "--session-timeout" || s == "--rpc-timeout") &&
+        i + 1 < argc) {
       std::string v = argv[++i];
-      if (s == "--script") {
-        a.script = v;
+      if (s == "--script" || s == "--join" || s == "--console") {
+        (s == "--script" ? a.script : s == "--join" ? a.join : a.console) = v;
         continue;
       }
       char* end = nullptr;
@@ -76,6 +80,18 @@ int parse(int argc, char** argv, Args& a) {
       continue;
     }
     std::fprintf(stderr, "lst-node: unknown argument '%s' (--help)\n", s.c_str());
+    return 2;
+  }
+  if (a.join.empty() != a.console.empty()) {
+    std::fprintf(stderr, "lst-node: --join GROUP and --console NID go together\n");
+    return 2;
+  }
+  if (!a.join.empty() && !a.script.empty()) {
+    std::fprintf(stderr, "lst-node: --script makes rank 0 the console: it cannot --join another\n");
+    return 2;
+  }
+  if (!a.console.empty() && !Nid::parse(a.console)) {
+    std::fprintf(stderr, "lst-node: bad --console NID '%s'\n", a.console.c_str());
     return 2;
   }
   return -1;
@@ -205,7 +221,23 @@ int main(int argc, char** argv) {
     std::unique_ptr<selftest::Console> console;
     if (rc == 0 && rank == 0 && !args.script.empty()) {
       console = std::make_unique<selftest::Console>(rpc, s->nid(0));
-      rc = run_script(args.script, *console, *s);
+      if (Status st = console->serve_join(); !st) {
+        std::fprintf(stderr, "lst-node: cannot serve JOIN: %s\n", st.message().c_str());
+        rc = 1;
+      } else {
+        rc = run_script(args.script, *console, *s);
+      }
+    }
+    if (rc == 0 && !args.join.empty()) {
+      ProcessId at{*Nid::parse(args.console), kPidLustre};
+      if (Status st = fw.join(at, args.join); !st) {
+        std::fprintf(stderr, "lst-node: rank %d: %s\n", rank, st.message().c_str());
+        rc = 1;
+      } else if (rank == 0) {
+        std::printf("lst-node: joined group %s of session '%s' at %s\n", args.join.c_str(), fw.session()->name.c_str(),
+                    args.console.c_str());
+        std::fflush(stdout);
+      }
     }
     // Serve until a session has come and gone (or a signal). Rank 0 of a script is done
     // once its script is.

@@ -5,10 +5,13 @@
 # script: brw write 1M, brw read 4k check=full and ping from both ranks to the server,
 # no errors, stat; then the server is killed mid-batch: show_error reports the ranks'
 # errors, the server is down in list_group --down, and the job ends without a hang.
+# Then the other way round: a server lnetd's console (lst) drives ranks that joined its
+# session through the proxy (lst-node --join), and they exit when it ends.
 # Needs root (port 988) and Open MPI (proxy_lib.sh).
 . "$(dirname "$0")/proxy_lib.sh"
 px_setup selftest_proxy
 [ -x "${LST_NODE:-}" ] || fail "missing binary \$LST_NODE"
+[ -x "${LST:-}" ] || fail "missing binary \$LST"
 export LNET_PROXY_BIN
 
 SERVER=127.0.5.1
@@ -45,6 +48,33 @@ list_group servers --down
 stop --force endless
 end_session
 LST
+
+log "ranks join an lnetd's console through the proxy"
+export LST_SESSION=$$
+lst() { timeout 90 "$LST" --socket "$DIR/server.ctl" "$@"; }
+lst new_session from_lnetd >/dev/null || fail "new_session on the server's console"
+LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 150 mpirun --bind-to none -n 2 "$LST_NODE" --join ranks \
+  --console $SERVER@tcp >"$DIR/join.log" 2>&1 &
+JOIN=$!
+PIDS+=($JOIN)
+wait_for "$DIR/join.log" "joined group ranks" "the ranks did not join" 60
+for _ in $(seq 100); do
+  [ "$(lst list_group ranks --active | grep -c "@mpi: Active")" = 2 ] && break
+  sleep 0.2
+done
+lst list_group ranks --active | tee "$DIR/joined.out" | grep -q "Total 2 nodes" || fail "not two ranks in the group"
+lst add_group self $SERVER@tcp >/dev/null || fail "add_group self"
+lst add_test --loop 20 --concurrency 2 --from ranks --to self brw write size=1M check=full || fail "add_test"
+lst add_test --loop 50 --from self --to ranks brw read size=4k check=full || fail "add_test from the server"
+lst run | grep -q "running now" || fail "run"
+for _ in $(seq 120); do lst query | grep -q "Batch is idle" && break; sleep 0.5; done
+lst show_error ranks self | tee "$DIR/join_err.out"
+grep -q "Total 0 error nodes in ranks" "$DIR/join_err.out" || fail "errors on the ranks"
+grep -q "Total 0 error nodes in self" "$DIR/join_err.out" || fail "errors on the server"
+lst end_session || fail "end_session"
+rc=0
+wait $JOIN || rc=$?
+[ $rc = 0 ] || fail "the joined ranks did not end cleanly ($rc): $(tail -n 5 "$DIR/join.log")"
 
 log "lst-node through the proxy"
 LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 150 mpirun --bind-to none -n 2 "$LST_NODE" --rpc-timeout 5 \

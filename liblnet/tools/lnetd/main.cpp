@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
     if (Status s = st.fw->start(); !s) die("cannot start self-test: " + s.message());
     if (Status s = st.services->start(); !s) die("cannot start self-test: " + s.message());
     st.console = std::make_unique<selftest::Console>(*st.rpc, self);
+    if (Status s = st.console->serve_join(); !s) die("cannot start the self-test console: " + s.message());
     LNET_LOG(Info, kLogDaemon, "self-test on: framework (session_timeout %us, rpc_timeout %us) and lst console",
              stc.session_timeout, stc.rpc_timeout);
   }

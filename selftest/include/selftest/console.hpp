@@ -60,6 +60,9 @@ class Console {
   // nodes see it as).
   Console(RpcNode& rpc, Nid self);
   ~Console();
+  // Serves JOIN (service 6 on portal 51): nodes that ask to join a group of the session
+  // are added to it, active (selftest-wire.md §4.8).
+  Status serve_join(unsigned buffers = 8);
   Console(const Console&) = delete;
   Console& operator=(const Console&) = delete;
 
@@ -147,6 +150,16 @@ class Console {
     SessionInfo info;
     std::chrono::steady_clock::time_point last_command;
   };
+  // The clients (or servers) of a batch's tests (of test `test`, 0: all), once each.
+  struct BatchNodes {
+    std::vector<ProcessId> nodes;
+    SessionInfo info;
+    BatchId bid;
+    std::size_t tests = 0;
+  };
+  Result<BatchNodes> batch_nodes(const std::string& batch, unsigned test, bool servers);
+  Result<std::vector<NodeReply>> batch_op(const BatchNodes& bn, BatchOp op, std::uint32_t testidx, std::uint32_t arg,
+                                          std::chrono::seconds timeout);
   using Build = std::function<Message(const ProcessId&, std::size_t idx)>;
   using BulkOf = std::function<std::optional<RpcNode::Bulk>(std::size_t idx)>;
 
@@ -162,6 +175,7 @@ class Console {
   std::vector<ProcessId> not_active(const std::vector<ProcessId>& ids);
   Message header(Body b) const;
   void keep_alive();
+  Message join(const RpcNode::Request& r);
 
   RpcNode& rpc_;
   Nid self_;
@@ -175,6 +189,7 @@ class Console {
   bool stopping_ = false;
   std::condition_variable wake_;
   std::thread pinger_;
+  bool serving_join_ = false;
 };
 
 }  // namespace lnet::selftest

@@ -41,6 +41,12 @@ class Framework {
     std::uint32_t feats = 0;
   };
   std::optional<SessionInfo> session();
+  // Asks the console at `console` to add this node to its group `group` (JOIN); on
+  // success the node is in the console's session at once, as if the console had made
+  // it. Fails with the console's status as -errno (-ESRCH: it has no session, -EEXIST:
+  // already in the group, -EBUSY: the group is in use by a test, or this node in
+  // another session) or the RPC's error.
+  Status join(ProcessId console, const std::string& group);
   FwCounters fw_counters();
 
   // What each framework service answers (public for tests; the RPC handlers call them).

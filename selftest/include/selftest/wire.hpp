@@ -278,6 +278,11 @@ struct Message {
   MsgType type() const { return static_cast<MsgType>(body.index()); }
 };
 
+// The fields many bodies share: the session id (invalid when the body has none) and a
+// reply's status (0 when it has none).
+SessionId session_of(const Body& b);
+std::uint32_t status_of(const Body& b);
+
 // Writes the 160 bytes of `m` in our byte order (unused body bytes zero).
 void encode(const Message& m, std::span<std::uint8_t, kMsgSize> out);
 std::array<std::uint8_t, kMsgSize> encode(const Message& m);

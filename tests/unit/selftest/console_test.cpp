@@ -9,6 +9,7 @@
 
 #include "support/event_log.hpp"
 #include "support/fabric.hpp"
+#include "test_node.hpp"
 
 namespace lnet::selftest {
 namespace {
@@ -18,27 +19,7 @@ using namespace std::chrono_literals;
 Nid gni(std::uint32_t a) { return Nid::make(NetId::make(kGniLnd, 0), a); }
 ProcessId node_id(std::uint32_t a) { return ProcessId{gni(a), kPidLustre}; }
 
-// A node as lnetd runs one with selftest on: the framework and the test services.
-struct TestNode {
-  explicit TestNode(std::uint32_t addr) {
-    lnet = Instance::create(test::fabric_config({addr}), kPidLustre).value();
-    rpc = std::make_unique<RpcNode>(*lnet, 5s);
-    fw = std::make_unique<Framework>(*rpc);
-    services = std::make_unique<TestServices>(*rpc);
-    EXPECT_TRUE(fw->start(8));
-    EXPECT_TRUE(services->start(16));
-  }
-  ~TestNode() {
-    fw.reset();
-    services.reset();
-    rpc.reset();
-    lnet.reset();
-  }
-  std::unique_ptr<Instance> lnet;
-  std::unique_ptr<RpcNode> rpc;
-  std::unique_ptr<Framework> fw;
-  std::unique_ptr<TestServices> services;
-};
+using TestNode = fixture::TestNode;
 
 class ConsoleTest : public ::testing::Test {
  protected:
@@ -226,6 +207,34 @@ TEST_F(ConsoleTest, CommandsNeedTheSessionsKeyAndNodesOfOthersAreBusy) {
   EXPECT_FALSE(nodes[2]->fw->session()) << "removed from the session with its group";
   other_rpc.reset();
   other_lnet.reset();
+}
+
+TEST_F(ConsoleTest, NodesJoinAGroupOfTheSession) {
+  ASSERT_TRUE(console->serve_join(4));
+  const ProcessId at{gni(1), kPidLustre};
+  EXPECT_EQ(nodes[2]->fw->join(at, "joined").code(), -ESRCH) << "no session yet";
+  ASSERT_TRUE(console->new_session("joinable", 3, 300s, false));
+  ASSERT_TRUE(nodes[2]->fw->join(at, "joined"));
+  ASSERT_TRUE(nodes[3]->fw->join(at, "joined"));
+  EXPECT_EQ(nodes[2]->fw->session()->name, "joinable") << "the node is in the console's session";
+  auto g = console->group_nodes("joined");
+  ASSERT_TRUE(g) << "the group was made";
+  ASSERT_EQ(g->size(), 2u);
+  EXPECT_EQ((*g)[0].id, node_id(2));
+  EXPECT_EQ((*g)[0].state, NodeState::Active);
+  EXPECT_EQ(nodes[2]->fw->join(at, "joined").code(), -EBUSY) << "in a session already";
+  // The console drives joined nodes like any: a test between them runs.
+  ASSERT_TRUE(console->add_group("s", {node_id(4)}));
+  TestSpec p;
+  p.loop = 5;
+  p.from = "joined";
+  p.to = "s";
+  ASSERT_TRUE(console->add_test("batch", p, nullptr));
+  ASSERT_TRUE(console->run_batch("batch", 0s));
+  ASSERT_TRUE(idle("batch"));
+  EXPECT_EQ(nodes[5]->fw->join(at, "joined").code(), -EBUSY) << "the group is in use by a test";
+  ASSERT_TRUE(console->end_session(3));
+  EXPECT_FALSE(nodes[2]->fw->session()) << "ended with the console's session";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <selftest/services.hpp>
 
 #include "support/fabric.hpp"
+#include "test_node.hpp"
 
 namespace lnet::selftest {
 namespace {
@@ -40,26 +41,7 @@ TEST(LstIds, NodeListsExpandInOrderWithTheirPid) {
   }
 }
 
-struct Node {
-  explicit Node(std::uint32_t addr) {
-    lnet = Instance::create(test::fabric_config({addr}), kPidLustre).value();
-    rpc = std::make_unique<RpcNode>(*lnet, 5s);
-    fw = std::make_unique<Framework>(*rpc);
-    services = std::make_unique<TestServices>(*rpc);
-    EXPECT_TRUE(fw->start(8));
-    EXPECT_TRUE(services->start(16));
-  }
-  ~Node() {
-    fw.reset();
-    services.reset();
-    rpc.reset();
-    lnet.reset();
-  }
-  std::unique_ptr<Instance> lnet;
-  std::unique_ptr<RpcNode> rpc;
-  std::unique_ptr<Framework> fw;
-  std::unique_ptr<TestServices> services;
-};
+using Node = fixture::TestNode;
 
 class LstRun : public ::testing::Test {
  protected:
