@@ -262,6 +262,7 @@ void Framework::unit_finished(Test& t) {
 bool Framework::feats_differ_locked(const Message& req) const { return session_ && req.feats != session_->info.feats; }
 
 Message Framework::reply_to(const Message& req, const std::shared_ptr<Session>& s, std::uint32_t status) {
+  if (status != 0) rejected_.fetch_add(1);
   Message m;
   m.version = kMsgVersion;
   m.feats = s ? s->info.feats : kFeatsMask;

@@ -69,8 +69,9 @@ ctl_stat clients || fail "stat --yaml"
 lst stat --count 1 --delay 1 --csv clients servers | tee "$T_DIR/stat.csv"
 [ "$(head -1 "$T_DIR/stat.csv" | cut -d, -f1-3)" = "time_s,group,nodes" ] || fail "csv header"
 [ "$(wc -l <"$T_DIR/stat.csv")" = 3 ] || fail "csv: one line per group"
-sent=$(ctl a stats show | grep -c "send_count" || true)
-[ "$sent" -ge 1 ] || fail "no LNet counters on a"
+ctl b stats show | tee "$T_DIR/stats_b.out" | grep -q "selftest statistics" || fail "no selftest block in stats show"
+grep -q "rpcs_rcvd: [1-9]" "$T_DIR/stats_b.out" || fail "B's self-test counted no request"
+grep -q "rejected_requests: 0" "$T_DIR/stats_b.out" || fail "B refused requests: $(cat "$T_DIR/stats_b.out")"
 
 log "run again; kill C mid-batch"
 lst add_batch endless || fail "add_batch endless"

@@ -78,6 +78,8 @@ struct Hooks {
   std::function<Status()> unconfigure;  // lnet unconfigure
   // stats show: the "lnd statistics" block (drivers with counters of their own).
   std::function<std::vector<DriverCounters>()> driver_stats;
+  // stats show: blocks of the daemon's services ("selftest statistics"), by name.
+  std::function<std::vector<DriverCounters>()> service_stats;
 };
 
 // One option of a command, as lnetctl parses it and the daemon checks it.

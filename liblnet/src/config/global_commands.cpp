@@ -83,6 +83,12 @@ Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
     }
     if (drivers.size()) root["lnd statistics"] = drivers;
   }
+  if (hooks.service_stats)
+    for (const DriverCounters& d : hooks.service_stats()) {
+      YAML::Node c;
+      for (const auto& [name, v] : d.counters) c[name] = int_node(static_cast<long>(v));
+      root[d.driver + " statistics"] = c;
+    }
   return ok(root);
 }
 

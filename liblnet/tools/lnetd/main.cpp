@@ -278,6 +278,24 @@ int main(int argc, char** argv) {
               {"bad_messages", s.bad_messages},
               {"failed_messages", s.failed}}}};
   };
+  hooks.service_stats = [&st]() -> std::vector<dlc::DriverCounters> {
+    if (!st.fw) return {};
+    auto fw = st.fw->fw_counters();
+    auto rpc = st.rpc->counters();
+    auto session = st.fw->session();
+    return {{"selftest",
+             {{"session", session ? 1 : 0},
+              {"zombie_sessions", fw.zombie_sessions},
+              {"active_batches", fw.active_batches},
+              {"rejected_requests", st.fw->rejected()},
+              {"rpcs_sent", rpc.rpcs_sent},
+              {"rpcs_rcvd", rpc.rpcs_rcvd},
+              {"rpc_errors", rpc.errors},
+              {"rpcs_dropped", rpc.rpcs_dropped},
+              {"rpcs_expired", rpc.rpcs_expired},
+              {"brw_requests_refused", st.services->brw_errors()},
+              {"ping_requests_refused", st.services->ping_errors()}}}};
+  };
   lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets, lst);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());

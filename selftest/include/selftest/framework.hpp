@@ -41,6 +41,9 @@ class Framework {
     std::uint32_t feats = 0;
   };
   std::optional<SessionInfo> session();
+  // Framework requests answered with an error status (a stale or unknown session id, a
+  // test or batch refused, other features), since the node started.
+  std::uint64_t rejected() const { return rejected_.load(); }
   // Asks the console at `console` to add this node to its group `group` (JOIN); on
   // success the node is in the console's session at once, as if the console had made
   // it. Fails with the console's status as -errno (-ESRCH: it has no session, -EEXIST:
@@ -112,6 +115,7 @@ class Framework {
   std::vector<std::shared_ptr<Session>> zombies_;  // ended with tests still running
   unsigned adding_ = 0;                            // TEST requests fetching their destinations
   std::atomic<std::uint32_t> ping_seq_{0};         // shared by the ping units of a node
+  std::atomic<std::uint64_t> rejected_{0};
   std::vector<Service> served_;
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -131,6 +131,7 @@ TEST_F(SelftestNode, BadSessionRequestsGetTheKernelsCodes) {
   auto other_feats = call<StatReply>(Service::QueryStat, StatReq{0, mine, 0}, 0);
   EXPECT_EQ(other_feats.status, kStatusEproto) << "not the session's features";
   EXPECT_EQ(other_feats.sid, mine);
+  EXPECT_EQ(node->rejected(), 5u) << "every refusal counted";
 }
 
 TEST_F(SelftestNode, StatReportsTheNodesCounters) {
