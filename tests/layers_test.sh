@@ -83,6 +83,12 @@ if grep -q mpilnd/src/ni.cpp "$db"; then
   check "MPI driver" mpilnd/src/ni.cpp base/cpt.hpp forbidden
   check "MPI driver" mpilnd/src/ni.cpp core/core.hpp forbidden
 fi
+# Self-test is an application of the public API (and the control-socket codec).
+check selftest selftest/src/framework.cpp lnet/lnet.hpp allowed
+check selftest selftest/src/lst_console.cpp lnet/dlc.hpp allowed
+check selftest selftest/src/framework.cpp core/core.hpp forbidden
+check selftest selftest/src/framework.cpp base/cpt.hpp forbidden
+check selftest selftest/src/rpc.cpp portals/portal_table.hpp forbidden
 # The application's umbrella header is the API only: no driver SPI in it.
 check application examples/01_loopback/loopback_demo.cpp lnet/lnet.hpp allowed
 printf '#include <lnet/lnet.hpp>\nlnet::LndHost* h;\n' >"$work/api.cpp"
