@@ -404,11 +404,12 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
 
 void usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: lst COMMAND [options]\n"
-               "       lst COMMAND --help\n\n"
+               "usage: lst [--socket PATH] COMMAND [options]\n"
+               "       lst COMMAND --help | --list-commands | --help\n\n"
                "LNet self-test: a console in lnetd (selftest: enable) drives the test framework of\n"
                "lnetd nodes and lst-node MPI ranks. LST_SESSION must hold a number naming your\n"
-               "session (export LST_SESSION=$$).\n\ncommands:\n");
+               "session (export LST_SESSION=$$). The console is reached on lnetd's control socket:\n"
+               "--socket, else $LNET_CTL_SOCKET, else /run/lnet/lnetd.sock.\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
 }
 
@@ -426,7 +427,7 @@ int run(const std::vector<std::string>& argv, const Exec& exec, std::optional<st
   po::options_description hidden;
   po::positional_options_description pos;
   cli::describe(*spec, opts, hidden, pos);
-  opts.add_options()("help,h", "this help");
+  opts.add_options()("help", "this help");  // long only: short options are off (--loop -1)
   po::options_description all;
   all.add(opts).add(hidden);
   po::variables_map vm;
