@@ -364,6 +364,8 @@ std::uint64_t RpcNode::call(ProcessId peer, Service service, Message req, std::o
   auto fail = [&](int rc, const char* what) {
     i.errors.fetch_add(1);
     i.finish(c, Failure{rc, std::string(what) + " for a " + msg_type_name(req.type())});
+    // A call made while this one was waiting did not wake the timer: this one had to.
+    if (wake_timer) i.timer_cv.notify_all();
     return c->rpyid;
   };
   {
