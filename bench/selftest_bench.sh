@@ -123,11 +123,7 @@ log "lst from an MPI rank through the proxy to an lnetd"
 SERVER=127.0.5.1
 ROUTER=127.0.5.2
 px_router $ROUTER
-printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\nroute:\n    - net: mpi\n      gateway: %s@tcp\nselftest: enable\n' \
-  $SERVER $ROUTER >"$DIR/server.yaml"
-"$LNETD" -f -c "$DIR/server.yaml" -s "$DIR/server.ctl" -p "" --bridge "$DIR/server.bridge" >"$DIR/lnetd-server.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do [ -S "$DIR/server.ctl" ] && break; sleep 0.1; done
+px_selftest_server $SERVER $ROUTER
 px_run() {  # px_run NAME TEST...
   local name=$1
   shift

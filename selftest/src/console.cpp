@@ -619,26 +619,25 @@ Result<std::vector<NodeReply>> Console::query_batch(const std::string& batch, un
 
 // ---------------------------------------------------------------- watching
 
-std::vector<NodeReply> Console::ping(const std::vector<ProcessId>& nodes, std::chrono::seconds timeout) {
+// DEBUG and STAT: one request, the same to every node, with the session's id.
+template <typename Req>
+std::vector<NodeReply> Console::ask_all(const std::vector<ProcessId>& nodes, Service s, std::chrono::seconds timeout) {
   std::lock_guard c(cmd_);
   Message m;
   {
     std::lock_guard g(mu_);
-    m = header(DebugReq{0, session_ ? session_->info.sid : SessionId::invalid(), 0});
+    m = header(Req{0, session_ ? session_->info.sid : SessionId::invalid(), 0});
   }
   return transact(
-      nodes, Service::Debug, [&](const ProcessId&, std::size_t) { return m; }, timeout);
+      nodes, s, [&](const ProcessId&, std::size_t) { return m; }, timeout);
+}
+
+std::vector<NodeReply> Console::ping(const std::vector<ProcessId>& nodes, std::chrono::seconds timeout) {
+  return ask_all<DebugReq>(nodes, Service::Debug, timeout);
 }
 
 std::vector<NodeReply> Console::stat(const std::vector<ProcessId>& nodes, std::chrono::seconds timeout) {
-  std::lock_guard c(cmd_);
-  Message m;
-  {
-    std::lock_guard g(mu_);
-    m = header(StatReq{0, session_ ? session_->info.sid : SessionId::invalid(), 0});
-  }
-  return transact(
-      nodes, Service::QueryStat, [&](const ProcessId&, std::size_t) { return m; }, timeout);
+  return ask_all<StatReq>(nodes, Service::QueryStat, timeout);
 }
 
 // Every kPingInterval: a DEBUG to each active node not heard from for half its session

@@ -64,6 +64,19 @@ px_router() {
   fail "lnetd $ip did not come up"
 }
 
+# px_selftest_server IP ROUTER_IP: an lnetd with IP@tcp, a route to mpi through the
+# router and self-test on (control socket $DIR/server.ctl); its pid in SERVER_PID.
+px_selftest_server() {
+  printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\nroute:\n    - net: mpi\n      gateway: %s@tcp\nselftest: enable\n' \
+    "$1" "$2" >"$DIR/server.yaml"
+  "$LNETD" -f -c "$DIR/server.yaml" -s "$DIR/server.ctl" -p "" --bridge "$DIR/server.bridge" \
+    >"$DIR/lnetd-server.log" 2>&1 &
+  PIDS+=($!)
+  SERVER_PID=$!
+  for _ in $(seq 100); do [ -S "$DIR/server.ctl" ] && return 0; sleep 0.1; done
+  fail "the server lnetd did not come up"
+}
+
 px_server() {  # px_server IP ROUTER_IP...: lnet_xfer serve on IP@tcp, 8 MiB, routes to mpi
   local ip=$1 routes=()
   shift

@@ -17,13 +17,7 @@ export LNET_PROXY_BIN
 SERVER=127.0.5.1
 ROUTER=127.0.5.2
 px_router $ROUTER
-printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\nroute:\n    - net: mpi\n      gateway: %s@tcp\nselftest:\n    enable: 1\n' \
-  $SERVER $ROUTER >"$DIR/server.yaml"
-"$LNETD" -f -c "$DIR/server.yaml" -s "$DIR/server.ctl" -p "" --bridge "$DIR/server.bridge" >"$DIR/lnetd-server.log" 2>&1 &
-PIDS+=($!)
-SERVER_PID=$!
-for _ in $(seq 100); do [ -S "$DIR/server.ctl" ] && break; sleep 0.1; done
-[ -S "$DIR/server.ctl" ] || fail "the server lnetd did not come up"
+px_selftest_server $SERVER $ROUTER
 
 cat >"$DIR/script.lst" <<LST
 new_session proxy_job

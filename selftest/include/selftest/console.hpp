@@ -175,6 +175,8 @@ class Console {
   std::vector<ProcessId> not_active(const std::vector<ProcessId>& ids);
   Message header(Body b) const;
   void keep_alive();
+  template <typename Req>
+  std::vector<NodeReply> ask_all(const std::vector<ProcessId>& nodes, Service s, std::chrono::seconds timeout);
   Message join(const RpcNode::Request& r);
 
   RpcNode& rpc_;
