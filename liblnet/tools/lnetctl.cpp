@@ -2,6 +2,7 @@
 // control socket), with the command tree and YAML of the real lnetctl. The commands and
 // their options come from liblnet's command table (<lnet/dlc.hpp>), which the daemon
 // checks requests against too.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,18 @@ void usage() {
       "status is 0 on success.\n\ncommands:\n",
       kDefaultSocket);
   for (const dlc::CommandSpec& c : dlc::commands()) std::printf("  %-18s %s\n", c.name, c.summary);
+}
+
+// The commands, as lnetctl lists them: the first word of each, four to a line.
+void list_commands() {
+  std::vector<std::string> words;
+  for (const dlc::CommandSpec& c : dlc::commands()) {
+    std::string w = std::string(c.name).substr(0, std::string(c.name).find(' '));
+    if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+  }
+  words.insert(words.end(), {"help", "--help", "--version", "--list-commands"});
+  for (std::size_t k = 0; k < words.size(); ++k)
+    std::printf("%-19s%s", words[k].c_str(), (k % 4 == 3 || k + 1 == words.size()) ? "\n" : " ");
 }
 
 // The command named by args[i] (and the words after it: "fault drop add" has three);
@@ -83,7 +96,7 @@ int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc
       return 2;
     }
   }
-  if ((name == "ping" || name == "discover") && !req.arg("nid")) {
+  if ((name == "ping" || name == "discover" || name == "cpt-of-nid") && !req.arg("nid")) {
     LNET_LOG(Error, kLogConfig, "%s: give at least one NID (lnetctl %s --help)", name.c_str(), name.c_str());
     return 2;
   }
@@ -125,11 +138,11 @@ int main(int argc, char** argv) {
       socket_path = args[++i];
     } else if (args[i].rfind("--socket=", 0) == 0) {
       socket_path = args[i].substr(9);
-    } else if (args[i] == "--help" || args[i] == "-h") {
+    } else if (args[i] == "--help" || args[i] == "-h" || args[i] == "help") {
       usage();
       return 0;
     } else if (args[i] == "--list-commands") {
-      for (const dlc::CommandSpec& c : dlc::commands()) std::printf("%s\n", c.name);
+      list_commands();
       return 0;
     } else if (args[i] == "--version") {
       std::printf("lnetctl (lnet-mpi) 0.1.0\n");
@@ -175,6 +188,7 @@ int main(int argc, char** argv) {
         rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)" : "");
     return 1;
   }
+  for (const std::string& w : resp.warnings) std::fprintf(stderr, "lnetctl: warning: %s\n", w.c_str());
   if (!out_file.empty() && resp.rc == 0) {
     std::ofstream out(out_file, std::ios::trunc);
     out << resp.text;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <lnet/fault.hpp>
+#include <lnet/lnd/ifaddr.hpp>
 #include <lnet/nid.hpp>
 #include <lnet/result.hpp>
 
@@ -33,6 +34,11 @@ struct LndTunables {
   int tos = -1;            // IP type of service (-1: leave alone)
   friend bool operator==(const LndTunables&, const LndTunables&) = default;
 };
+
+// A CPT list as LNet reads one: "[0,1]", "[0-3]", "[0-6/2,9]", a bare "2", or "[*]"/"*"
+// (every CPT: an empty list). Empty lists, empty items and inverted ranges are refused,
+// the failure naming the text; at most 128 CPTs, each below 256.
+Result<std::vector<unsigned>> parse_cpt_list(std::string_view text);
 
 // One network interface to bring up ("tcp1(eth2)[0,1]").
 struct NetConfig {
@@ -113,6 +119,39 @@ struct UdspRule {
   friend bool operator==(const UdspRule&, const UdspRule&) = default;
 };
 
+// ip2nets: the networks of a node chosen by its IPv4 addresses.
+//
+// The module-parameter form ("tcp(eth0) 192.168.0.*; o2ib1 10.10.[1-3].[2-200/2]"), as
+// LNET_IP2NETS and `lnetctl net add --ip2net` take it: entries separated by ';' or new
+// lines, '#' comments; an entry is a networks spec ("tcp1(eth0),o2ib") and IPv4 patterns
+// (four octet expressions). Every entry with a pattern that matches an address of an
+// interface that is up and not loopback contributes its networks, in order, as the
+// "networks=" string they make (a net named by two entries gets the interfaces of both).
+// Fails with -ENOENT when no entry matches, -EINVAL naming the bad part of the text.
+Result<std::string> ip2nets_to_networks(std::string_view ip2nets, const std::vector<HostInterface>& host);
+
+// An `ip2nets:` rule of lnetctl YAML: NIs on `ni.net` (with its tunables and CPTs) for the
+// host interfaces that match. With `interfaces`, every one of them must exist, be up and
+// (with `ranges`) have an address in one of the ranges; without, each interface that is
+// up with an address in a range; with neither, the first interface that is up.
+struct Ip2netsRule {
+  NetConfig ni;
+  struct Interface {
+    std::string name;
+    std::optional<std::vector<unsigned>> cpts;  // "eth0[0,1]"
+  };
+  std::vector<Interface> interfaces;
+  std::vector<std::string> ranges;  // "192.168.*.[1-10/2]"
+};
+// Checks an IPv4 pattern of a rule; the failure names it.
+Status check_ip_range(std::string_view pattern);
+// The NIs the rules make on this host: the first rule that matches wins for its net
+// (later rules for that net are skipped). `skipped` (if given) gets why each rule that
+// did not match did not. Fails when no rule matches.
+Result<std::vector<NetConfig>> resolve_ip2nets(const std::vector<Ip2netsRule>& rules,
+                                               const std::vector<HostInterface>& host,
+                                               std::vector<std::string>* skipped = nullptr);
+
 struct Config {
   // Networks besides 0@lo, which always exists.
   std::vector<NetConfig> nets;
@@ -123,7 +162,7 @@ struct Config {
   // Fault rules a process starts with (LNET_FAULT; `lnetctl fault` later).
   std::vector<FaultRule> faults;
 
-  // Reads LNET_NETWORKS, LNET_CPT_NUMBER, the tunables of those networks and the global
+  // Reads LNET_NETWORKS (or LNET_IP2NETS, not both), LNET_CPT_NUMBER, the tunables of those networks and the global
   // ones a client process may set (LNET_TRANSACTION_TIMEOUT, ...); fails naming the
   // variable and the bad value.
   static Result<Config> from_env();

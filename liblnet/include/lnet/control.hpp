@@ -84,6 +84,8 @@ class Control {
   virtual void reset_counters() = 0;
   // CPU partitions the instance shards its locks and queues over.
   virtual unsigned cpt_count() const = 0;
+  // The CPT whose locks and queues serve `nid` (lnetctl cpt-of-nid).
+  virtual unsigned cpt_of_nid(Nid nid) const = 0;
 
  protected:
   ~Control() = default;

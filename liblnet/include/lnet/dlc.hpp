@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <lnet/api.hpp>
@@ -25,6 +26,19 @@ struct SelftestConfig {
   unsigned rpc_timeout = 64;
 };
 
+// `ping:` or `discover:` of a document: what `import --exec` runs.
+struct ExecSection {
+  bool discover = false;
+  std::vector<ProcessId> targets;
+  std::optional<int> timeout_ms;  // ping: default 1000
+  std::optional<Nid> source;      // ping: the local NID to ping from
+  bool force = false;             // discover: a full round even if discovered
+};
+
+// Limits of one document: the NIDs of a peer (LNet's LNET_MAX_NIDS_PER_PEER), and peers.
+inline constexpr std::size_t kMaxNidsPerPeer = 128;
+inline constexpr std::size_t kMaxImportPeers = 100000;
+
 struct SystemConfig {
   std::optional<SelftestConfig> selftest;  // a daemon's option: lnetctl import refuses it
   std::vector<NetConfig> nets;
@@ -33,8 +47,16 @@ struct SystemConfig {
   std::optional<bool> routing;
   std::optional<BufferConfig> buffers;
   std::optional<GlobalTunables> global;
+  // The global tunables a parsed document names, in its order: an import sets those and
+  // leaves the others as they are (`global` shows them over the defaults).
+  std::vector<std::pair<std::string, long>> global_keys;
+  std::vector<Ip2netsRule> ip2nets;  // resolved against the host's interfaces when applied
+  std::vector<ExecSection> exec;     // import --exec
   std::vector<UdspRule> udsp;
   std::vector<FaultRule> faults;  // `fault:` {drop: [...], delay: [...]}
+  // What the document carries that is accepted but takes no effect, one line each (legacy
+  // spellings, tunables of drivers this build does not have): the importer shows them.
+  std::vector<std::string> warnings;
 };
 
 // Parses a document in the lnetctl YAML schema (net, route, peer, routing, buffers,
@@ -62,8 +84,12 @@ struct Request {
 };
 
 struct Response {
-  int rc = 0;        // 0 or a negative errno
-  std::string text;  // YAML: the output, or an error block
+  Response() = default;
+  Response(int status, std::string output, std::vector<std::string> warned = {})
+      : rc(status), text(std::move(output)), warnings(std::move(warned)) {}
+  int rc = 0;                         // 0 or a negative errno
+  std::string text;                   // YAML: the output, or an error block
+  std::vector<std::string> warnings;  // shown apart from the output (lnetctl: on stderr)
 };
 
 // What a daemon offers beyond the instance itself.

@@ -105,4 +105,11 @@ class NidMatcher {
   NidPattern nid_;
 };
 
+// The NIDs a list names, in LNet's order (lnetctl peer add --nid, a peer NI in YAML):
+// items separated by commas outside brackets (or spaces), each a NID (hexadecimal
+// numbers and all) or a NID range whose first bracket varies slowest. Every address must
+// be named: '*' is refused, as is a range of networks. A NID named twice counts once.
+// More than `max` NIDs fails with -E2BIG.
+Result<std::vector<Nid>> expand_nid_list(std::string_view text, std::size_t max);
+
 }  // namespace lnet

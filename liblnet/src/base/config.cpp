@@ -6,6 +6,7 @@
 
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
+#include <lnet/nid_range.hpp>
 
 #include "base/text.hpp"
 
@@ -39,6 +40,23 @@ std::vector<std::string_view> split_top(std::string_view s, bool& unbalanced) {
 
 }  // namespace
 
+Result<std::vector<unsigned>> parse_cpt_list(std::string_view input) {
+  std::string_view t = text::trim(input);
+  if (t == "*" || t == "[*]") return std::vector<unsigned>{};
+  if (!t.empty() && t.front() != '[' && t.find_first_not_of("0123456789") != std::string_view::npos)
+    return Failure{-EINVAL, "bad CPT list " + quoted(input) + ": write a list like \"[0,1]\" or \"[0-3]\""};
+  auto e = NumberExpr::parse(t, 255);
+  if (!e) return Failure{-EINVAL, "bad CPT list " + quoted(input) + ": " + e.message()};
+  std::vector<unsigned> out;
+  for (const auto& r : e->ranges())
+    for (std::uint64_t v = r.lo; v <= r.hi; v += r.step) {
+      if (std::find(out.begin(), out.end(), v) != out.end()) continue;
+      if (out.size() == 128) return Failure{-E2BIG, "bad CPT list " + quoted(input) + ": more than 128 CPTs"};
+      out.push_back(static_cast<unsigned>(v));
+    }
+  return out;
+}
+
 Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, const NetTunables& defaults) {
   std::vector<NetConfig> out;
   bool unbalanced = false;
@@ -71,21 +89,9 @@ Result<std::vector<NetConfig>> Config::parse_networks(std::string_view text, con
       rest.remove_prefix(close + 1);
     }
     if (!rest.empty() && rest.front() == '[') {
-      if (rest.back() != ']')
-        return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": junk after the CPT list"};
-      std::string_view cpts = rest.substr(1, rest.size() - 2);
-      for (;;) {
-        std::size_t comma = cpts.find(',');
-        std::string_view c = text::trim(cpts.substr(0, comma));
-        std::uint32_t v = 0;
-        if (!text::parse_u32(c, 255, v)) {
-          return Failure{-EINVAL,
-                         "bad networks entry " + quoted(item) + ": CPT " + quoted(c) + " is not a number in 0..255"};
-        }
-        nc.cpts.push_back(v);
-        if (comma == std::string_view::npos) break;
-        cpts.remove_prefix(comma + 1);
-      }
+      auto cpts = parse_cpt_list(rest);
+      if (!cpts) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": " + cpts.message()};
+      nc.cpts = *cpts;
       rest = {};
     }
     if (!rest.empty()) return Failure{-EINVAL, "bad networks entry " + quoted(item) + ": unexpected " + quoted(rest)};
@@ -100,6 +106,9 @@ namespace {
 // as kernel LNet's "networks=" module parameter brings them up, with these tunables.
 const EnvVar kNetworksVar{"LNET_NETWORKS", "",
                           "networks to bring up besides 0@lo, e.g. \"tcp0(eth0),tcp1(eth1)\" (default: loopback only)"};
+const EnvVar kIp2netsVar{"LNET_IP2NETS", "",
+                         "networks chosen by the node's addresses, as the ip2nets= module parameter: "
+                         "\"tcp(eth0) 192.168.0.*; tcp1 10.1.[1-3].*\" (not with LNET_NETWORKS)"};
 const EnvVar kCptNumberVar{"LNET_CPT_NUMBER", "0",
                            "CPU partitions for locks, queues and counters (0: one per CPU, at most 8)"};
 const EnvVar kCreditsVar{"LNET_CREDITS", "256", "tx credits of each NI of LNET_NETWORKS"};
@@ -173,9 +182,20 @@ Result<Config> Config::from_env() {
     if (!rules) return Failure{rules.code(), "LNET_FAULT: " + rules.message()};
     cfg.faults = std::move(*rules);
   }
-  if (const char* nets = kNetworksVar.value()) {
+  std::string from_ip2nets;
+  if (const char* ip2nets = kIp2netsVar.value()) {
+    if (kNetworksVar.value())
+      return Failure{-EINVAL, "LNET_NETWORKS and LNET_IP2NETS are both set: give one (as networks= or ip2nets=)"};
+    auto host = host_interfaces();
+    if (!host) return Failure{host.code(), "LNET_IP2NETS: " + host.message()};
+    auto nets = ip2nets_to_networks(ip2nets, *host);
+    if (!nets) return Failure{nets.code(), "LNET_IP2NETS: " + nets.message()};
+    from_ip2nets = *nets;
+  }
+  if (const char* nets = from_ip2nets.empty() ? kNetworksVar.value() : from_ip2nets.c_str()) {
     auto parsed = parse_networks(nets, t);
-    if (!parsed) return Failure{parsed.code(), "LNET_NETWORKS: " + parsed.message()};
+    if (!parsed)
+      return Failure{parsed.code(), (from_ip2nets.empty() ? "LNET_NETWORKS: " : "LNET_IP2NETS: ") + parsed.message()};
     cfg.nets = std::move(*parsed);
   }
   return cfg;

@@ -32,4 +32,21 @@ Result<std::uint32_t> interface_ipv4(const std::string& ifname) {
   return ip;
 }
 
+Result<std::vector<HostInterface>> host_interfaces() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return Failure{-errno, "getifaddrs: " + errno_string(errno)};
+  std::vector<HostInterface> out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    HostInterface h;
+    h.name = a->ifa_name;
+    h.ipv4 = ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+    h.up = (a->ifa_flags & IFF_UP) != 0;
+    h.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
+    out.push_back(h);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
 }  // namespace lnet

@@ -102,6 +102,23 @@ bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out) {
   return true;
 }
 
+bool parse_numeric_address(std::string_view s, std::uint32_t& out) {
+  if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return parse_u32(s, 0xFFFFFFFFu, out);
+  s.remove_prefix(2);
+  if (s.size() > 8) return false;
+  std::uint32_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return false;
+    v = (v << 4) | static_cast<std::uint32_t>(d);
+  }
+  out = v;
+  return true;
+}
+
 bool parse_ipv4(std::string_view s, std::uint32_t& out) {
   std::uint32_t addr = 0;
   for (int i = 0; i < 4; ++i) {
@@ -193,10 +210,11 @@ Result<Nid> Nid::parse(std::string_view input) {
       return Failure{-EINVAL,
                      "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not a dotted IPv4 address"};
     }
-  } else if (!text::parse_u32(addr_text, 0xFFFFFFFFu, addr)) {
-    return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not a decimal number"};
-  } else if (net.type() == kLoLnd && addr != 0) {
-    return Failure{-EINVAL, "bad NID " + quoted(input) + ": the only lo address is 0"};
+  } else if (net.type() == kLoLnd) {
+    addr = 0;  // as LNet reads it: whatever is written before @lo, the NID is 0@lo
+  } else if (!text::parse_numeric_address(addr_text, addr)) {
+    return Failure{-EINVAL, "bad NID " + quoted(input) + ": address " + quoted(addr_text) +
+                                " is not a number (decimal, or hexadecimal after 0x)"};
   }
   return Nid::make(net, addr);
 }

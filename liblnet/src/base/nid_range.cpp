@@ -1,6 +1,8 @@
 // Parser and matcher of NID range expressions (numbers, ranges with steps, '*').
 #include <lnet/nid_range.hpp>
 
+#include <algorithm>
+
 #include "base/text.hpp"
 
 namespace lnet {
@@ -248,6 +250,82 @@ Result<NidMatcher> NidMatcher::parse(std::string_view input) {
     m.net_ = *p;
   }
   return m;
+}
+
+namespace {
+
+// One NID range of a list, expanded into `out` (first bracket slowest).
+Status expand_range(std::string_view item, std::vector<Nid>& out, std::size_t max) {
+  auto p = NidPattern::parse(item);
+  if (!p) return p.failure();
+  if (!p->net().is_single()) return bad("NID list", item, "a range of networks names no NIDs: write each network");
+  NetId net = NetId::make(p->net().type(), p->net().numbers().ranges()[0].lo);
+  std::vector<std::vector<std::uint32_t>> parts;
+  for (const NumberExpr& e : p->address()) {
+    if (e.is_any()) return bad("NID list", item, "'*' names no NIDs: list them, or give a range like [1-10]");
+    std::vector<std::uint32_t> vs;
+    for (const auto& r : e.ranges())
+      for (std::uint64_t v = r.lo; v <= r.hi; v += r.step) {
+        vs.push_back(static_cast<std::uint32_t>(v));
+        if (vs.size() > max)
+          return Failure{-E2BIG, "bad NID list " + quoted(item) + ": more than " + std::to_string(max) + " NIDs"};
+      }
+    parts.push_back(std::move(vs));
+  }
+  std::vector<std::size_t> at(parts.size(), 0);
+  for (;;) {
+    std::uint32_t addr = 0;
+    if (parts.size() == 4)
+      for (std::size_t k = 0; k < 4; ++k) addr = (addr << 8) | (parts[k][at[k]] & 0xff);
+    else
+      addr = net.type() == kLoLnd ? 0 : parts[0][at[0]];
+    Nid nid = Nid::make(net, addr);
+    if (std::find(out.begin(), out.end(), nid) == out.end()) {
+      if (out.size() == max)
+        return Failure{-E2BIG, "bad NID list " + quoted(item) + ": more than " + std::to_string(max) + " NIDs"};
+      out.push_back(nid);
+    }
+    std::size_t k = parts.size();
+    while (k-- > 0) {  // the last bracket varies fastest
+      if (++at[k] < parts[k].size()) break;
+      at[k] = 0;
+    }
+    if (k == static_cast<std::size_t>(-1)) return {};
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Nid>> expand_nid_list(std::string_view input, std::size_t max) {
+  std::vector<Nid> out;
+  std::size_t i = 0;
+  bool any = false;
+  while (i < input.size()) {
+    std::size_t start = i;
+    int depth = 0;
+    while (i < input.size() && (depth > 0 || (input[i] != ',' && input[i] != ' ' && input[i] != '\t'))) {
+      if (input[i] == '[') ++depth;
+      if (input[i] == ']') --depth;
+      ++i;
+    }
+    std::string_view item = text::trim(input.substr(start, i - start));
+    ++i;
+    if (item.empty()) continue;
+    any = true;
+    if (item.find_first_of("[*") != std::string_view::npos) {
+      if (Status s = expand_range(item, out, max); !s) return s.failure();
+      continue;
+    }
+    auto nid = Nid::parse(item);
+    if (!nid) return nid.failure();
+    if (nid->is_any()) return bad("NID list", input, "'<?>' is not a NID");
+    if (std::find(out.begin(), out.end(), *nid) != out.end()) continue;
+    if (out.size() == max)
+      return Failure{-E2BIG, "bad NID list " + quoted(input) + ": more than " + std::to_string(max) + " NIDs"};
+    out.push_back(*nid);
+  }
+  if (!any) return bad("NID list", input, "empty");
+  return out;
 }
 
 }  // namespace lnet

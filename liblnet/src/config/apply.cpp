@@ -67,16 +67,23 @@ class Adder {
       for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
   }
   Status run(const SystemConfig& cfg) {
-    if (cfg.global)
+    if (!cfg.global_keys.empty()) {  // what the document names, over what the instance has
+      GlobalTunables g = c_.globals();
+      for (const auto& [name, value] : cfg.global_keys)
+        if (Status s = g.set(name, value); !s) return s;
+      if (Status s = global(g); !s) return Failure{s.code(), "'global': " + s.message()};
+    } else if (cfg.global) {
       if (Status s = global(*cfg.global); !s) return s;
+    }
     if (cfg.buffers)
       if (Status s = buffers(*cfg.buffers); !s) return s;
     for (const auto& nc : cfg.nets)
       if (Status s = net(nc); !s) return s;
-    for (const auto& rt : cfg.routes)
-      if (Status s = route(rt); !s) return s;
+    // Peers before routes: the gateways an export lists among the peers keep their place.
     for (const auto& p : cfg.peers)
       if (Status s = peer(p); !s) return s;
+    for (const auto& rt : cfg.routes)
+      if (Status s = route(rt); !s) return s;
     for (const auto& u : cfg.udsp)
       if (Status s = udsp(u); !s) return s;
     if (cfg.routing)
@@ -140,7 +147,24 @@ class Adder {
 
 }  // namespace
 
-Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown) {
+Status apply_config(Instance& lnet, const SystemConfig& given, ImportMode mode, std::string* shown) {
+  const SystemConfig* use = &given;
+  SystemConfig resolved;
+  if (!given.ip2nets.empty()) {  // the rules become NIs on this host's interfaces
+    auto host = host_interfaces();
+    if (!host) return host.failure();
+    auto nis = resolve_ip2nets(given.ip2nets, *host);
+    if (!nis) return nis.failure();
+    resolved = given;
+    resolved.ip2nets.clear();
+    for (NetConfig& nc : *nis) {
+      bool listed = false;
+      for (const NetConfig& x : resolved.nets) listed = listed || (x.net == nc.net && x.interfaces == nc.interfaces);
+      if (!listed) resolved.nets.push_back(nc);
+    }
+    use = &resolved;
+  }
+  const SystemConfig& cfg = *use;
   if (cfg.selftest)
     return Failure{-EOPNOTSUPP,
                    "not supported yet: 'selftest' on a running instance (lnetd takes it from its configuration file "

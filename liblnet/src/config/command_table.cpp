@@ -37,7 +37,7 @@ const std::vector<Entry>& table() {
         {{"net", 0, K::Value, "network, e.g. tcp1"},
          {"if", 0, K::Values, "interface(s), e.g. eth0"},
          {"nid", 0, K::Value, "the NID instead of an interface"},
-         {"ip2net", 0, K::Value, "an ip2nets string", "ip2nets strings are not built"},
+         {"ip2net", 0, K::Value, "networks chosen by this node's addresses: \"tcp(eth0) 192.168.0.*; tcp1 10.1.*.*\""},
          {"peer-timeout", 0, K::Value, "seconds a router forwards to a silent peer NI its driver reports down"},
          {"peer-credits", 0, K::Value, "messages in flight to one peer NI"},
          {"peer-buffer-credits", 0, K::Value, "router buffers one peer NI may hold"},
@@ -154,7 +154,7 @@ const std::vector<Entry>& table() {
         {{"add", 0, K::Flag, "add what the document describes (default)"},
          {"del", 0, K::Flag, "delete it"},
          {"show", 0, K::Flag, "show the current state of it"},
-         {"exec", 0, K::Flag, "run it as commands", "running a document as commands is not built"},
+         {"exec", 'e', K::Flag, "run its ping and discover sections (and nothing else)"},
          {"file", 0, K::Positional, "the document (- or none: standard input)"}}},
        import_yaml},
       {{"export",
@@ -177,6 +177,15 @@ const std::vector<Entry>& table() {
         {{"idx", 0, K::Value, "rule index"}, {"all", 0, K::Flag, "every rule"}}},
        udsp_del},
       {{"udsp show", "show selection rules", false, {{"idx", 0, K::Value, "rule index"}}}, udsp_show},
+      {{"cpt-of-nid",
+        "the CPT that serves each NID (LNet's mapping over this instance's CPTs)",
+        false,
+        {{"nid", 0, K::Positional, "NID[s]"}}},
+       cpt_of_nid},
+      {{"service-id", "ptlrpc service ids: there is no ptlrpc above this LNet", false, {}}, not_built},
+      {{"setup-mrrouting", "source routing rules for multi-rail tcp: lnetd sets up no IP routing", true, {}},
+       not_built},
+      {{"setup-sysctl", "kernel sysctls for multi-rail tcp: lnetd changes no kernel settings", true, {}}, not_built},
       {{"fault drop add",
         "add a drop rule: matching messages are dropped on receive (or, with --health_error, fail on send)",
         true,
@@ -291,14 +300,48 @@ Response lnet_unconfigure(Instance&, const Request&, const Hooks& hooks) {
   return ok(YAML::Node());
 }
 
-Response import_yaml(Instance& lnet, const Request& r, const Hooks&) {
+namespace {
+
+bool configures(const SystemConfig& c) {
+  return !c.nets.empty() || !c.ip2nets.empty() || !c.routes.empty() || !c.peers.empty() || c.routing || c.buffers ||
+         !c.global_keys.empty() || !c.udsp.empty() || !c.faults.empty() || c.selftest;
+}
+
+// import --exec: the ping and discover sections, run as the commands would run them.
+Response run_exec(Instance& lnet, const SystemConfig& cfg, const Hooks& hooks) {
+  Response out{0, "", cfg.warnings};
+  if (configures(cfg))
+    out.warnings.push_back("import --exec runs the ping and discover sections: the others were not applied");
+  for (const ExecSection& x : cfg.exec) {
+    Request q;
+    q.command = x.discover ? "discover" : "ping";
+    for (const ProcessId& id : x.targets)
+      q.args["nid"].push_back(id.pid == kPidAny || x.discover ? id.nid.to_string() : id.to_string());
+    if (x.timeout_ms) q.args["timeout"].push_back(std::to_string((*x.timeout_ms + 999) / 1000));
+    if (x.source) q.args["source"].push_back(x.source->to_string());
+    if (x.force) q.args["force"];
+    Response one = x.discover ? discover(lnet, q, hooks) : ping(lnet, q, hooks);
+    out.text += one.text;
+    if (one.rc && !out.rc) out.rc = one.rc;
+  }
+  return out;
+}
+
+}  // namespace
+
+Response import_yaml(Instance& lnet, const Request& r, const Hooks& hooks) {
   auto cfg = parse_config(r.body);
   if (!cfg) return error_block("import", "yaml", cfg.code(), cfg.message());
+  if (r.flag("exec")) return run_exec(lnet, *cfg, hooks);
+  if (!cfg->exec.empty()) cfg->warnings.push_back("the ping and discover sections run with import --exec: not run now");
   ImportMode mode = r.flag("del") ? ImportMode::Del : r.flag("show") ? ImportMode::Show : ImportMode::Add;
   std::string shown;
-  if (Status s = apply_config(lnet, *cfg, mode, &shown); !s)
-    return error_block("import", "yaml", s.code(), s.message() + " (nothing was applied)");
-  return Response{0, shown};
+  if (Status s = apply_config(lnet, *cfg, mode, &shown); !s) {
+    Response failed = error_block("import", "yaml", s.code(), s.message() + " (nothing was applied)");
+    failed.warnings = cfg->warnings;
+    return failed;
+  }
+  return Response{0, shown, cfg->warnings};
 }
 
 Response export_yaml(Instance& lnet, const Request& r, const Hooks&) {

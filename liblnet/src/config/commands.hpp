@@ -58,6 +58,9 @@ Response fault_add(Instance& lnet, const Request& r, const Hooks& hooks);
 Response fault_del(Instance& lnet, const Request& r, const Hooks& hooks);
 Response fault_reset(Instance& lnet, const Request& r, const Hooks& hooks);
 Response fault_show(Instance& lnet, const Request& r, const Hooks& hooks);
+Response cpt_of_nid(Instance& lnet, const Request& r, const Hooks& hooks);
+// A command of the real lnetctl this build does not have: refused, saying so.
+Response not_built(Instance& lnet, const Request& r, const Hooks& hooks);
 Response import_yaml(Instance& lnet, const Request& r, const Hooks& hooks);
 Response export_yaml(Instance& lnet, const Request& r, const Hooks& hooks);
 

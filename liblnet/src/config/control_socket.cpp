@@ -80,6 +80,7 @@ std::string encode_response(const Response& r) {
   YAML::Node n;
   n["rc"] = r.rc;
   n["text"] = r.text;
+  for (const std::string& w : r.warnings) n["warnings"].push_back(w);
   YAML::Emitter out;
   exact_strings(out);
   out << n;
@@ -93,6 +94,9 @@ Result<Response> decode_response(std::string_view text) {
     Response r;
     r.rc = n["rc"].as<int>();
     if (n["text"] && n["text"].IsScalar()) r.text = n["text"].Scalar();
+    if (const YAML::Node w = n["warnings"]; w && w.IsSequence())
+      for (const auto& line : w)
+        if (line.IsScalar()) r.warnings.push_back(line.Scalar());
     return r;
   } catch (const YAML::Exception& e) {
     return Failure{-EPROTO, std::string("bad response: ") + e.what()};

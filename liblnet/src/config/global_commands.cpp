@@ -97,6 +97,29 @@ Response stats_reset(Instance& lnet, const Request&, const Hooks&) {
   return ok(YAML::Node());
 }
 
+Response cpt_of_nid(Instance& lnet, const Request& r, const Hooks&) {
+  auto nids = list_arg(r, "nid");
+  if (nids.empty()) return error_block("cpt-of-nid", "nid", -EINVAL, "cpt-of-nid needs at least one NID");
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const std::string& text : nids) {
+    auto nid = Nid::parse(text);
+    if (!nid) return error_block("cpt-of-nid", "nid", -EINVAL, nid.message());
+    YAML::Node e;
+    e["nid"] = nid->to_string();
+    e["cpt"] = int_node(lnet.control().cpt_of_nid(*nid));
+    list.push_back(e);
+  }
+  YAML::Node root;
+  root["cpt-of-nid"] = list;
+  return ok(root);
+}
+
+Response not_built(Instance&, const Request& r, const Hooks&) {
+  const CommandSpec* spec = find_command(r.command);
+  return error_block("manage", r.command, -EOPNOTSUPP,
+                     "not supported yet: " + r.command + " (" + (spec ? spec->summary : "") + ")");
+}
+
 Response udsp_add(Instance& lnet, const Request& r, const Hooks&) {
   UdspRule u;
   if (const std::string* s = r.arg("src")) u.src = *s;

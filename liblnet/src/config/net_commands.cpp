@@ -84,17 +84,50 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
   return ok(root);
 }
 
+namespace {
+
+// net add --ip2net: the NIs the string names on this host, each with the tunables given.
+Response add_ip2net(Control& c, const std::string& text, const NetConfig& tunables) {
+  if (text.size() > 127) return error_block("add", "net", -ERANGE, "--ip2net: longer than 127 characters");
+  auto host = host_interfaces();
+  if (!host) return error_block("add", "net", host.code(), host.message());
+  auto networks = ip2nets_to_networks(text, *host);
+  if (!networks) return error_block("add", "net", networks.code(), "--ip2net: " + networks.message());
+  auto nis = Config::parse_networks(*networks, tunables.tunables);
+  if (!nis) return error_block("add", "net", nis.code(), "--ip2net: " + nis.message());
+  std::vector<Nid> added;
+  for (NetConfig nc : *nis) {
+    nc.lnd_tunables = tunables.lnd_tunables;
+    if (nc.cpts.empty()) nc.cpts = tunables.cpts;
+    auto id = c.add_ni(nc);
+    if (!id) {
+      for (Nid n : added) (void)c.del_ni(n);
+      return error_block("add", "net", id.code(), "--ip2net: cannot add " + nc.net.to_string() + ": " + id.message());
+    }
+    added.push_back(*id);
+  }
+  return ok(YAML::Node());
+}
+
+}  // namespace
+
 Response net_add(Instance& lnet, const Request& r, const Hooks&) {
   const std::string* net = r.arg("net");
-  if (!net) return error_block("add", "net", -EINVAL, "net add needs --net");
+  const std::string* ip2net = r.arg("ip2net");
+  if (!net && !ip2net) return error_block("add", "net", -EINVAL, "net add needs --net or --ip2net");
+  if (net && ip2net) return error_block("add", "net", -EINVAL, "net add takes --net or --ip2net, not both");
   NetConfig nc;
-  auto id = NetId::parse(*net);
-  if (!id) return error_block("add", "net", -EINVAL, id.message());
-  nc.net = *id;
+  if (net) {
+    auto id = NetId::parse(*net);
+    if (!id) return error_block("add", "net", -EINVAL, id.message());
+    nc.net = *id;
+  }
   nc.interfaces = list_arg(r, "if");
   for (const std::string& i : nc.interfaces)
     if (std::string why = text::bad_interface_name(i); !why.empty())
       return error_block("add", "net", -EINVAL, "--if: " + why);
+  if (ip2net && (r.arg("nid") || !nc.interfaces.empty()))
+    return error_block("add", "net", -EINVAL, "--ip2net names the interfaces: no --if or --nid with it");
   if (const std::string* nid = r.arg("nid")) {
     auto n = Nid::parse(*nid);
     if (!n) return error_block("add", "net", -EINVAL, n.message());
@@ -106,8 +139,8 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
     int* field;
     long lo, hi;
   } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, 0, 1 << 20},
-              {"peer-credits", &nc.tunables.peer_credits, 1, 1 << 16},
-              {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 1 << 16},
+              {"peer-credits", &nc.tunables.peer_credits, 0, 65535},
+              {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 65535},
               {"credits", &nc.tunables.credits, 1, 1 << 20},
               {"conns-per-peer", &nc.lnd_tunables.conns_per_peer, 0, 127},
               {"tos", &nc.lnd_tunables.tos, -1, 255}};
@@ -117,10 +150,11 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
     *a.field = static_cast<int>(*v);
   }
   if (const std::string* cpt = r.arg("cpt")) {
-    auto parsed = Config::parse_networks(*net + *cpt);
-    if (!parsed || parsed->empty()) return error_block("add", "net", -EINVAL, "bad --cpt '" + *cpt + "'");
-    nc.cpts = parsed->front().cpts;
+    auto parsed = parse_cpt_list(*cpt);
+    if (!parsed) return error_block("add", "net", -EINVAL, "--cpt: " + parsed.message());
+    nc.cpts = *parsed;
   }
+  if (ip2net) return add_ip2net(lnet.control(), *ip2net, nc);
   auto added = lnet.control().add_ni(nc);
   if (!added) return error_block("add", "net", added.code(), added.message());
   return ok(YAML::Node());

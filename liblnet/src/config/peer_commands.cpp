@@ -1,5 +1,8 @@
 // lnetctl peer show | list | add | del, ping and discover.
+#include <algorithm>
+
 #include <lnet/log.hpp>
+#include <lnet/nid_range.hpp>
 
 #include "commands.hpp"
 #include "yaml_print.hpp"
@@ -63,14 +66,30 @@ Response list_response(const char* what, const YAML::Node& list, const YAML::Nod
   return Response{rc, text};
 }
 
+// --nid of peer add/del: NIDs and NID ranges, expanded in LNet's order (at most the
+// NIDs a peer may have besides its primary).
 Result<std::vector<Nid>> nids_arg(const Request& r, const std::string& name) {
   std::vector<Nid> out;
-  for (const std::string& s : list_arg(r, name)) {
-    auto n = Nid::parse(s);
-    if (!n) return n.failure();
-    out.push_back(*n);
-  }
+  for (const std::vector<std::string>& values : {r.args.count(name) ? r.args.at(name) : std::vector<std::string>{}})
+    for (const std::string& v : values) {
+      auto n = expand_nid_list(v, kMaxNidsPerPeer);
+      if (!n) return Failure{n.code(), "--" + name + ": " + n.message()};
+      for (Nid x : *n)
+        if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+      if (out.size() > kMaxNidsPerPeer)
+        return Failure{-E2BIG, "--" + name + " names more than " + std::to_string(kMaxNidsPerPeer) + " NIDs"};
+    }
   return out;
+}
+
+// --prim_nid: one NID (a range names no single primary).
+Result<Nid> primary_arg(const std::string& text) {
+  if (text.find_first_of("[*,") != std::string::npos)
+    return Failure{-EINVAL, "--prim_nid " + text + ": a primary NID is one NID, not a list or range"};
+  auto n = Nid::parse(text);
+  if (!n) return Failure{-EINVAL, "--prim_nid: " + n.message()};
+  if (n->is_any() || n->is_lo()) return Failure{-EINVAL, "--prim_nid " + n->to_string() + " cannot be a peer"};
+  return *n;
 }
 
 // ping: each NID pinged; what it answers is printed, nothing recorded.
@@ -198,10 +217,11 @@ Response peer_list(Instance& lnet, const Request&, const Hooks&) {
 Response peer_add(Instance& lnet, const Request& r, const Hooks&) {
   const std::string* prim = r.arg("prim_nid");
   if (!prim) return error_block("add", "peer_ni", -EINVAL, "peer add needs --prim_nid");
-  auto primary = Nid::parse(*prim);
-  if (!primary) return error_block("add", "peer_ni", -EINVAL, primary.message());
+  auto primary = primary_arg(*prim);
+  if (!primary) return error_block("add", "peer_ni", primary.code(), primary.message());
   auto nids = nids_arg(r, "nid");
-  if (!nids) return error_block("add", "peer_ni", -EINVAL, nids.message());
+  if (!nids) return error_block("add", "peer_ni", nids.code(), nids.message());
+  nids->erase(std::remove(nids->begin(), nids->end(), *primary), nids->end());
   Status s = lnet.control().add_peer(PeerConfig{*primary, !r.flag("non_mr"), *nids, r.flag("lock_prim")}, true);
   if (!s) return error_block("add", "peer_ni", s.code(), s.message());
   return ok(YAML::Node());
@@ -210,10 +230,10 @@ Response peer_add(Instance& lnet, const Request& r, const Hooks&) {
 Response peer_del(Instance& lnet, const Request& r, const Hooks&) {
   const std::string* prim = r.arg("prim_nid");
   if (!prim) return error_block("del", "peer_ni", -EINVAL, "peer del needs --prim_nid");
-  auto primary = Nid::parse(*prim);
-  if (!primary) return error_block("del", "peer_ni", -EINVAL, primary.message());
+  auto primary = primary_arg(*prim);
+  if (!primary) return error_block("del", "peer_ni", primary.code(), primary.message());
   auto nids = nids_arg(r, "nid");
-  if (!nids) return error_block("del", "peer_ni", -EINVAL, nids.message());
+  if (!nids) return error_block("del", "peer_ni", nids.code(), nids.message());
   Status s = lnet.control().del_peer(*primary, *nids, r.flag("force"));
   if (!s) return error_block("del", "peer_ni", s.code(), s.message());
   return ok(YAML::Node());
@@ -248,9 +268,10 @@ Response debug_recovery(Instance& lnet, const Request& r, const Hooks&) {
   if (local == peer) return error_block("debug", "recovery", -EINVAL, "debug recovery needs --local or --peer");
   YAML::Node q(YAML::NodeType::Map);
   std::vector<Nid> nids = lnet.control().recovery_queue(local);
+  if (nids.empty()) return ok(YAML::Node());  // nothing in recovery: nothing to show, as lnetctl
   for (std::size_t k = 0; k < nids.size(); ++k) q["nid-" + std::to_string(k)] = nids[k].to_string();
   YAML::Node root;
-  root[local ? "local NI recovery" : "peer NI recovery"] = q;
+  root[local ? "Local NI recovery" : "Peer NI recovery"] = q;
   return ok(root);
 }
 

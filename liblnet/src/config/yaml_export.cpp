@@ -2,6 +2,7 @@
 // a running instance as such a document.
 #include <lnet/dlc.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "yaml_print.hpp"
@@ -31,6 +32,7 @@ YAML::Node ni_node(const NetConfig& nc, bool backup) {
   if (!nc.interfaces.empty()) ni["interfaces"] = interfaces_node(nc.interfaces);
   ni["tunables"] = tunables_node(nc.tunables);
   YAML::Node lt = lnd_tunables_node(nc.net, nc.lnd_tunables, nc.lnd_tunables.timeout);
+  if (backup) lt.remove("timeout");  // read-only: the driver's, derived from lnd_timeout
   if (lt.size() > 0) ni["lnd tunables"] = lt;
   if (!nc.cpts.empty()) ni["CPT"] = cpt_list(nc.cpts);
   return ni;
@@ -139,8 +141,39 @@ SystemConfig export_config(Instance& lnet) {
   const Control& c = lnet.control();
   SystemConfig cfg;
   cfg.nets = c.net_configs();
+  // The driver's timeout each NI runs with (read-only: export shows it, backup leaves it).
+  auto live = c.ni_info();
+  for (NetConfig& nc : cfg.nets)
+    for (const NiInfo& i : live)
+      if (i.nid.net() == nc.net && (nc.nid ? *nc.nid == i.nid : i.interfaces == nc.interfaces)) {
+        nc.lnd_tunables.timeout = i.lnd_timeout;
+        break;
+      }
   cfg.routes = c.route_configs();
   cfg.peers = c.configured_peers();
+  // The gateways of routes are peers too (route add makes them): exported as lnetctl
+  // does, after the configured ones, so that an import brings them back as they were.
+  std::vector<PeerInfo> all;
+  for (const RouteConfig& r : cfg.routes) {
+    bool listed = false;
+    for (const PeerConfig& p : cfg.peers)
+      listed = listed || p.primary == r.gateway || std::find(p.nids.begin(), p.nids.end(), r.gateway) != p.nids.end();
+    if (listed) continue;
+    if (all.empty()) all = c.peer_info();
+    PeerConfig gw{r.gateway, false, {}, false};
+    for (const PeerInfo& p : all) {
+      bool has = false;
+      for (const PeerNiInfo& n : p.nis) has = has || n.nid == r.gateway;
+      if (!has) continue;
+      gw.primary = p.primary_nid;
+      gw.multi_rail = p.multi_rail;
+      for (const PeerNiInfo& n : p.nis)
+        if (n.nid != p.primary_nid) gw.nids.push_back(n.nid);
+    }
+    bool again = false;
+    for (const PeerConfig& p : cfg.peers) again = again || p.primary == gw.primary;
+    if (!again) cfg.peers.push_back(gw);
+  }
   cfg.routing = c.routing();
   cfg.buffers = c.buffers();
   cfg.global = c.globals();

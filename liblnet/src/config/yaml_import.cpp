@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <initializer_list>
 #include <set>
+#include <unordered_map>
 
 #include <lnet/nid_range.hpp>
 
@@ -33,12 +35,15 @@ Result<long> as_int(const YAML::Node& n, const std::string& key) {
   return v;
 }
 
+// A flag as lnetctl reads one: yes/true/on/y or no/false/off/n in any case, or 1/0.
 Result<bool> as_bool(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be True/False or 1/0");
+  if (!n.IsScalar()) return bad(n, "'" + key + "' must be True or False");
   std::string s = n.Scalar();
-  if (s == "True" || s == "true" || s == "1" || s == "yes") return true;
-  if (s == "False" || s == "false" || s == "0" || s == "no") return false;
-  return bad(n, "'" + key + "': '" + s + "' is not True/False or 1/0");
+  std::string low;
+  for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (low == "true" || low == "yes" || low == "on" || low == "y" || low == "1") return true;
+  if (low == "false" || low == "no" || low == "off" || low == "n" || low == "0") return false;
+  return bad(n, "'" + key + "': '" + s + "' is not True or False");
 }
 
 // A NID or a network: what `T::parse` takes.
@@ -52,6 +57,8 @@ Result<T> as_parsed(const YAML::Node& n, const std::string& key, const char* kin
 
 Result<Nid> as_nid(const YAML::Node& n, const std::string& key) { return as_parsed<Nid>(n, key, "a NID"); }
 Result<NetId> as_net(const YAML::Node& n, const std::string& key) { return as_parsed<NetId>(n, key, "a network"); }
+
+void warn(SystemConfig& cfg, const YAML::Node& n, const std::string& what) { cfg.warnings.push_back(what + where(n)); }
 
 // Keys that show/export print and an import ignores.
 bool runtime_key(const std::string& k) {
@@ -73,8 +80,11 @@ bool runtime_key(const std::string& k) {
                                              "tx_q_num_of_buf",
                                              "available_rtr_credits",
                                              "min_rtr_credits",
+                                             "max_tx_credits",
                                              "refcount",
-                                             "lnd_timeout"};
+                                             "lnd_timeout",
+                                             "seq_no",
+                                             "detail"};
   return keys.count(k) > 0;
 }
 
@@ -83,57 +93,243 @@ Status check_map(const YAML::Node& n, const std::string& what) {
   return {};
 }
 
-// A mapping of numbers, each key naming an int field; `what` names the mapping in errors.
+// A mapping of numbers, each key naming an int field and its range; `what` names the
+// mapping in errors.
 struct IntField {
   const char* key;
   int* field;
+  long lo = INT_MIN;
+  long hi = INT_MAX;
 };
 
-Status parse_int_fields(const YAML::Node& n, const std::string& what, std::initializer_list<IntField> fields,
-                        long min = INT_MIN) {
+Status parse_int_field(const YAML::Node& key, const YAML::Node& value, const IntField& f) {
+  auto v = as_int(value, f.key);
+  if (!v) return v.failure();
+  if (*v < f.lo || *v > f.hi)
+    return bad(value, "'" + std::string(f.key) + "': " + std::to_string(*v) + " is out of range (" +
+                          std::to_string(f.lo) + ".." + std::to_string(f.hi) + ")");
+  (void)key;
+  *f.field = static_cast<int>(*v);
+  return {};
+}
+
+Status parse_int_fields(const YAML::Node& n, const std::string& what, std::initializer_list<IntField> fields) {
   if (auto r = check_map(n, what); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    auto v = as_int(kv.second, k);
-    if (!v) return v.failure();
     auto f = std::find_if(fields.begin(), fields.end(), [&](const IntField& i) { return k == i.key; });
     if (f == fields.end()) return bad(kv.first, "unknown key '" + k + "' in " + what);
-    if (min == 0 && *v < 0) return bad(kv.second, "'" + k + "' cannot be negative");
-    if (*v < min || *v > INT_MAX) return bad(kv.second, "'" + k + "': " + std::to_string(*v) + " is out of range");
-    *f->field = static_cast<int>(*v);
+    if (auto r = parse_int_field(kv.first, kv.second, *f); !r) return r;
   }
   return {};
 }
 
-Status parse_tunables(const YAML::Node& n, NetTunables& t) {
-  return parse_int_fields(n, "'tunables'",
-                          {{"peer_timeout", &t.peer_timeout},
-                           {"peer_credits", &t.peer_credits},
-                           {"peer_buffer_credits", &t.peer_buffer_credits},
-                           {"credits", &t.credits}});
+// NI tunables. 0 (and -1 for peer_timeout) mean the default, as in LNet.
+Status parse_tunables(const YAML::Node& n, NetTunables& t, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'tunables'"); !r) return r;
+  const IntField fields[] = {{"peer_timeout", &t.peer_timeout, -1, 1 << 20},
+                             {"peer_credits", &t.peer_credits, 0, 65535},
+                             {"peer_buffer_credits", &t.peer_buffer_credits, 0, 65535},
+                             {"credits", &t.credits, 0, 1 << 20}};
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    const IntField* f =
+        std::find_if(std::begin(fields), std::end(fields), [&](const IntField& i) { return k == i.key; });
+    if (f == std::end(fields)) {
+      warn(cfg, kv.first, "ignored: unknown key '" + k + "' in 'tunables'");
+      continue;
+    }
+    if (auto r = parse_int_field(kv.first, kv.second, *f); !r) return r;
+  }
+  if (t.peer_timeout < 0) t.peer_timeout = NetTunables{}.peer_timeout;
+  if (t.credits == 0) t.credits = NetTunables{}.credits;
+  return {};
 }
 
-Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t) {
-  return parse_int_fields(n, "'lnd tunables'",
-                          {{"conns_per_peer", &t.conns_per_peer}, {"timeout", &t.timeout}, {"tos", &t.tos}});
+// Driver tunables of other drivers than this build's: accepted, without effect.
+const char* foreign_lnd_tunable(const std::string& k) {
+  static const std::set<std::string> o2ib = {
+      "peercredits_hiw", "map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_flush_trigger", "fmr_cache", "ntx"};
+  static const std::set<std::string> kfi = {"prov_major_version", "prov_minor_version", "auth_key", "traffic_class"};
+  if (o2ib.count(k)) return "o2ib";
+  if (kfi.count(k)) return "kfi";
+  if (k == "nqps") return "efa";
+  return nullptr;
+}
+
+Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
+  for (const auto& kv : n) {
+    std::string k = kv.first.Scalar();
+    if (k == "conns_per_peer") {
+      auto v = as_int(kv.second, k);
+      if (!v) return v.failure();
+      if (*v < 0 || *v > 127)
+        return bad(kv.second, "invalid conns_per_peer value " + std::to_string(*v) + " (valid range 0-127)");
+      t.conns_per_peer = static_cast<int>(*v);
+    } else if (k == "tos") {
+      if (auto r = parse_int_field(kv.first, kv.second, {"tos", &t.tos, -1, 255}); !r) return r;
+    } else if (k == "timeout") {
+      continue;  // read-only: the driver's timeout, derived from lnd_timeout (net set --lnd-timeout)
+    } else if (const char* lnd = foreign_lnd_tunable(k)) {
+      warn(cfg, kv.first,
+           "ignored: '" + k + "' is a tunable of the " + lnd + " driver, which this build does not have");
+    } else {
+      warn(cfg, kv.first, "ignored: unknown key '" + k + "' in 'lnd tunables'");
+    }
+  }
+  return {};
 }
 
 Status parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
-  // "[0,1]"
-  if (!n.IsScalar()) return bad(n, "'CPT' must be a list like \"[0,1]\"");
-  std::string s = n.Scalar();
-  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return bad(n, "'CPT': '" + s + "' is not like \"[0,1]\"");
-  std::string body = s.substr(1, s.size() - 2);
-  std::size_t i = 0;
-  while (i < body.size()) {
-    std::size_t j = body.find(',', i);
-    std::string item = body.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || v < 0 || v > 255) return bad(n, "'CPT': '" + item + "' is not a CPT number");
-    cpts.push_back(static_cast<unsigned>(v));
-    if (j == std::string::npos) break;
-    i = j + 1;
+  // "[0,1]", "[0-3]", 2, or a YAML sequence of those ([0, 2-3]).
+  if (n.IsScalar()) {
+    auto r = parse_cpt_list(n.Scalar());
+    if (!r) return bad(n, "'CPT': " + r.message());
+    cpts = *r;
+    return {};
+  }
+  if (!n.IsSequence()) return bad(n, "'CPT' must be a list like \"[0,1]\"");
+  if (n.size() == 0) return bad(n, "'CPT': an empty list");
+  std::vector<unsigned> all;
+  for (const auto& item : n) {
+    if (!item.IsScalar()) return bad(item, "'CPT': an item must be a number or a range like 0-3");
+    std::string text = item.Scalar();
+    auto r = parse_cpt_list(text.find('[') == std::string::npos ? "[" + text + "]" : text);
+    if (!r) return bad(item, "'CPT': " + r.message());
+    for (unsigned c : *r)
+      if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+  }
+  cpts = all;
+  return {};
+}
+
+// "eth0" or "eth0[0,1]" (an interface with its own CPTs).
+Status parse_interface(const YAML::Node& name, std::string& ifname, std::optional<std::vector<unsigned>>& cpts) {
+  if (!name.IsScalar()) return bad(name, "an interface must be a name");
+  std::string text = name.Scalar();
+  std::size_t br = text.find('[');
+  if (br != std::string::npos) {
+    auto c = parse_cpt_list(text.substr(br));
+    if (!c) return bad(name, "interface '" + text + "': " + c.message());
+    cpts = *c;
+    text.resize(br);
+  }
+  if (std::string why = text::bad_interface_name(text); !why.empty()) return bad(name, why);
+  ifname = text;
+  return {};
+}
+
+// What the NIs of an entry share: the entry's own tunables and CPTs (net level), which
+// each NI's own blocks override key by key.
+struct NiDefaults {
+  NetTunables tunables;
+  LndTunables lnd;
+  std::vector<unsigned> cpts;
+};
+
+// The NIs of one `local NI(s)` item (or of a net entry without that list): one per
+// interface, sharing the item's tunables.
+Status parse_ni_item(const YAML::Node& ni, NetId net, const NiDefaults& d, SystemConfig& cfg) {
+  NetConfig nc;
+  nc.net = net;
+  nc.tunables = d.tunables;
+  nc.lnd_tunables = d.lnd;
+  nc.cpts = d.cpts;
+  struct If {
+    std::string name;
+    std::optional<std::vector<unsigned>> cpts;
+  };
+  std::vector<If> ifs;
+  for (const auto& kv : ni) {
+    std::string k = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (k == "nid") {
+      auto nid = as_nid(v, k);
+      if (!nid) return nid.failure();
+      if (nid->net() != net) return bad(v, "'nid' " + nid->to_string() + " is not on " + net.to_string());
+      nc.nid = *nid;
+    } else if (k == "interfaces") {
+      if (!v.IsMap() && !v.IsSequence()) return bad(v, "'interfaces' must be a mapping like {0: eth0}");
+      if (v.size() == 0) return bad(v, "'interfaces': an empty list");
+      for (const auto& i2 : v) {
+        const YAML::Node& name = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
+        If i;
+        if (auto r = parse_interface(name, i.name, i.cpts); !r) return r;
+        for (const If& seen : ifs)
+          if (seen.name == i.name) return bad(name, "interface '" + i.name + "' is listed twice");
+        ifs.push_back(i);
+      }
+    } else if (k == "tunables") {
+      if (auto r = parse_tunables(v, nc.tunables, cfg); !r) return r;
+    } else if (k == "lnd tunables") {
+      if (auto r = parse_lnd_tunables(v, nc.lnd_tunables, cfg); !r) return r;
+    } else if (k == "CPT") {
+      if (auto r = parse_cpts(v, nc.cpts); !r) return r;
+    } else if (!runtime_key(k)) {
+      return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
+    }
+  }
+  if (ifs.size() > 1 && nc.nid)
+    return bad(ni, "a 'nid' names one NI, not the " + std::to_string(ifs.size()) + " of its interfaces");
+  if (ifs.empty()) {
+    cfg.nets.push_back(nc);
+    return {};
+  }
+  for (const If& i : ifs) {  // one NI per interface, as LNet makes them
+    NetConfig one = nc;
+    one.interfaces = {i.name};
+    if (i.cpts) one.cpts = *i.cpts;
+    cfg.nets.push_back(one);
+  }
+  return {};
+}
+
+// ip2nets: a list of rules {net-spec, interfaces, ip-range, tunables, lnd tunables, CPT}.
+Status parse_ip2nets(const YAML::Node& n, SystemConfig& cfg) {
+  if (!n.IsSequence()) return bad(n, "'ip2nets' must be a list of rules");
+  for (const auto& e : n) {
+    if (auto r = check_map(e, "an 'ip2nets' rule"); !r) return r;
+    if (!e["net-spec"]) return bad(e, "an 'ip2nets' rule without 'net-spec'");
+    auto net = as_net(e["net-spec"], "net-spec");
+    if (!net) return net.failure();
+    if (net->type() == kLoLnd) return bad(e["net-spec"], "'net-spec': lo is always there");
+    Ip2netsRule rule;
+    rule.ni.net = *net;
+    for (const auto& kv : e) {
+      std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "net-spec") continue;
+      if (k == "interfaces" || k == "ip-range") {
+        if (!v.IsMap() && !v.IsSequence()) return bad(v, "'" + k + "' must be a mapping like {0: ...}");
+        if (v.size() == 0) return bad(v, "'" + k + "': an empty list");
+        for (const auto& i2 : v) {
+          const YAML::Node& item = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
+          if (k == "interfaces") {
+            Ip2netsRule::Interface i;
+            if (auto r = parse_interface(item, i.name, i.cpts); !r) return r;
+            rule.interfaces.push_back(i);
+          } else {
+            if (!item.IsScalar()) return bad(item, "an 'ip-range' item must be a pattern like 192.168.[1-3].*");
+            if (Status r = check_ip_range(item.Scalar()); !r)
+              return Failure{r.code(), "'ip-range': " + r.message() + where(item)};
+            rule.ranges.push_back(item.Scalar());
+          }
+        }
+      } else if (k == "tunables") {
+        if (auto r = parse_tunables(v, rule.ni.tunables, cfg); !r) return r;
+      } else if (k == "lnd tunables") {
+        if (auto r = parse_lnd_tunables(v, rule.ni.lnd_tunables, cfg); !r) return r;
+      } else if (k == "CPT") {
+        if (auto r = parse_cpts(v, rule.ni.cpts); !r) return r;
+      } else if (k == "local NI(s)") {
+        return bad(kv.first,
+                   "'local NI(s)' belongs in 'net', not in an 'ip2nets' rule (it has interfaces and ip-range)");
+      } else if (k != "seq_no") {
+        return bad(kv.first, "unknown key '" + k + "' in an 'ip2nets' rule");
+      }
+    }
+    cfg.ip2nets.push_back(rule);
   }
   return {};
 }
@@ -146,49 +342,37 @@ Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
     auto net = as_net(e["net type"], "net type");
     if (!net) return net.failure();
     if (net->type() == kLoLnd) continue;  // 0@lo always exists
+    NiDefaults d;
+    const YAML::Node* nis = nullptr;
     for (const auto& kv : e) {
       std::string k = kv.first.Scalar();
-      if (k != "net type" && k != "local NI(s)") return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
+      const YAML::Node& v = kv.second;
+      if (k == "net type") continue;
+      if (k == "local NI(s)") {
+        nis = &kv.second;
+      } else if (k == "tunables") {
+        if (auto r = parse_tunables(v, d.tunables, cfg); !r) return r;
+      } else if (k == "lnd tunables") {
+        if (auto r = parse_lnd_tunables(v, d.lnd, cfg); !r) return r;
+      } else if (k == "CPT") {
+        if (auto r = parse_cpts(v, d.cpts); !r) return r;
+      } else if (!runtime_key(k)) {
+        return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
+      }
     }
-    const YAML::Node nis = e["local NI(s)"];
     if (!nis) {
       NetConfig nc;
       nc.net = *net;
+      nc.tunables = d.tunables;
+      nc.lnd_tunables = d.lnd;
+      nc.cpts = d.cpts;
       cfg.nets.push_back(nc);
       continue;
     }
-    if (!nis.IsSequence()) return bad(nis, "'local NI(s)' must be a list");
-    for (const auto& ni : nis) {
+    if (!nis->IsSequence()) return bad(*nis, "'local NI(s)' must be a list");
+    for (const auto& ni : *nis) {
       if (auto r = check_map(ni, "a 'local NI(s)' entry"); !r) return r;
-      NetConfig nc;
-      nc.net = *net;
-      for (const auto& kv : ni) {
-        std::string k = kv.first.Scalar();
-        const YAML::Node& v = kv.second;
-        if (k == "nid") {
-          auto nid = as_nid(v, k);
-          if (!nid) return nid.failure();
-          if (nid->net() != *net) return bad(v, "'nid' " + nid->to_string() + " is not on " + net->to_string());
-          nc.nid = *nid;
-        } else if (k == "interfaces") {
-          if (!v.IsMap() && !v.IsSequence()) return bad(v, "'interfaces' must be a mapping like {0: eth0}");
-          for (const auto& i2 : v) {
-            const YAML::Node& name = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
-            if (!name.IsScalar()) return bad(name, "an interface must be a name");
-            if (std::string why = text::bad_interface_name(name.Scalar()); !why.empty()) return bad(name, why);
-            nc.interfaces.push_back(name.Scalar());
-          }
-        } else if (k == "tunables") {
-          if (auto r = parse_tunables(v, nc.tunables); !r) return r;
-        } else if (k == "lnd tunables") {
-          if (auto r = parse_lnd_tunables(v, nc.lnd_tunables); !r) return r;
-        } else if (k == "CPT") {
-          if (auto r = parse_cpts(v, nc.cpts); !r) return r;
-        } else if (!runtime_key(k)) {
-          return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
-        }
-      }
-      cfg.nets.push_back(nc);
+      if (auto r = parse_ni_item(ni, *net, d, cfg); !r) return r;
     }
   }
   return {};
@@ -237,6 +421,15 @@ Status parse_routes(const YAML::Node& n, SystemConfig& cfg) {
   return {};
 }
 
+// A peer NI's NID: one NID, or a NID range ("10.0.0.[2-4]@tcp") naming several.
+Status peer_nids(const YAML::Node& v, std::vector<Nid>& out) {
+  if (!v.IsScalar()) return bad(v, "'nid' must be a NID");
+  auto nids = expand_nid_list(v.Scalar(), kMaxNidsPerPeer);
+  if (!nids) return bad(v, "'nid': " + nids.message());
+  out.insert(out.end(), nids->begin(), nids->end());
+  return {};
+}
+
 Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
   if (!n.IsSequence()) return bad(n, "'peer' must be a list");
   for (const auto& e : n) {
@@ -260,20 +453,28 @@ Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
         for (const auto& p : v) {
           if (auto r = check_map(p, "a 'peer ni' entry"); !r) return r;
           if (!p["nid"]) return bad(p, "a 'peer ni' entry without 'nid'");
-          auto nid = as_nid(p["nid"], "nid");
-          if (!nid) return nid.failure();
+          if (auto r = peer_nids(p["nid"], pc.nids); !r) return r;
           for (const auto& i2 : p) {
             std::string k2 = i2.first.Scalar();
             if (k2 != "nid" && !runtime_key(k2)) return bad(i2.first, "unknown key '" + k2 + "' in a 'peer ni' entry");
           }
-          pc.nids.push_back(*nid);
         }
       } else if (!runtime_key(k)) {
         return bad(kv.first, "unknown key '" + k + "' in a 'peer' entry");
       }
     }
     if (!has_primary) return bad(e, "a 'peer' entry without 'primary nid'");
+    if (pc.primary.is_lo()) return bad(e, "'primary nid' 0@lo is this node, not a peer");
     pc.nids.erase(std::remove(pc.nids.begin(), pc.nids.end(), pc.primary), pc.nids.end());
+    std::vector<Nid> unique;
+    for (Nid x : pc.nids)
+      if (std::find(unique.begin(), unique.end(), x) == unique.end()) unique.push_back(x);
+    pc.nids = unique;
+    if (pc.nids.size() + 1 > kMaxNidsPerPeer)
+      return bad(e, "peer " + pc.primary.to_string() + " has " + std::to_string(pc.nids.size() + 1) +
+                        " NIDs, more than " + std::to_string(kMaxNidsPerPeer));
+    if (cfg.peers.size() >= kMaxImportPeers)
+      return bad(e, "more than " + std::to_string(kMaxImportPeers) + " peers in one document");
     cfg.peers.push_back(pc);
   }
   return {};
@@ -331,25 +532,113 @@ Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
 
 Status parse_buffers(const YAML::Node& n, SystemConfig& cfg) {
   BufferConfig b;
-  if (auto r = parse_int_fields(n, "'buffers'", {{"tiny", &b.tiny}, {"small", &b.small}, {"large", &b.large}}, 0); !r)
+  if (auto r = parse_int_fields(
+          n, "'buffers'",
+          {{"tiny", &b.tiny, 0, 1 << 24}, {"small", &b.small, 0, 1 << 24}, {"large", &b.large, 0, 1 << 24}});
+      !r)
     return r;
   cfg.buffers = b;
   return {};
 }
 
+// One global tunable: checked on its own here; the rules between tunables are checked
+// when the document is applied, against what the instance has.
+Status global_key(const YAML::Node& key, const YAML::Node& value, SystemConfig& cfg, const std::string& section) {
+  std::string k = key.Scalar();
+  if (GlobalTunables::read_only(k)) return {};  // what lnetctl shows, derived
+  if (k == "max_intf") {
+    warn(cfg, key, "'max_intf' is the old spelling of 'max_interfaces' (lnetctl before 2.14): read as max_interfaces");
+    k = "max_interfaces";
+  }
+  auto v = as_int(value, k);
+  if (!v) return v.failure();
+  GlobalTunables probe;
+  // Unknown tunables and those of features not built fail here, naming the key.
+  if (Status r = probe.set(k, *v); !r) return Failure{r.code(), section + r.message() + where(key)};
+  if (!cfg.global) cfg.global = GlobalTunables{};
+  (void)cfg.global->set(k, *v);
+  cfg.global_keys.emplace_back(k, *v);
+  return {};
+}
+
 Status parse_global(const YAML::Node& n, SystemConfig& cfg) {
   if (auto r = check_map(n, "'global'"); !r) return r;
-  GlobalTunables g;
+  for (const auto& kv : n)
+    if (Status r = global_key(kv.first, kv.second, cfg, "'global': "); !r) return r;
+  if (!cfg.global) cfg.global = GlobalTunables{};
+  return {};
+}
+
+// numa: {range: N}, the numa_range of `global`.
+Status parse_numa(const YAML::Node& n, SystemConfig& cfg) {
+  if (auto r = check_map(n, "'numa'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    if (GlobalTunables::read_only(k)) continue;  // what lnetctl shows, derived
-    auto v = as_int(kv.second, k);
-    if (!v) return v.failure();
-    // Unknown tunables and those of features not built fail here, naming the key.
-    if (Status r = g.set(k, *v); !r) return Failure{r.code(), "'global': " + r.message() + where(kv.first)};
+    if (k != "range") return bad(kv.first, "unknown key '" + k + "' in 'numa' (it has 'range')");
+    YAML::Node key = YAML::Node("numa_range");
+    if (Status r = global_key(key, kv.second, cfg, "'numa': "); !r) return r;
   }
-  if (Status r = g.check(); !r) return Failure{r.code(), "'global': " + r.message() + where(n)};
-  cfg.global = g;
+  return {};
+}
+
+// ping: / discover: (import --exec): the NIDs to ping or discover, in the shape lnetctl
+// wrote them (a list of {primary nid: NID[,NID...]}, or any mapping or list of NIDs),
+// with timeout (ms) and source_nid/source for ping, force for discover.
+Status parse_exec(const YAML::Node& n, bool discover, SystemConfig& cfg) {
+  ExecSection x;
+  x.discover = discover;
+  std::function<Status(const YAML::Node&)> walk = [&](const YAML::Node& node) -> Status {
+    if (node.IsScalar()) {
+      std::string text = node.Scalar();
+      std::size_t at = 0;
+      while (at <= text.size()) {
+        std::size_t comma = text.find(',', at);
+        std::string one(
+            text::trim(std::string_view(text).substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
+        if (!one.empty()) {
+          auto id = ProcessId::parse(one);
+          if (!id) return bad(node, "'" + std::string(discover ? "discover" : "ping") + "': " + id.message());
+          x.targets.push_back(*id);
+        }
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+      return {};
+    }
+    if (node.IsSequence()) {
+      for (const auto& item : node)
+        if (Status r = walk(item); !r) return r;
+      return {};
+    }
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        std::string k = kv.first.Scalar();
+        if (k == "timeout") {
+          auto v = as_int(kv.second, k);
+          if (!v) return v.failure();
+          if (*v <= 0 || *v > 3600000) return bad(kv.second, "'timeout' must be 1..3600000 ms");
+          x.timeout_ms = static_cast<int>(*v);
+        } else if (k == "source_nid" || k == "source") {
+          auto src = as_nid(kv.second, k);
+          if (!src) return src.failure();
+          x.source = *src;
+        } else if (k == "force") {
+          auto f = as_bool(kv.second, k);
+          if (!f) return f.failure();
+          x.force = *f;
+        } else if (k == "seq_no") {
+          continue;
+        } else if (Status r = walk(kv.second); !r) {
+          return r;
+        }
+      }
+      return {};
+    }
+    return {};
+  };
+  if (Status r = walk(n); !r) return r;
+  if (x.targets.empty()) return bad(n, std::string("'") + (discover ? "discover" : "ping") + "' names no NID");
+  cfg.exec.push_back(x);
   return {};
 }
 
@@ -405,44 +694,137 @@ Status parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
 
 }  // namespace
 
+namespace {
+
+bool same_ni(const NetConfig& a, const NetConfig& b) {
+  return a.net == b.net && a.interfaces == b.interfaces && a.nid == b.nid;
+}
+bool same_config(const NetConfig& a, const NetConfig& b) {
+  return same_ni(a, b) && a.tunables == b.tunables && a.lnd_tunables == b.lnd_tunables && a.cpts == b.cpts;
+}
+std::string ni_name(const NetConfig& nc) {
+  std::string s = nc.net.to_string();
+  if (!nc.interfaces.empty()) s += "(" + nc.interfaces[0] + ")";
+  if (nc.nid) s += " " + nc.nid->to_string();
+  return s;
+}
+
+// What a document repeats (`lnetctl net show >> /etc/lnet.conf` twice): an identical
+// repeat is dropped with a warning, a repeat that says something else is an error.
+Status drop_repeats(SystemConfig& cfg) {
+  std::vector<NetConfig> nets;
+  for (const NetConfig& nc : cfg.nets) {
+    auto it = std::find_if(nets.begin(), nets.end(), [&](const NetConfig& x) { return same_ni(x, nc); });
+    if (it == nets.end()) {
+      nets.push_back(nc);
+    } else if (same_config(*it, nc)) {
+      cfg.warnings.push_back("NI " + ni_name(nc) + " appears twice in the document, the same: configured once");
+    } else {
+      return Failure{-EINVAL, "NI " + ni_name(nc) + " appears twice in the document with different tunables or CPTs"};
+    }
+  }
+  cfg.nets = std::move(nets);
+  std::vector<RouteConfig> routes;
+  for (const RouteConfig& r : cfg.routes) {
+    auto it = std::find_if(routes.begin(), routes.end(),
+                           [&](const RouteConfig& x) { return x.net == r.net && x.gateway == r.gateway; });
+    std::string name = "route to " + r.net.to_string() + " via " + r.gateway.to_string();
+    if (it == routes.end())
+      routes.push_back(r);
+    else if (*it == r)
+      cfg.warnings.push_back(name + " appears twice in the document, the same: added once");
+    else
+      return Failure{-EINVAL, name + " appears twice in the document with different hop or priority"};
+  }
+  cfg.routes = std::move(routes);
+  std::vector<PeerConfig> peers;
+  std::unordered_map<Nid, std::size_t> index;
+  for (const PeerConfig& p : cfg.peers) {
+    auto it = index.find(p.primary);
+    if (it == index.end()) {
+      index.emplace(p.primary, peers.size());
+      peers.push_back(p);
+      continue;
+    }
+    PeerConfig& first = peers[it->second];
+    std::string name = "peer " + p.primary.to_string();
+    if (first == p) {
+      cfg.warnings.push_back(name + " appears twice in the document, the same: added once");
+      continue;
+    }
+    if (first.multi_rail != p.multi_rail)
+      return Failure{-EINVAL, name + " appears twice in the document, once Multi-Rail and once not"};
+    for (Nid n : p.nids)  // as a second peer add does: its NIDs join the peer
+      if (std::find(first.nids.begin(), first.nids.end(), n) == first.nids.end()) first.nids.push_back(n);
+  }
+  cfg.peers = std::move(peers);
+  return {};
+}
+
+Status parse_section(const std::string& k, const YAML::Node& key, const YAML::Node& v, SystemConfig& cfg) {
+  if (k == "net") return parse_nets(v, cfg);
+  if (k == "route") return parse_routes(v, cfg);
+  if (k == "peer") return parse_peers(v, cfg);
+  if (k == "routing") return parse_routing(v, cfg);
+  if (k == "buffers") return parse_buffers(v, cfg);
+  if (k == "global") return parse_global(v, cfg);
+  if (k == "numa") return parse_numa(v, cfg);
+  if (k == "udsp") return parse_udsp(v, cfg);
+  if (k == "fault") return parse_fault(v, cfg);
+  if (k == "selftest") return parse_selftest(v, cfg);
+  if (k == "ip2nets") return parse_ip2nets(v, cfg);
+  if (k == "ping" || k == "discover") return parse_exec(v, k == "discover", cfg);
+  if (k == "statistics") return {};  // stats show: counters, nothing to configure
+  // A tunable of `global` written at the top level, as lnetctl takes it too.
+  if (k == "max_intf" || GlobalTunables{}.get(k)) return global_key(key, v, cfg, "");
+  return bad(key, "unknown section '" + k +
+                      "' (net, ip2nets, route, peer, routing, buffers, global, numa, udsp, ping, discover, fault)");
+}
+
+// The line of a second document ("---" after content), 0 when there is one document.
+// (yaml-cpp's LoadAll can loop on malformed input: the documents are counted here.)
+int second_document_line(std::string_view text) {
+  bool content = false;
+  int line = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t nl = text.find('\n', at);
+    std::string_view l = text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+    ++line;
+    bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker && content) return line;
+    std::string_view t = text::trim(l);
+    if (!t.empty() && t.front() != '#' && !marker && t != "...") content = true;
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Result<SystemConfig> parse_config(std::string_view yaml) {
-  YAML::Node doc;
+  YAML::Node loaded;
   try {
-    doc = YAML::Load(std::string(yaml));
+    loaded = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return Failure{-EINVAL, "bad YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
                                 std::to_string(e.mark.column + 1) + ": " + e.msg};
   }
   SystemConfig cfg;
-  if (!doc || doc.IsNull()) return cfg;
+  if (int line = second_document_line(yaml))
+    return Failure{-EINVAL, "a second YAML document at line " + std::to_string(line) +
+                                ": a configuration is one document (remove the '---' between them)"};
+  if (!loaded || loaded.IsNull()) return cfg;  // empty, or only comments: nothing to do
+  std::vector<YAML::Node> docs{loaded};
+  const YAML::Node& doc = docs[0];
   if (!doc.IsMap()) return bad(doc, "the document must be a mapping of net, route, peer, routing, buffers, global");
   try {
     for (const auto& kv : doc) {
-      std::string k = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
-      Status r;
-      if (k == "net")
-        r = parse_nets(v, cfg);
-      else if (k == "route")
-        r = parse_routes(v, cfg);
-      else if (k == "peer")
-        r = parse_peers(v, cfg);
-      else if (k == "routing")
-        r = parse_routing(v, cfg);
-      else if (k == "buffers")
-        r = parse_buffers(v, cfg);
-      else if (k == "global")
-        r = parse_global(v, cfg);
-      else if (k == "udsp")
-        r = parse_udsp(v, cfg);
-      else if (k == "fault")
-        r = parse_fault(v, cfg);
-      else if (k == "selftest")
-        r = parse_selftest(v, cfg);
-      else
-        return bad(kv.first, "unknown section '" + k + "'");
-      if (!r) return r.failure();
+      if (!kv.first.IsScalar()) return bad(kv.first, "a section name must be a word");
+      if (Status r = parse_section(kv.first.Scalar(), kv.first, kv.second, cfg); !r) return r.failure();
     }
+    if (Status r = drop_repeats(cfg); !r) return r.failure();
   } catch (const YAML::Exception& e) {
     return Failure{-EINVAL, "bad YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg};
   }

@@ -112,6 +112,7 @@ Result<dlc::SystemConfig> load_config(const lnetd::Options& o, std::string* yaml
   }
   auto parsed = dlc::parse_config(*yaml);
   if (!parsed) return Failure{parsed.code(), "bad configuration in " + *source + ": " + parsed.message()};
+  for (const std::string& w : parsed->warnings) LNET_LOG(Warn, kLogConfig, "%s: %s", source->c_str(), w.c_str());
   return parsed;
 }
 

@@ -31,7 +31,7 @@ TEST(Networks, ErrorsNameTheEntry) {
       {"tcp(eth0,)", "empty interface name"},
       {"tcp(a-very-long-interface)", "'a-very-long-interface' is longer than 15 characters"},
       {"tcp(eth0,et/h1)", "'et/h1' has a character that is not allowed"},
-      {"tcp[x]", "CPT 'x'"},
+      {"tcp[x]", "bad CPT list '[x]'"},
       {"tcp(eth0)junk", "unexpected 'junk'"},
   };
   for (const auto& c : cases) {

@@ -130,5 +130,66 @@ TEST(NidMatcher, NetOrNid) {
   EXPECT_FALSE(n->matches(nid("10.1.2.9@tcp")));
 }
 
+// peer add --nid: what each list names, in LNet's order.
+TEST(ExpandNidList, TheOrderAndFormsOfRealLists) {
+  struct Case {
+    const char* text;
+    const char* nids;  // space separated
+  } cases[] = {
+      {"10.0.0.1@tcp", "10.0.0.1@tcp"},
+      {"10.0.0.[1-3]@tcp", "10.0.0.1@tcp 10.0.0.2@tcp 10.0.0.3@tcp"},
+      // The first bracket varies slowest.
+      {"10.0.[1-2].[5-6]@tcp", "10.0.1.5@tcp 10.0.1.6@tcp 10.0.2.5@tcp 10.0.2.6@tcp"},
+      // Strides count from the low end; commas inside brackets are items, outside NIDs.
+      {"[1-10/3]@gni", "1@gni 4@gni 7@gni 10@gni"},
+      {"10.0.0.[1,3]@tcp,10.0.1.1@tcp1", "10.0.0.1@tcp 10.0.0.3@tcp 10.0.1.1@tcp1"},
+      {"10.0.0.[9,2-3]@tcp", "10.0.0.9@tcp 10.0.0.2@tcp 10.0.0.3@tcp"},
+      // Mixed nets, hexadecimal single NIDs, a NID named twice counts once.
+      {"5@gni, 0x10@gni 10.0.0.1@o2ib3,5@gni", "5@gni 16@gni 10.0.0.1@o2ib3"},
+      {"[0]@gni", "0@gni"},
+  };
+  for (const auto& c : cases) {
+    auto r = expand_nid_list(c.text, 128);
+    ASSERT_TRUE(r) << c.text << ": " << r.message();
+    std::string got;
+    for (Nid n : *r) got += (got.empty() ? "" : " ") + n.to_string();
+    EXPECT_EQ(got, c.nids) << c.text;
+  }
+}
+
+TEST(ExpandNidList, RefusesWhatNamesNoNidsAndTooMany) {
+  struct Case {
+    const char* text;
+    const char* names;
+    int code;
+  } cases[] = {
+      {"*@tcp", "'*' names no NIDs", -EINVAL},
+      {"10.0.0.*@tcp", "'*' names no NIDs", -EINVAL},
+      {"10.0.0.1@tcp[1-2]", "a range of networks names no NIDs", -EINVAL},
+      {"10.0.0.[3-1]@tcp", "start above its end", -EINVAL},
+      {"10.0.0.[1-5/0]@tcp", "step 0", -EINVAL},
+      {"10.0.0.[1-129]@tcp", "more than 128 NIDs", -E2BIG},
+      {"[1-64]@gni,[65-129]@gni", "more than 128 NIDs", -E2BIG},
+      {"  , ", "empty", -EINVAL},
+      {"10.0.0.300@tcp", "10.0.0.300", -EINVAL},
+  };
+  for (const auto& c : cases) {
+    auto r = expand_nid_list(c.text, 128);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.code(), c.code) << c.text << ": " << r.message();
+    EXPECT_NE(r.message().find(c.names), std::string::npos) << c.text << " -> " << r.message();
+  }
+  auto full = expand_nid_list("10.0.0.[1-128]@tcp", 128);  // exactly the limit
+  ASSERT_TRUE(full) << full.message();
+  EXPECT_EQ(full->size(), 128u);
+}
+
+// '*' is a pattern where patterns match (NID lists of fault and selection rules).
+TEST(ExpandNidList, StarStaysAPatternElsewhere) {
+  EXPECT_TRUE(NidRangeList::parse("*@tcp 10.0.*.[1-4]@o2ib"));
+  EXPECT_TRUE(NidMatcher::parse("tcp*"));
+  EXPECT_TRUE(NidMatcher::parse("*.*.*.*@tcp"));
+}
+
 }  // namespace
 }  // namespace lnet

@@ -22,9 +22,14 @@ class CptTable {
  public:
   explicit CptTable(unsigned n) : n_(n ? n : 1) {}
   unsigned count() const { return n_; }
+  // LNet's mapping (lnet_nid_cpt_hash for 4-byte addresses): the sum of the NID's eight
+  // bytes, modulo the CPT count, so that lnetctl cpt-of-nid answers as the kernel's does.
   unsigned of_nid(Nid nid) const {
-    std::uint64_t x = nid.value() * 0x9E3779B97F4A7C15ULL;
-    return static_cast<unsigned>((x >> 32) % n_);
+    if (n_ == 1) return 0;
+    std::uint64_t v = nid.value();
+    unsigned sum = 0;
+    for (int i = 0; i < 8; ++i, v >>= 8) sum += static_cast<unsigned>(v & 0xFF);
+    return sum % n_;
   }
   unsigned current() const {
     int cpu = sched_getcpu();

@@ -16,6 +16,8 @@ struct NetLndType {
 std::string_view trim(std::string_view s);
 // Decimal digits only, value <= max.
 bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out);
+// A numeric NID address as LNet reads one: decimal, or hexadecimal after 0x or 0X.
+bool parse_numeric_address(std::string_view s, std::uint32_t& out);
 // Exactly four decimal octets; result is a<<24|b<<16|c<<8|d.
 bool parse_ipv4(std::string_view s, std::uint32_t& out);
 std::string ipv4_string(std::uint32_t addr);

@@ -114,6 +114,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Counters counters() const override { return counters_.snapshot(); }
   void reset_counters() override;
   unsigned cpt_count() const override { return cpts_.count(); }
+  unsigned cpt_of_nid(Nid nid) const override { return cpts_.of_nid(nid); }
 
   // ---- LndHost ----
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;

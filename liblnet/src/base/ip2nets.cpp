@@ -1,0 +1,183 @@
+// ip2nets: choosing a node's networks by its IPv4 addresses, in the module-parameter form
+// and as the rules of lnetctl YAML.
+#include <lnet/config.hpp>
+
+#include <algorithm>
+
+#include <lnet/nid_range.hpp>
+
+#include "base/text.hpp"
+
+namespace lnet {
+
+namespace {
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// An IPv4 pattern: four octet expressions, read as the address of a tcp NID range.
+Result<NidPattern> ip_pattern(std::string_view text) {
+  std::string_view t = text::trim(text);
+  if (t.empty()) return Failure{-EINVAL, "an empty IP pattern"};
+  if (t.find(':') != std::string_view::npos)
+    return Failure{-EOPNOTSUPP, "not supported yet: IPv6 pattern " + quoted(t) + " (NIDs here are IPv4)"};
+  if (t.find('@') != std::string_view::npos || std::count(t.begin(), t.end(), '.') != 3)
+    return Failure{-EINVAL, "bad IP pattern " + quoted(t) + ": four octets like 192.168.[1-3].*"};
+  auto p = NidPattern::parse(std::string(t) + "@tcp");
+  if (!p) return Failure{-EINVAL, "bad IP pattern " + quoted(t) + ": " + p.message()};
+  return *p;
+}
+
+bool matches(const NidPattern& p, std::uint32_t ip) { return p.matches(Nid::make(NetId::make(kSockLnd, 0), ip)); }
+
+// Splits at `sep` outside brackets and parentheses.
+std::vector<std::string_view> split_outside(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '[' || s[i] == '(') ++depth;
+    if (s[i] == ']' || s[i] == ')') --depth;
+    if (s[i] == sep && depth == 0) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+}  // namespace
+
+Status check_ip_range(std::string_view pattern) {
+  auto p = ip_pattern(pattern);
+  if (!p) return p.failure();
+  return {};
+}
+
+Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector<HostInterface>& host) {
+  std::vector<std::uint32_t> addrs;
+  for (const HostInterface& h : host)
+    if (h.up && !h.loopback) addrs.push_back(h.ipv4);
+  std::string networks;
+  bool any_entry = false;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t end = text.find_first_of(";\n\r", at);
+    std::string_view entry = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    at = end == std::string_view::npos ? text.size() + 1 : end + 1;
+    if (std::size_t hash = entry.find('#'); hash != std::string_view::npos) entry = entry.substr(0, hash);
+    entry = text::trim(entry);
+    if (entry.empty()) continue;
+    any_entry = true;
+    // The networks spec, then the patterns (whitespace outside parentheses separates them).
+    std::vector<std::string_view> tokens;
+    std::size_t i = 0;
+    while (i < entry.size()) {
+      while (i < entry.size() && (entry[i] == ' ' || entry[i] == '\t')) ++i;
+      if (i >= entry.size()) break;
+      std::size_t start = i;
+      int depth = 0;
+      while (i < entry.size() && (depth > 0 || (entry[i] != ' ' && entry[i] != '\t'))) {
+        if (entry[i] == '(' || entry[i] == '[') ++depth;
+        if (entry[i] == ')' || entry[i] == ']') --depth;
+        ++i;
+      }
+      tokens.push_back(entry.substr(start, i - start));
+    }
+    std::string_view spec = tokens[0];
+    auto nets = Config::parse_networks(spec);
+    if (!nets) return Failure{-EINVAL, "bad ip2nets entry " + quoted(entry) + ": " + nets.message()};
+    bool hit = false;
+    for (std::size_t k = 1; k < tokens.size(); ++k) {  // every pattern is checked, even after a match
+      auto p = ip_pattern(tokens[k]);
+      if (!p) return Failure{p.code(), "bad ip2nets entry " + quoted(entry) + ": " + p.message()};
+      for (std::uint32_t a : addrs) hit = hit || matches(*p, a);
+    }
+    if (tokens.size() == 1)
+      return Failure{-EINVAL, "bad ip2nets entry " + quoted(entry) + ": no IP pattern after the networks"};
+    if (!hit) continue;
+    for (std::string_view n : split_outside(spec, ',')) {
+      if (!networks.empty()) networks += ",";
+      networks += text::trim(n);
+    }
+  }
+  if (!any_entry) return Failure{-EINVAL, "ip2nets is empty"};
+  if (addrs.empty()) return Failure{-ENOENT, "no local IP interfaces (up, not loopback) for ip2nets to match"};
+  if (networks.empty()) return Failure{-ENOENT, "ip2nets does not match any local IP interface"};
+  return networks;
+}
+
+Result<std::vector<NetConfig>> resolve_ip2nets(const std::vector<Ip2netsRule>& rules,
+                                               const std::vector<HostInterface>& host,
+                                               std::vector<std::string>* skipped) {
+  std::vector<NetConfig> out;
+  std::vector<NetId> done;
+  auto skip = [&](const Ip2netsRule& r, const std::string& why) {
+    if (skipped) skipped->push_back("ip2nets rule for " + r.ni.net.to_string() + " skipped: " + why);
+  };
+  for (const Ip2netsRule& r : rules) {
+    if (std::find(done.begin(), done.end(), r.ni.net) != done.end()) {
+      skip(r, "an earlier rule configured " + r.ni.net.to_string());
+      continue;
+    }
+    std::vector<NidPattern> ranges;
+    for (const std::string& t : r.ranges) {
+      auto p = ip_pattern(t);
+      if (!p) return p.failure();
+      ranges.push_back(*p);
+    }
+    auto in_range = [&](std::uint32_t ip) {
+      return std::any_of(ranges.begin(), ranges.end(), [&](const NidPattern& p) { return matches(p, ip); });
+    };
+    std::vector<Ip2netsRule::Interface> chosen;
+    std::string why;
+    if (!r.interfaces.empty()) {
+      for (const auto& want : r.interfaces) {
+        bool exists = false, up = false, hit = false;
+        for (const HostInterface& h : host) {
+          if (h.name != want.name) continue;
+          exists = true;
+          up = up || h.up;
+          hit = hit || (h.up && in_range(h.ipv4));
+        }
+        if (!exists)
+          why = "no interface '" + want.name + "'";
+        else if (!up)
+          why = "interface '" + want.name + "' is not up";
+        else if (!ranges.empty() && !hit)
+          why = "interface '" + want.name + "' has no address in the ranges";
+        if (!why.empty()) break;
+        chosen.push_back(want);
+      }
+    } else if (!ranges.empty()) {
+      for (const HostInterface& h : host) {
+        if (!h.up || !in_range(h.ipv4)) continue;
+        bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == h.name; });
+        if (!seen) chosen.push_back({h.name, std::nullopt});
+      }
+      if (chosen.empty()) why = "no interface that is up has an address in the ranges";
+    } else {
+      for (const HostInterface& h : host)
+        if (h.up && !h.loopback) {
+          chosen.push_back({h.name, std::nullopt});
+          break;
+        }
+      if (chosen.empty()) why = "no interface is up";
+    }
+    if (!why.empty()) {
+      skip(r, why);
+      continue;
+    }
+    for (const auto& c : chosen) {
+      NetConfig nc = r.ni;
+      nc.interfaces = {c.name};
+      if (c.cpts) nc.cpts = *c.cpts;
+      out.push_back(nc);
+    }
+    done.push_back(r.ni.net);
+  }
+  if (out.empty()) return Failure{-EINVAL, "no ip2nets rule applies to this node's interfaces"};
+  return out;
+}
+
+}  // namespace lnet

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The YAML corpus (tests/data/yaml) against a live lnetd with eth0, eth1, eth2: every
+# valid document imports into an unconfigured daemon, and export --backup, import into a
+# clean one, export --backup again gives the same document (gateway peers of routes
+# included); every invalid one is refused with its error and leaves the configuration as
+# it was. Then import --exec runs a ping section, and a plain import says it did not.
+. "$(dirname "$0")/lib.sh"
+setup
+CORPUS="$(cd "$(dirname "$0")/../data/yaml" && pwd)"
+new_ns A a
+new_ns B b
+link "$A" eth0 10.0.0.5/24 "$B" eth0 10.0.0.6/24
+link "$A" eth1 10.1.0.5/24 "$B" eth1 10.1.0.6/24
+link "$A" eth2 10.2.0.5/24 "$B" eth2 10.2.0.6/24
+# One CPT: the corpus names CPT 0, and an NI serves every CPT or none.
+export LNET_CPT_NUMBER=1
+lnetd_start "$A" a ""
+lnetd_start "$B" b "$(printf 'net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: eth0\n')"
+
+clean() {
+  ctl a lnet unconfigure || fail "unconfigure"
+  ctl a import - <<<"global: {discovery: 1, retry_count: 2, transaction_timeout: 150, numa_range: 0, max_interfaces: 4096}" ||
+    fail "reset the globals"
+}
+
+n=0
+for doc in "$CORPUS"/valid/*.yaml; do
+  name="$(basename "$doc" .yaml)"
+  log "valid: $name"
+  clean
+  ctl a import "$doc" 2>"$T_DIR/$name.err" || fail "$name was refused: $(cat "$T_DIR/$name.err")"
+  ctl a export --backup >"$T_DIR/$name.e1" || fail "export after $name"
+  clean
+  ctl a import "$T_DIR/$name.e1" 2>"$T_DIR/$name.err2" || fail "the export of $name was refused: $(cat "$T_DIR/$name.err2")"
+  [ -s "$T_DIR/$name.err2" ] && fail "the export of $name imports with warnings: $(cat "$T_DIR/$name.err2")"
+  ctl a export --backup >"$T_DIR/$name.e2"
+  diff -u "$T_DIR/$name.e1" "$T_DIR/$name.e2" || fail "$name: export -> import -> export changed the document"
+  n=$((n + 1))
+done
+log "$n valid documents imported and round-tripped"
+
+log "routes bring their gateways as peers, and those round-trip"
+grep -q "primary nid: 10.0.0.1@tcp" "$T_DIR/export_full.e1" || fail "the gateway of tcp7 is not among the peers"
+grep -A1 "primary nid: 10.0.0.1@tcp" "$T_DIR/duplicate_sections.e1" | grep -q "Multi-Rail" ||
+  fail "the gateway of the routes is not exported as a peer"
+
+clean
+ctl a import "$CORPUS/valid/manual_basic.yaml" || fail "base configuration"
+ctl a export --backup >"$T_DIR/base.yaml"
+n=0
+for doc in "$CORPUS"/invalid/*.yaml; do
+  name="$(basename "$doc" .yaml)"
+  want="$(cat "${doc%.yaml}.error")"
+  if ctl a import "$doc" 2>"$T_DIR/$name.err"; then fail "invalid $name was accepted"; fi
+  grep -qF -- "$want" "$T_DIR/$name.err" || fail "$name: the error does not say '$want': $(cat "$T_DIR/$name.err")"
+  ctl a export --backup | diff -u "$T_DIR/base.yaml" - || fail "invalid $name changed the configuration"
+  n=$((n + 1))
+done
+log "$n invalid documents refused, nothing applied"
+
+log "import --exec runs the ping section; a plain import does not"
+clean
+ctl a import "$CORPUS/valid/exec_sections.yaml" 2>"$T_DIR/exec.err" || fail "plain import of exec_sections"
+grep -q "run with import --exec" "$T_DIR/exec.err" || fail "no warning that ping/discover did not run"
+ctl a import --exec "$CORPUS/valid/exec_sections.yaml" >"$T_DIR/exec.out" 2>&1 || fail "import --exec: $(cat "$T_DIR/exec.out")"
+cat "$T_DIR/exec.out"
+grep -q "^ping:" "$T_DIR/exec.out" || fail "import --exec printed no ping"
+grep -q "primary nid: 10.0.0.5@tcp" "$T_DIR/exec.out" || fail "the ping did not answer"
+grep -q "^discover:" "$T_DIR/exec.out" || fail "import --exec printed no discover"
+grep -q "primary nid: 10.0.0.6@tcp" "$T_DIR/exec.out" || fail "the discovery of b did not answer"
+
+log "net add --ip2net picks the interfaces by address"
+clean
+ctl a net add --ip2net "tcp1(eth1) 10.1.0.*; tcp2 192.0.2.*" || fail "net add --ip2net"
+ctl a net show | grep -q "nid: 10.1.0.5@tcp1" || fail "no tcp1 NI on eth1"
+ctl a net show | grep -q "tcp2" && fail "tcp2 came up though no address matches"
+if ctl a net add --ip2net "tcp3 192.0.2.*" 2>"$T_DIR/ip2.err"; then fail "an ip2net that matches nothing was accepted"; fi
+grep -q "does not match any local IP interface" "$T_DIR/ip2.err" || fail "ip2net error: $(cat "$T_DIR/ip2.err")"
+
+log "cpt-of-nid, peer add with ranges"
+ctl a cpt-of-nid 10.0.0.5@tcp 0x10@gni | tee "$T_DIR/cpt.out"
+grep -q "nid: 16@gni" "$T_DIR/cpt.out" || fail "cpt-of-nid did not normalise the NID"
+grep -q "cpt: 0" "$T_DIR/cpt.out" || fail "cpt-of-nid: one CPT here"
+ctl a peer add --prim_nid 10.0.0.40@tcp --nid "10.0.0.[41-42]@tcp,10.1.0.[40,44]@tcp1" || fail "peer add with ranges"
+ctl a peer show --nid 10.0.0.40@tcp | tee "$T_DIR/peer.out"
+for nid in 10.0.0.41@tcp 10.0.0.42@tcp 10.1.0.40@tcp1 10.1.0.44@tcp1; do
+  grep -q "nid: $nid" "$T_DIR/peer.out" || fail "peer add did not add $nid"
+done
+if ctl a peer add --prim_nid 10.0.0.50@tcp --nid "10.0.0.*@tcp" 2>"$T_DIR/star.err"; then fail "'*' accepted in a peer list"; fi
+grep -q "'\*' names no NIDs" "$T_DIR/star.err" || fail "star error: $(cat "$T_DIR/star.err")"
+log "PASS"
