@@ -115,6 +115,11 @@ int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc
     }
     req.body = ss.str();
     req.args.erase("file");
+    if (req.body.size() + 4096 > dlc::kMaxFrame) {
+      LNET_LOG(Error, kLogConfig, "import: %s is %zu bytes, more than a request may carry (%zu MiB)", file.c_str(),
+               req.body.size(), dlc::kMaxFrame >> 20);
+      return 1;
+    }
   }
   if (name == "export" && req.arg("file")) {
     out_file = *req.arg("file");

@@ -88,4 +88,14 @@ for nid in 10.0.0.41@tcp 10.0.0.42@tcp 10.1.0.40@tcp1 10.1.0.44@tcp1; do
 done
 if ctl a peer add --prim_nid 10.0.0.50@tcp --nid "10.0.0.*@tcp" 2>"$T_DIR/star.err"; then fail "'*' accepted in a peer list"; fi
 grep -q "'\*' names no NIDs" "$T_DIR/star.err" || fail "star error: $(cat "$T_DIR/star.err")"
+log "hostile sizes: a document beyond a request, more peers than a document may name"
+ctl a export --backup >"$T_DIR/before.yaml"
+awk 'BEGIN { print "peer:"; for (i = 1; i <= 1000000; i++) printf "- primary nid: %d@gni\n", i }' >"$T_DIR/million.yaml"
+if ctl a import "$T_DIR/million.yaml" 2>"$T_DIR/million.err"; then fail "a 26 MB document was accepted"; fi
+grep -q "more than a request may carry" "$T_DIR/million.err" || fail "million peers: $(cat "$T_DIR/million.err")"
+head -n 100002 "$T_DIR/million.yaml" >"$T_DIR/many.yaml"
+if ctl a import "$T_DIR/many.yaml" 2>"$T_DIR/many.err"; then fail "100 001 peers were accepted"; fi
+grep -q "more than 100000 peers in one document (line 100002)" "$T_DIR/many.err" || fail "many peers: $(cat "$T_DIR/many.err")"
+ctl a export --backup | diff -u "$T_DIR/before.yaml" - || fail "a refused document changed the configuration"
+ctl a net show >/dev/null || fail "lnetd does not answer after the hostile documents"
 log "PASS"
