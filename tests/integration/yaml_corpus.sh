@@ -77,6 +77,19 @@ ctl a net show | grep -q "tcp2" && fail "tcp2 came up though no address matches"
 if ctl a net add --ip2net "tcp3 192.0.2.*" 2>"$T_DIR/ip2.err"; then fail "an ip2net that matches nothing was accepted"; fi
 grep -q "does not match any local IP interface" "$T_DIR/ip2.err" || fail "ip2net error: $(cat "$T_DIR/ip2.err")"
 
+log "net set --lnd-timeout and --conns-per-peer"
+ctl a net set --net tcp1 --lnd-timeout 7 || fail "net set --lnd-timeout"
+ctl a net show -v --net tcp1 | grep -q "timeout: 7$" || fail "the tcp1 NI does not run with the timeout set: $(ctl a net show -v)"
+ctl a net set --net tcp1 --lnd-timeout 0 || fail "net set --lnd-timeout 0"
+ctl a net show -v --net tcp1 | grep -q "timeout: 49$" || fail "--lnd-timeout 0 is not LNet's lnd_timeout"
+if ctl a net set --lnd-timeout 7 2>"$T_DIR/lt.err"; then fail "--lnd-timeout without --net was accepted"; fi
+grep -q "without --net" "$T_DIR/lt.err" || fail "lnd-timeout error: $(cat "$T_DIR/lt.err")"
+ctl a net set --net tcp1 --conns-per-peer 1 || fail "net set --conns-per-peer 1"
+if ctl a net set --net tcp1 --conns-per-peer 4 2>"$T_DIR/cpp.err"; then fail "conns_per_peer 4 was accepted"; fi
+grep -q "not supported yet: conns_per_peer 4" "$T_DIR/cpp.err" || fail "cpp error: $(cat "$T_DIR/cpp.err")"
+if ctl a net set --net tcp1 --conns-per-peer 128 2>"$T_DIR/cpp.err"; then fail "conns_per_peer 128 was accepted"; fi
+grep -q "valid range 0-127" "$T_DIR/cpp.err" || fail "cpp range error: $(cat "$T_DIR/cpp.err")"
+
 log "cpt-of-nid, peer add with ranges"
 ctl a cpt-of-nid 10.0.0.5@tcp 0x10@gni | tee "$T_DIR/cpt.out"
 grep -q "nid: 16@gni" "$T_DIR/cpt.out" || fail "cpt-of-nid did not normalise the NID"

@@ -64,6 +64,9 @@ class Control {
   // Sets the health (0..1000) of the local NI `nid` (Nid::any(): every NI but 0@lo) or
   // of the peer NI `nid` (any: every peer NI); below 1000 it goes into recovery.
   virtual Status set_ni_health(Nid nid, int value) = 0;
+  // The driver timeout of every NI on `net`, in seconds (0: LNet's derived lnd_timeout);
+  // -EOPNOTSUPP when the net's driver fixes it when an NI comes up.
+  virtual Status set_lnd_timeout(NetId net, int seconds) = 0;
   virtual Status set_peer_ni_health(Nid nid, int value) = 0;
   // The NIDs on the local NI or the peer NI recovery queue.
   virtual std::vector<Nid> recovery_queue(bool local) const = 0;

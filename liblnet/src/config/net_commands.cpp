@@ -188,27 +188,62 @@ Response net_del(Instance& lnet, const Request& r, const Hooks&) {
 Response net_set(Instance& lnet, const Request& r, const Hooks&) {
   auto health = int_arg(r, "health", -1, 0, 1000);
   if (!health) return error_block("set", "net", -EINVAL, health.message());
-  if (*health < 0) return error_block("set", "net", -EINVAL, "net set needs --health (0..1000)");
+  auto cpp = int_arg(r, "conns-per-peer", -1, 0, 127);
+  if (!cpp) return error_block("set", "net", -EINVAL, "invalid conns-per-peer value (valid range 0-127)");
+  auto lnd_timeout = int_arg(r, "lnd-timeout", -1, 0, 3600);
+  if (!lnd_timeout)
+    return error_block("set", "net", -EINVAL,
+                       "invalid LND timeout value '" + *r.arg("lnd-timeout") + "', must be 0..3600");
+  if (*health < 0 && *cpp < 0 && *lnd_timeout < 0)
+    return error_block("set", "net", -EINVAL, "net set needs --health, --conns-per-peer or --lnd-timeout");
   Control& c = lnet.control();
-  std::vector<Nid> nids;
+  if (*lnd_timeout >= 0) {  // the driver's, for a net (lnetctl writes the driver's module parameter)
+    const std::string* net = r.arg("net");
+    if (!net) return error_block("set", "net", -EINVAL, "specified --lnd-timeout without --net");
+    auto id = NetId::parse(*net);
+    if (!id) return error_block("set", "net", -EINVAL, id.message());
+    if (Status s = c.set_lnd_timeout(*id, static_cast<int>(*lnd_timeout)); !s)
+      return error_block("set", "net", s.code(), s.message());
+  }
+  std::vector<NiInfo> nis;
   if (r.flag("all")) {
-    nids.push_back(Nid::any());
+    for (const NiInfo& i : c.ni_info())
+      if (!i.nid.is_lo()) nis.push_back(i);
   } else if (const std::string* n = r.arg("nid")) {
     auto p = Nid::parse(*n);
     if (!p) return error_block("set", "net", -EINVAL, p.message());
-    nids.push_back(*p);
+    for (const NiInfo& i : c.ni_info())
+      if (i.nid == *p) nis.push_back(i);
+    if (nis.empty()) return error_block("set", "net", -ENOENT, "no local NI " + p->to_string());
   } else if (const std::string* net = r.arg("net")) {
     auto id = NetId::parse(*net);
     if (!id) return error_block("set", "net", -EINVAL, id.message());
     for (const NiInfo& i : c.ni_info())
-      if (i.nid.net() == *id) nids.push_back(i.nid);
-    if (nids.empty()) return error_block("set", "net", -ENOENT, "no local NI on " + id->to_string());
-  } else {
+      if (i.nid.net() == *id) nis.push_back(i);
+    if (nis.empty()) return error_block("set", "net", -ENOENT, "no local NI on " + id->to_string());
+  } else if (*health >= 0 || *cpp >= 0) {
     return error_block("set", "net", -EINVAL, "net set needs --nid, --net or --all");
   }
-  for (Nid nid : nids)
-    if (Status s = c.set_ni_health(nid, static_cast<int>(*health)); !s)
-      return error_block("set", "net", s.code(), s.message());
+  if (*cpp >= 0)  // every NI of a tcp net has one connection of each type per peer
+    for (const NiInfo& i : nis) {
+      if (i.nid.net().type() != kSockLnd)
+        return error_block("set", "net", -EOPNOTSUPP,
+                           "not supported yet: conns_per_peer on " + i.nid.net().to_string());
+      if (*cpp > 1)
+        return error_block("set", "net", -EOPNOTSUPP,
+                           "not supported yet: conns_per_peer " + std::to_string(*cpp) + " on " +
+                               i.nid.net().to_string() + " (one connection of each type per peer)");
+    }
+  if (*health >= 0) {
+    if (r.flag("all")) {
+      if (Status s = c.set_ni_health(Nid::any(), static_cast<int>(*health)); !s)
+        return error_block("set", "net", s.code(), s.message());
+    } else {
+      for (const NiInfo& i : nis)
+        if (Status s = c.set_ni_health(i.nid, static_cast<int>(*health)); !s)
+          return error_block("set", "net", s.code(), s.message());
+    }
+  }
   return ok(YAML::Node());
 }
 

@@ -308,6 +308,23 @@ int Core::lnd_timeout() const {
   return g.lnd_timeout();
 }
 
+Status Core::set_lnd_timeout(NetId net, int seconds) {
+  if (seconds < 0) return Failure{-EINVAL, "LND timeout " + std::to_string(seconds) + " must be >= 0"};
+  MutexLock g(config_mutex_);  // NIs come and go under it
+  bool any = false;
+  for (Ni* ni : table().nis) {
+    if (ni == lo_ni_ || ni->nid.net() != net) continue;
+    int rc = ni->lnd->set_timeout(*ni, seconds);
+    if (rc == -EOPNOTSUPP)
+      return Failure{rc, "not supported yet: the driver of " + net.to_string() +
+                             " takes its timeout when an NI comes up (lnd tunables: timeout)"};
+    if (rc < 0) return Failure{rc, "cannot set the LND timeout of " + ni->nid.to_string() + ": " + errno_string(rc)};
+    any = true;
+  }
+  if (!any) return Failure{-ENOENT, "no local NI on " + net.to_string()};
+  return {};
+}
+
 Status Core::set_global(std::string_view name, long value) {
   MutexLock g(config_mutex_);
   GlobalTunables next = globals_;

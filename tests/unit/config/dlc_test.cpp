@@ -229,6 +229,9 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
        "not supported yet: route add --health_sensitivity"},
       {"net add", {{"net", {"gni5"}}, {"auth-key", {"x"}}}, "not supported yet: net add --auth-key"},
       {"service-id", {}, "not supported yet: service-id"},
+      // The fabric's driver fixes its timeout; only tcp has connections per peer.
+      {"net set", {{"net", {"gni"}}, {"lnd-timeout", {"5"}}}, "not supported yet: the driver of gni"},
+      {"net set", {{"net", {"gni"}}, {"conns-per-peer", {"1"}}}, "not supported yet: conns_per_peer on gni"},
       {"lnet configure", {{"large", {}}}, "not supported yet: lnet configure --large"},
   };
   for (const auto& c : cases) {

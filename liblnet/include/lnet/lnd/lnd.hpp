@@ -160,6 +160,13 @@ class Lnd {
     (void)ni;
     return 0;
   }
+  // Sets that timeout at run time (lnetctl net set --lnd-timeout; 0: LNet's derived
+  // lnd_timeout). 0, or a negative errno (-EOPNOTSUPP: the driver's is fixed).
+  virtual int set_timeout(NetInterface& ni, int seconds) {
+    (void)ni;
+    (void)seconds;
+    return -EOPNOTSUPP;
+  }
   // Memory for the host's router buffers (nullptr: the host's own). A host asks the
   // drivers it was handed when it is created and uses the first that offers some; it
   // keeps that driver object alive as long as it has router buffers.

@@ -282,11 +282,13 @@ void Conn::tick(Clock::time_point now) {
   bool stuck;
   {
     MutexLock g(tx_mutex_);
-    stuck = !txq_.empty() && now - last_tx_progress_ > std::chrono::seconds(sni_.timeout);
+    stuck =
+        !txq_.empty() && now - last_tx_progress_ > std::chrono::seconds(sni_.timeout.load(std::memory_order_relaxed));
   }
   if (stuck) {
     close_now(-ETIMEDOUT, HealthStatus::NetworkTimeout,
-              "no send progress to " + peer_->nid.to_string() + " for " + std::to_string(sni_.timeout) + " s");
+              "no send progress to " + peer_->nid.to_string() + " for " +
+                  std::to_string(sni_.timeout.load(std::memory_order_relaxed)) + " s");
     return;
   }
   const SocketParams& p = lnd_.params();

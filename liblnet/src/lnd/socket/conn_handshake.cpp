@@ -54,7 +54,7 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
     c->version_ = version;
     c->state_ = State::Connecting;
     c->active_ = true;
-    c->deadline_ = Clock::now() + std::chrono::seconds(sni.timeout);
+    c->deadline_ = Clock::now() + std::chrono::seconds(sni.timeout.load(std::memory_order_relaxed));
     {
       MutexLock g(sni.conns_mutex);
       sni.conns.push_back(c);
@@ -65,7 +65,7 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
 
 void Conn::start_connect(std::uint32_t ip, int port) {
   const SocketParams& p = lnd_.params();
-  set_socket_options(fd_, p, sni_.timeout, sni_.ni->config.lnd_tunables.tos);
+  set_socket_options(fd_, p, sni_.timeout.load(std::memory_order_relaxed), sni_.ni->config.lnd_tunables.tos);
   sockaddr_in local{};
   local.sin_family = AF_INET;
   local.sin_addr.s_addr = htonl(sni_.ip);
@@ -137,7 +137,7 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) 
   c->peer_ip_ = ntohl(from.sin_addr.s_addr);
   c->peer_port_ = ntohs(from.sin_port);
   c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
-  set_socket_options(fd, lnd.params(), sni.timeout, sni.ni->config.lnd_tunables.tos);
+  set_socket_options(fd, lnd.params(), sni.timeout.load(std::memory_order_relaxed), sni.ni->config.lnd_tunables.tos);
   {
     MutexLock g(sni.conns_mutex);
     sni.conns.push_back(c);

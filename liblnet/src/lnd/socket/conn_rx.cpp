@@ -181,7 +181,7 @@ void Conn::rx_done() {
     ack->hdr_len = kMsgHdrSize;
     ack->total = kMsgHdrSize;
     ack->ni = sni_.ni;
-    ack->deadline = Clock::now() + std::chrono::seconds(sni_.timeout);
+    ack->deadline = Clock::now() + std::chrono::seconds(sni_.timeout.load(std::memory_order_relaxed));
     enqueue(ack);
   }
   LndMessage* m;

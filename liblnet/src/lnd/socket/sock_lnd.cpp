@@ -111,8 +111,9 @@ int SocketLnd::startup(NetInterface& ni) {
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   // The NI's own timeout, else LNET_SOCK_TIMEOUT; 0 there (sock_timeout=0) takes LNet's
   // derived lnd_timeout, as ksocklnd does.
-  sni->timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
-  if (sni->timeout == 0) sni->timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
+  int timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
+  if (timeout == 0) timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
+  sni->timeout.store(timeout, std::memory_order_relaxed);
   // The NI's peer_credits when the configuration left them: ksocklnd's default.
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = kDefaultPeerCredits;
 
@@ -149,7 +150,7 @@ int SocketLnd::startup(NetInterface& ni) {
     listeners_.push_back(std::move(l));
   }
   LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
-           accept_mode_name(params_.accept), sni->timeout);
+           accept_mode_name(params_.accept), timeout);
   MutexLock g(nis_mutex_);
   nis_.push_back(sni.get());
   ni.lnd_data = sni.release();
@@ -423,7 +424,7 @@ void SocketLnd::tick(Clock::time_point now) {
       }
       if (!expired.empty()) {
         LNET_LOG(Warn, kLogLnd, "no connection to %s within %d s: %zu message(s) fail", peer->nid.to_string().c_str(),
-                 sni->timeout, expired.size());
+                 sni->timeout.load(std::memory_order_relaxed), expired.size());
         fail_txs(expired, -ETIMEDOUT, HealthStatus::RemoteTimeout);
       }
     }
@@ -443,7 +444,7 @@ int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
   encode_header(msg.hdr, std::span<std::uint8_t, kHeaderSize>(tx->hdr + kMsgHdrSize, kHeaderSize));
   tx->hdr_len = kMsgHdrSize + kHeaderSize;
   tx->total = tx->hdr_len + msg.len;
-  tx->deadline = Clock::now() + std::chrono::seconds(sni->timeout);
+  tx->deadline = Clock::now() + std::chrono::seconds(sni->timeout.load(std::memory_order_relaxed));
   // The next hop's pid: the target's when it is the target (a userspace client), else
   // the kernel LNet pid.
   Pid pid = nid == msg.target.nid && (msg.target.pid & kPidUserFlag) ? msg.target.pid : kPidLustre;
@@ -473,7 +474,16 @@ Status SocketLnd::check_config(const NetConfig& config) const {
 
 int SocketLnd::timeout(const NetInterface& ni) const {
   const auto* sni = static_cast<const SockNi*>(ni.lnd_data);
-  return sni ? sni->timeout : params_.timeout;
+  return sni ? sni->timeout.load(std::memory_order_relaxed) : params_.timeout;
+}
+
+int SocketLnd::set_timeout(NetInterface& ni, int seconds) {
+  auto* sni = static_cast<SockNi*>(ni.lnd_data);
+  if (!sni || seconds < 0) return -EINVAL;
+  // 0: LNet's derived lnd_timeout, as ksocklnd's sock_timeout=0 takes it.
+  if (seconds == 0) seconds = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
+  sni->timeout.store(seconds, std::memory_order_relaxed);
+  return 0;
 }
 
 namespace {

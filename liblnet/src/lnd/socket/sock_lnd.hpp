@@ -70,7 +70,7 @@ struct SockNi {
   SocketLnd* lnd = nullptr;
   std::uint32_t ip = 0;  // host order
   std::uint64_t incarnation = 0;
-  int timeout = 50;
+  std::atomic<int> timeout{50};  // seconds; lnetctl net set --lnd-timeout changes it at run time
   int listen_fd = -1;
   SharedMutex mutex;  // the peer map
   // Keyed by (NID, pid), as the kernel keys its peers: a userspace client identified by
@@ -94,6 +94,7 @@ class SocketLnd final : public Lnd {
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
   Status check_config(const NetConfig& config) const override;
   int timeout(const NetInterface& ni) const override;
+  int set_timeout(NetInterface& ni, int seconds) override;
 
   const SocketParams& params() const { return params_; }
   IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }

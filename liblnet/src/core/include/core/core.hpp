@@ -102,6 +102,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Status set_global(std::string_view name, long value) override;
   Status set_globals(const GlobalTunables& g) override;
   Status set_ni_health(Nid nid, int value) override;
+  Status set_lnd_timeout(NetId net, int seconds) override;
   Status set_peer_ni_health(Nid nid, int value) override;
   std::vector<Nid> recovery_queue(bool local) const override;
   Status add_fault(const FaultRule& rule) override;
