@@ -83,6 +83,7 @@ bool runtime_key(const std::string& k) {
                                              "max_tx_credits",
                                              "refcount",
                                              "lnd_timeout",
+                                             "gateway health",
                                              "seq_no",
                                              "detail"};
   return keys.count(k) > 0;

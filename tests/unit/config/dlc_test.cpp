@@ -378,6 +378,36 @@ TEST_F(Commands, ImportIsAllOrNothing) {
   EXPECT_TRUE(a->control().route_info().empty());
 }
 
+// What the show commands print, saved as a configuration, imports: every key they print
+// is one import reads or ignores, and it configures what was shown.
+TEST_F(Commands, ShowOutputsImportCleanly) {
+  ASSERT_EQ(run(*a, "route add", {{"net", {"gni8"}}, {"gateway", {"32@gni"}}}).rc, 0);
+  ASSERT_EQ(run(*a, "peer add", {{"prim_nid", {"50@gni"}}, {"nid", {"51@gni"}}}).rc, 0);
+  ASSERT_EQ(run(*a, "udsp add", {{"src", {"gni"}}, {"priority", {"1"}}}).rc, 0);
+  struct Show {
+    const char* cmd;
+    std::map<std::string, std::vector<std::string>> args;
+  } shows[] = {{"net show", {}},
+               {"net show", {{"verbose", {"4"}}}},
+               {"peer show", {{"verbose", {"4"}}}},
+               {"route show", {{"verbose", {}}}},
+               {"routing show", {}},
+               {"global show", {}},
+               {"stats show", {}},
+               {"udsp show", {}},
+               {"export", {}},
+               {"export", {{"backup", {}}}}};
+  for (const auto& s : shows) {
+    auto out = run(*a, s.cmd, s.args);
+    ASSERT_EQ(out.rc, 0) << s.cmd;
+    auto cfg = dlc::parse_config(out.text);
+    EXPECT_TRUE(cfg) << s.cmd << ": " << cfg.message() << "\n" << out.text;
+    if (cfg) {
+      EXPECT_TRUE(cfg->warnings.empty()) << s.cmd << ": " << cfg->warnings.front();
+    }
+  }
+}
+
 TEST_F(Commands, ExportImportExportRoundTrips) {
   // Configure A by commands, export, import into a fresh C, export again.
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni4"}}, {"nid", {"34@gni4"}}, {"peer-credits", {"16"}}}).rc, 0);
