@@ -221,22 +221,28 @@ Status parse_interface(const YAML::Node& name, std::string& ifname, std::optiona
   return {};
 }
 
-// What the NIs of an entry share: the entry's own tunables and CPTs (net level), which
-// each NI's own blocks override key by key.
-struct NiDefaults {
-  NetTunables tunables;
-  LndTunables lnd;
-  std::vector<unsigned> cpts;
-};
+// The keys a net entry, an NI entry and an ip2nets rule share: tunables, lnd tunables
+// and CPT, read into `nc`. Whether `k` is one of them.
+Result<bool> ni_setting(const std::string& k, const YAML::Node& v, NetConfig& nc, SystemConfig& cfg) {
+  Status r;
+  if (k == "tunables")
+    r = parse_tunables(v, nc.tunables, cfg);
+  else if (k == "lnd tunables")
+    r = parse_lnd_tunables(v, nc.lnd_tunables, cfg);
+  else if (k == "CPT")
+    r = parse_cpts(v, nc.cpts);
+  else
+    return false;
+  if (!r) return r.failure();
+  return true;
+}
 
 // The NIs of one `local NI(s)` item (or of a net entry without that list): one per
 // interface, sharing the item's tunables.
-Status parse_ni_item(const YAML::Node& ni, NetId net, const NiDefaults& d, SystemConfig& cfg) {
-  NetConfig nc;
-  nc.net = net;
-  nc.tunables = d.tunables;
-  nc.lnd_tunables = d.lnd;
-  nc.cpts = d.cpts;
+// `entry`: the net entry's own settings (net level), which the NI's override key by key.
+Status parse_ni_item(const YAML::Node& ni, const NetConfig& entry, SystemConfig& cfg) {
+  NetConfig nc = entry;
+  NetId net = entry.net;
   struct If {
     std::string name;
     std::optional<std::vector<unsigned>> cpts;
@@ -245,6 +251,9 @@ Status parse_ni_item(const YAML::Node& ni, NetId net, const NiDefaults& d, Syste
   for (const auto& kv : ni) {
     std::string k = kv.first.Scalar();
     const YAML::Node& v = kv.second;
+    auto shared = ni_setting(k, v, nc, cfg);
+    if (!shared) return shared.failure();
+    if (*shared) continue;
     if (k == "nid") {
       auto nid = as_nid(v, k);
       if (!nid) return nid.failure();
@@ -261,12 +270,6 @@ Status parse_ni_item(const YAML::Node& ni, NetId net, const NiDefaults& d, Syste
           if (seen.name == i.name) return bad(name, "interface '" + i.name + "' is listed twice");
         ifs.push_back(i);
       }
-    } else if (k == "tunables") {
-      if (auto r = parse_tunables(v, nc.tunables, cfg); !r) return r;
-    } else if (k == "lnd tunables") {
-      if (auto r = parse_lnd_tunables(v, nc.lnd_tunables, cfg); !r) return r;
-    } else if (k == "CPT") {
-      if (auto r = parse_cpts(v, nc.cpts); !r) return r;
     } else if (!runtime_key(k)) {
       return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
     }
@@ -301,6 +304,9 @@ Status parse_ip2nets(const YAML::Node& n, SystemConfig& cfg) {
       std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
       if (k == "net-spec") continue;
+      auto shared = ni_setting(k, v, rule.ni, cfg);
+      if (!shared) return shared.failure();
+      if (*shared) continue;
       if (k == "interfaces" || k == "ip-range") {
         if (!v.IsMap() && !v.IsSequence()) return bad(v, "'" + k + "' must be a mapping like {0: ...}");
         if (v.size() == 0) return bad(v, "'" + k + "': an empty list");
@@ -317,12 +323,6 @@ Status parse_ip2nets(const YAML::Node& n, SystemConfig& cfg) {
             rule.ranges.push_back(item.Scalar());
           }
         }
-      } else if (k == "tunables") {
-        if (auto r = parse_tunables(v, rule.ni.tunables, cfg); !r) return r;
-      } else if (k == "lnd tunables") {
-        if (auto r = parse_lnd_tunables(v, rule.ni.lnd_tunables, cfg); !r) return r;
-      } else if (k == "CPT") {
-        if (auto r = parse_cpts(v, rule.ni.cpts); !r) return r;
       } else if (k == "local NI(s)") {
         return bad(kv.first,
                    "'local NI(s)' belongs in 'net', not in an 'ip2nets' rule (it has interfaces and ip-range)");
@@ -343,37 +343,28 @@ Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
     auto net = as_net(e["net type"], "net type");
     if (!net) return net.failure();
     if (net->type() == kLoLnd) continue;  // 0@lo always exists
-    NiDefaults d;
+    NetConfig entry;                      // the net level: defaults of its NIs
+    entry.net = *net;
     const YAML::Node* nis = nullptr;
     for (const auto& kv : e) {
       std::string k = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
       if (k == "net type") continue;
-      if (k == "local NI(s)") {
+      auto shared = ni_setting(k, kv.second, entry, cfg);
+      if (!shared) return shared.failure();
+      if (*shared) continue;
+      if (k == "local NI(s)")
         nis = &kv.second;
-      } else if (k == "tunables") {
-        if (auto r = parse_tunables(v, d.tunables, cfg); !r) return r;
-      } else if (k == "lnd tunables") {
-        if (auto r = parse_lnd_tunables(v, d.lnd, cfg); !r) return r;
-      } else if (k == "CPT") {
-        if (auto r = parse_cpts(v, d.cpts); !r) return r;
-      } else if (!runtime_key(k)) {
+      else if (!runtime_key(k))
         return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
-      }
     }
     if (!nis) {
-      NetConfig nc;
-      nc.net = *net;
-      nc.tunables = d.tunables;
-      nc.lnd_tunables = d.lnd;
-      nc.cpts = d.cpts;
-      cfg.nets.push_back(nc);
+      cfg.nets.push_back(entry);
       continue;
     }
     if (!nis->IsSequence()) return bad(*nis, "'local NI(s)' must be a list");
     for (const auto& ni : *nis) {
       if (auto r = check_map(ni, "a 'local NI(s)' entry"); !r) return r;
-      if (auto r = parse_ni_item(ni, *net, d, cfg); !r) return r;
+      if (auto r = parse_ni_item(ni, entry, cfg); !r) return r;
     }
   }
   return {};
