@@ -3,6 +3,7 @@
 #include <lnet/dlc.hpp>
 
 #include <functional>
+#include <unordered_set>
 
 namespace lnet::dlc {
 
@@ -122,10 +123,14 @@ class Adder {
     return {};
   }
   Status peer(const PeerConfig& p) {
-    bool existed = false;
-    for (const auto& x : c_.configured_peers()) existed = existed || x.primary == p.primary;
+    if (!peers_listed_) {  // the configured peers before this import, listed once
+      for (const auto& x : c_.configured_peers()) configured_.insert(x.primary);
+      peers_listed_ = true;
+    }
+    bool existed = configured_.count(p.primary) > 0;
     if (Status s = c_.add_peer(p, true); !s) return s;
     if (!existed) undo_.push_back([this, p] { (void)c_.del_peer(p.primary, {}, true); });
+    configured_.insert(p.primary);
     return {};
   }
   Status udsp(const UdspRule& u) {
@@ -142,6 +147,8 @@ class Adder {
 
   Control& c_;
   std::vector<std::function<void()>> undo_;
+  std::unordered_set<Nid> configured_;
+  bool peers_listed_ = false;
   bool done_ = false;
 };
 

@@ -345,7 +345,7 @@ Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
     if (net->type() == kLoLnd) continue;  // 0@lo always exists
     NetConfig entry;                      // the net level: defaults of its NIs
     entry.net = *net;
-    const YAML::Node* nis = nullptr;
+    std::optional<YAML::Node> nis;  // a copy: the iterator's pair lives one iteration
     for (const auto& kv : e) {
       std::string k = kv.first.Scalar();
       if (k == "net type") continue;
@@ -353,7 +353,7 @@ Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
       if (!shared) return shared.failure();
       if (*shared) continue;
       if (k == "local NI(s)")
-        nis = &kv.second;
+        nis.emplace(kv.second);
       else if (!runtime_key(k))
         return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
     }
