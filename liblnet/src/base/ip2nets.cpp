@@ -29,23 +29,6 @@ Result<NidPattern> ip_pattern(std::string_view text) {
 
 bool matches(const NidPattern& p, std::uint32_t ip) { return p.matches(Nid::make(NetId::make(kSockLnd, 0), ip)); }
 
-// Splits at `sep` outside brackets and parentheses.
-std::vector<std::string_view> split_outside(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  int depth = 0;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '[' || s[i] == '(') ++depth;
-    if (s[i] == ']' || s[i] == ')') --depth;
-    if (s[i] == sep && depth == 0) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  out.push_back(s.substr(start));
-  return out;
-}
-
 }  // namespace
 
 Status check_ip_range(std::string_view pattern) {
@@ -71,19 +54,8 @@ Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector
     any_entry = true;
     // The networks spec, then the patterns (whitespace outside parentheses separates them).
     std::vector<std::string_view> tokens;
-    std::size_t i = 0;
-    while (i < entry.size()) {
-      while (i < entry.size() && (entry[i] == ' ' || entry[i] == '\t')) ++i;
-      if (i >= entry.size()) break;
-      std::size_t start = i;
-      int depth = 0;
-      while (i < entry.size() && (depth > 0 || (entry[i] != ' ' && entry[i] != '\t'))) {
-        if (entry[i] == '(' || entry[i] == '[') ++depth;
-        if (entry[i] == ')' || entry[i] == ']') --depth;
-        ++i;
-      }
-      tokens.push_back(entry.substr(start, i - start));
-    }
+    for (std::size_t i = 0; i < entry.size();)
+      if (std::string_view t = text::next_item(entry, i, " \t"); !t.empty()) tokens.push_back(t);
     std::string_view spec = tokens[0];
     auto nets = Config::parse_networks(spec);
     if (!nets) return Failure{-EINVAL, "bad ip2nets entry " + quoted(entry) + ": " + nets.message()};
@@ -96,9 +68,11 @@ Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector
     if (tokens.size() == 1)
       return Failure{-EINVAL, "bad ip2nets entry " + quoted(entry) + ": no IP pattern after the networks"};
     if (!hit) continue;
-    for (std::string_view n : split_outside(spec, ',')) {
+    for (std::size_t i = 0; i < spec.size();) {
+      std::string_view n = text::trim(text::next_item(spec, i, ","));
+      if (n.empty()) continue;
       if (!networks.empty()) networks += ",";
-      networks += text::trim(n);
+      networks += n;
     }
   }
   if (!any_entry) return Failure{-EINVAL, "ip2nets is empty"};

@@ -67,6 +67,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::string_view next_item(std::string_view input, std::size_t& i, std::string_view seps) {
+  while (i < input.size() && seps.find(input[i]) != std::string_view::npos) ++i;
+  std::size_t start = i;
+  int depth = 0;
+  while (i < input.size() && (depth > 0 || seps.find(input[i]) == std::string_view::npos)) {
+    if (input[i] == '[' || input[i] == '(') ++depth;
+    if (input[i] == ']' || input[i] == ')') --depth;
+    ++i;
+  }
+  return input.substr(start, i - start);
+}
+
 std::string bad_interface_name(std::string_view name) {
   if (name.empty()) return "an empty interface name";
   // The name as it can be printed in an error: bytes that are not printable as \xNN.

@@ -15,20 +15,6 @@ Failure bad(std::string_view what, std::string_view input, const std::string& wh
   return Failure{-EINVAL, "bad " + std::string(what) + " " + quoted(input) + ": " + why};
 }
 
-// The next item of a list at `i`: separators (any of `seps`) skipped, then everything up
-// to the next separator outside brackets. Empty at the end.
-std::string_view next_item(std::string_view input, std::size_t& i, std::string_view seps) {
-  while (i < input.size() && seps.find(input[i]) != std::string_view::npos) ++i;
-  std::size_t start = i;
-  int depth = 0;
-  while (i < input.size() && (depth > 0 || seps.find(input[i]) == std::string_view::npos)) {
-    if (input[i] == '[') ++depth;
-    if (input[i] == ']') --depth;
-    ++i;
-  }
-  return input.substr(start, i - start);
-}
-
 Result<NumberExpr::Range> parse_range(std::string_view item, std::uint32_t max) {
   item = text::trim(item);
   if (item.empty()) return Failure{-EINVAL, "empty item in list"};
@@ -219,7 +205,7 @@ Result<NidRangeList> NidRangeList::parse(std::string_view input) {
   NidRangeList list;
   std::size_t i = 0;
   while (i < input.size()) {
-    std::string_view item = next_item(input, i, " \t\n");
+    std::string_view item = text::next_item(input, i, " \t\n");
     if (item.empty()) break;
     auto p = NidPattern::parse(item);
     if (!p) return p.failure();
@@ -308,7 +294,7 @@ Result<std::vector<Nid>> expand_nid_list(std::string_view input, std::size_t max
   std::size_t i = 0;
   bool any = false;
   while (i < input.size()) {
-    std::string_view item = next_item(input, i, ", \t\n");
+    std::string_view item = text::next_item(input, i, ", \t\n");
     if (item.empty()) continue;
     any = true;
     if (item.find_first_of("[*") != std::string_view::npos) {

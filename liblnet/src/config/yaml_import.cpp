@@ -103,13 +103,12 @@ struct IntField {
   long hi = INT_MAX;
 };
 
-Status parse_int_field(const YAML::Node& key, const YAML::Node& value, const IntField& f) {
+Status parse_int_field(const YAML::Node& value, const IntField& f) {
   auto v = as_int(value, f.key);
   if (!v) return v.failure();
   if (*v < f.lo || *v > f.hi)
     return bad(value, "'" + std::string(f.key) + "': " + std::to_string(*v) + " is out of range (" +
                           std::to_string(f.lo) + ".." + std::to_string(f.hi) + ")");
-  (void)key;
   *f.field = static_cast<int>(*v);
   return {};
 }
@@ -120,7 +119,7 @@ Status parse_int_fields(const YAML::Node& n, const std::string& what, std::initi
     std::string k = kv.first.Scalar();
     auto f = std::find_if(fields.begin(), fields.end(), [&](const IntField& i) { return k == i.key; });
     if (f == fields.end()) return bad(kv.first, "unknown key '" + k + "' in " + what);
-    if (auto r = parse_int_field(kv.first, kv.second, *f); !r) return r;
+    if (auto r = parse_int_field(kv.second, *f); !r) return r;
   }
   return {};
 }
@@ -140,7 +139,7 @@ Status parse_tunables(const YAML::Node& n, NetTunables& t, SystemConfig& cfg) {
       warn(cfg, kv.first, "ignored: unknown key '" + k + "' in 'tunables'");
       continue;
     }
-    if (auto r = parse_int_field(kv.first, kv.second, *f); !r) return r;
+    if (auto r = parse_int_field(kv.second, *f); !r) return r;
   }
   if (t.peer_timeout < 0) t.peer_timeout = NetTunables{}.peer_timeout;
   if (t.credits == 0) t.credits = NetTunables{}.credits;
@@ -169,7 +168,7 @@ Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t, SystemConfig& cfg
         return bad(kv.second, "invalid conns_per_peer value " + std::to_string(*v) + " (valid range 0-127)");
       t.conns_per_peer = static_cast<int>(*v);
     } else if (k == "tos") {
-      if (auto r = parse_int_field(kv.first, kv.second, {"tos", &t.tos, -1, 255}); !r) return r;
+      if (auto r = parse_int_field(kv.second, {"tos", &t.tos, -1, 255}); !r) return r;
     } else if (k == "timeout") {
       continue;  // read-only: the driver's timeout, derived from lnd_timeout (net set --lnd-timeout)
     } else if (const char* lnd = foreign_lnd_tunable(k)) {
@@ -202,6 +201,17 @@ Status parse_cpts(const YAML::Node& n, std::vector<unsigned>& cpts) {
       if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
   }
   cpts = all;
+  return {};
+}
+
+// The values of one of lnetctl's lists: a mapping like {0: eth0, 1: eth1} (its keys
+// ignored) or a YAML list; not empty. `f` gets each value.
+template <class F>
+Status each_item(const YAML::Node& v, const std::string& key, F f) {
+  if (!v.IsMap() && !v.IsSequence()) return bad(v, "'" + key + "' must be a mapping like {0: ...}");
+  if (v.size() == 0) return bad(v, "'" + key + "': an empty list");
+  for (const auto& i : v)
+    if (Status r = f(v.IsMap() ? i.second : static_cast<const YAML::Node&>(i)); !r) return r;
   return {};
 }
 
@@ -260,16 +270,15 @@ Status parse_ni_item(const YAML::Node& ni, const NetConfig& entry, SystemConfig&
       if (nid->net() != net) return bad(v, "'nid' " + nid->to_string() + " is not on " + net.to_string());
       nc.nid = *nid;
     } else if (k == "interfaces") {
-      if (!v.IsMap() && !v.IsSequence()) return bad(v, "'interfaces' must be a mapping like {0: eth0}");
-      if (v.size() == 0) return bad(v, "'interfaces': an empty list");
-      for (const auto& i2 : v) {
-        const YAML::Node& name = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
+      Status r = each_item(v, k, [&](const YAML::Node& name) -> Status {
         If i;
-        if (auto r = parse_interface(name, i.name, i.cpts); !r) return r;
+        if (auto p = parse_interface(name, i.name, i.cpts); !p) return p;
         for (const If& seen : ifs)
           if (seen.name == i.name) return bad(name, "interface '" + i.name + "' is listed twice");
         ifs.push_back(i);
-      }
+        return {};
+      });
+      if (!r) return r;
     } else if (!runtime_key(k)) {
       return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
     }
@@ -307,22 +316,23 @@ Status parse_ip2nets(const YAML::Node& n, SystemConfig& cfg) {
       auto shared = ni_setting(k, v, rule.ni, cfg);
       if (!shared) return shared.failure();
       if (*shared) continue;
-      if (k == "interfaces" || k == "ip-range") {
-        if (!v.IsMap() && !v.IsSequence()) return bad(v, "'" + k + "' must be a mapping like {0: ...}");
-        if (v.size() == 0) return bad(v, "'" + k + "': an empty list");
-        for (const auto& i2 : v) {
-          const YAML::Node& item = v.IsMap() ? i2.second : static_cast<const YAML::Node&>(i2);
-          if (k == "interfaces") {
-            Ip2netsRule::Interface i;
-            if (auto r = parse_interface(item, i.name, i.cpts); !r) return r;
-            rule.interfaces.push_back(i);
-          } else {
-            if (!item.IsScalar()) return bad(item, "an 'ip-range' item must be a pattern like 192.168.[1-3].*");
-            if (Status r = check_ip_range(item.Scalar()); !r)
-              return Failure{r.code(), "'ip-range': " + r.message() + where(item)};
-            rule.ranges.push_back(item.Scalar());
-          }
-        }
+      if (k == "interfaces") {
+        Status r = each_item(v, k, [&](const YAML::Node& item) -> Status {
+          Ip2netsRule::Interface i;
+          if (auto p = parse_interface(item, i.name, i.cpts); !p) return p;
+          rule.interfaces.push_back(i);
+          return {};
+        });
+        if (!r) return r;
+      } else if (k == "ip-range") {
+        Status r = each_item(v, k, [&](const YAML::Node& item) -> Status {
+          if (!item.IsScalar()) return bad(item, "an 'ip-range' item must be a pattern like 192.168.[1-3].*");
+          if (Status c = check_ip_range(item.Scalar()); !c)
+            return Failure{c.code(), "'ip-range': " + c.message() + where(item)};
+          rule.ranges.push_back(item.Scalar());
+          return {};
+        });
+        if (!r) return r;
       } else if (k == "local NI(s)") {
         return bad(kv.first,
                    "'local NI(s)' belongs in 'net', not in an 'ip2nets' rule (it has interfaces and ip-range)");
@@ -808,8 +818,7 @@ Result<SystemConfig> parse_config(std::string_view yaml) {
     return Failure{-EINVAL, "a second YAML document at line " + std::to_string(line) +
                                 ": a configuration is one document (remove the '---' between them)"};
   if (!loaded || loaded.IsNull()) return cfg;  // empty, or only comments: nothing to do
-  std::vector<YAML::Node> docs{loaded};
-  const YAML::Node& doc = docs[0];
+  const YAML::Node& doc = loaded;
   if (!doc.IsMap()) return bad(doc, "the document must be a mapping of net, route, peer, routing, buffers, global");
   try {
     for (const auto& kv : doc) {

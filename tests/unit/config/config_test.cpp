@@ -58,20 +58,6 @@ TEST(Env, ReadsTunablesAndNetworks) {
 
 // LNET_IP2NETS: the networks an ip2nets string picks on this host (any address that is up).
 TEST(Env, Ip2netsPicksByAddress) {
-  auto host = host_interfaces();
-  ASSERT_TRUE(host) << host.message();
-  const HostInterface* up = nullptr;
-  for (const auto& h : *host)
-    if (h.up && !h.loopback) up = &h;
-  if (up) {
-    std::string pattern = std::to_string(up->ipv4 >> 24) + ".*.*.*";
-    setenv("LNET_IP2NETS", ("tcp9(" + up->name + ") " + pattern + "; tcp8 203.0.113.*").c_str(), 1);
-    auto c = Config::from_env();
-    ASSERT_TRUE(c) << c.message();
-    ASSERT_EQ(c->nets.size(), 1u);
-    EXPECT_EQ(c->nets[0].net.to_string(), "tcp9");
-    EXPECT_EQ(c->nets[0].interfaces, std::vector<std::string>{up->name});
-  }
   setenv("LNET_IP2NETS", "tcp 203.0.113.[1-3]", 1);  // TEST-NET-3: no host has it
   auto none = Config::from_env();
   ASSERT_FALSE(none);
@@ -82,6 +68,20 @@ TEST(Env, Ip2netsPicksByAddress) {
   unsetenv("LNET_IP2NETS");
   ASSERT_FALSE(both);
   EXPECT_NE(both.message().find("LNET_NETWORKS and LNET_IP2NETS are both set"), std::string::npos) << both.message();
+  auto host = host_interfaces();
+  ASSERT_TRUE(host) << host.message();
+  const HostInterface* up = nullptr;
+  for (const auto& h : *host)
+    if (h.up && !h.loopback) up = &h;
+  if (!up) GTEST_SKIP() << "no interface up besides loopback: a match on this host's address is not tried";
+  std::string pattern = std::to_string(up->ipv4 >> 24) + ".*.*.*";
+  setenv("LNET_IP2NETS", ("tcp9(" + up->name + ") " + pattern + "; tcp8 203.0.113.*").c_str(), 1);
+  auto c = Config::from_env();
+  unsetenv("LNET_IP2NETS");
+  ASSERT_TRUE(c) << c.message();
+  ASSERT_EQ(c->nets.size(), 1u);
+  EXPECT_EQ(c->nets[0].net.to_string(), "tcp9");
+  EXPECT_EQ(c->nets[0].interfaces, std::vector<std::string>{up->name});
 }
 
 TEST(Env, BadValuesNameTheVariable) {

@@ -14,6 +14,10 @@ struct NetLndType {
 };
 
 std::string_view trim(std::string_view s);
+// The next item of a list at `i`: separators (any of `seps`) skipped, then everything up
+// to the next separator outside brackets and parentheses; `i` moves past it. Empty at
+// the end.
+std::string_view next_item(std::string_view input, std::size_t& i, std::string_view seps);
 // Decimal digits only, value <= max.
 bool parse_u32(std::string_view s, std::uint32_t max, std::uint32_t& out);
 // A numeric NID address as LNet reads one: decimal, or hexadecimal after 0x or 0X.
