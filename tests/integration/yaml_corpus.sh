@@ -90,6 +90,12 @@ grep -q "not supported yet: conns_per_peer 4" "$T_DIR/cpp.err" || fail "cpp erro
 if ctl a net set --net tcp1 --conns-per-peer 128 2>"$T_DIR/cpp.err"; then fail "conns_per_peer 128 was accepted"; fi
 grep -q "valid range 0-127" "$T_DIR/cpp.err" || fail "cpp range error: $(cat "$T_DIR/cpp.err")"
 
+log "export shows the timeout the driver runs with, also for an NI whose interface it chose"
+clean
+ctl a import - <<<"$(printf 'net:\n    - net type: tcp\n')" || fail "import of a tcp net without interfaces"
+ctl a export | grep -q "timeout: 50$" || fail "export does not show the driver's timeout: $(ctl a export)"
+ctl a export --backup | grep -q "^ *timeout:" && fail "export --backup shows the read-only timeout"
+
 log "cpt-of-nid, peer add with ranges"
 ctl a cpt-of-nid 10.0.0.5@tcp 0x10@gni | tee "$T_DIR/cpt.out"
 grep -q "nid: 16@gni" "$T_DIR/cpt.out" || fail "cpt-of-nid did not normalise the NID"

@@ -142,13 +142,19 @@ SystemConfig export_config(Instance& lnet) {
   SystemConfig cfg;
   cfg.nets = c.net_configs();
   // The driver's timeout each NI runs with (read-only: export shows it, backup leaves it).
+  // Each configuration takes the first NI not yet taken that it describes (one without
+  // interfaces or NID: the NI its driver chose on that net).
   auto live = c.ni_info();
+  std::vector<bool> taken(live.size(), false);
   for (NetConfig& nc : cfg.nets)
-    for (const NiInfo& i : live)
-      if (i.nid.net() == nc.net && (nc.nid ? *nc.nid == i.nid : i.interfaces == nc.interfaces)) {
-        nc.lnd_tunables.timeout = i.lnd_timeout;
-        break;
-      }
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      const NiInfo& i = live[k];
+      bool same = nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || i.interfaces == nc.interfaces;
+      if (taken[k] || i.nid.net() != nc.net || !same) continue;
+      nc.lnd_tunables.timeout = i.lnd_timeout;
+      taken[k] = true;
+      break;
+    }
   cfg.routes = c.route_configs();
   cfg.peers = c.configured_peers();
   // The gateways of routes are peers too (route add makes them): exported as lnetctl
