@@ -1,5 +1,7 @@
 // MPI LND progress: one round (deferred work, timeouts, completed requests, the pool),
 // the completions handed back to the host, and the progress thread.
+#include <thread>
+
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
@@ -10,15 +12,13 @@ namespace lnet::mpi {
 namespace {
 
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
-// The progress thread's waiting, counted in rounds of progress, not in timer ticks:
-constexpr int kSpinBeforeYield = 50;  // idle rounds (5-10 us) before it yields the CPU each round
-constexpr int kSpinRounds = 200;      // idle rounds before it may nap
-// While MPI moves data of ours it does not nap at all, unless nothing has completed for
-// this long (a transfer waiting on a silent peer): then it naps as when idle.
-constexpr auto kInFlightPatience = std::chrono::seconds(1);
-constexpr int kClockEvery = 64;  // idle rounds between reads of the clock
 
 }  // namespace
+
+// A system call (0.7 us on the test VM), so by default not in the first microseconds of
+// an idle stretch: the answer in request-response traffic over shared memory comes
+// within them.
+void IdlePolicy::yield() { std::this_thread::yield(); }
 
 int MpiNi::reap_locked(Done& done) {
   const std::size_t depth = opts_.pool_depth;
@@ -230,35 +230,13 @@ void MpiNi::complete(Done& done) {
   while (Bulk* b = bulks.pop_front()) put_bulk(b);
 }
 
-// The waiting policy depends on no timer: while there is work, or MPI moves data of
-// ours, the thread keeps polling (a transfer's completion wakes nobody, and a nap of any
-// length is as long as the host's timers make it: on one host 20 us naps cost 40 us per
-// 1 MiB transfer). Only a rank with nothing in flight naps, and a send or receive
-// started by another thread wakes it (kick).
+// The progress thread waits as IdlePolicy says; a send or receive started by another
+// thread wakes it from a nap (kick).
 void MpiNi::thread_main() {
-  int idle = 0;                   // rounds since the last one that did something
-  int naps = 0;                   // naps since then
-  Clock::time_point quiet_since;  // when that was (read once idle)
+  IdlePolicy idle(opts_.idle_us);
   while (!stopping_.load(std::memory_order_acquire)) {
-    if (progress()) {
-      idle = naps = 0;
-      continue;
-    }
-    ++idle;
-    if (idle == 1) quiet_since = Clock::now();
-    // Let a thread that shares our core (the application's, often) run first: its send
-    // is what we would be waiting for. Not from the first idle round: a yield costs a
-    // system call (0.7 us on the test VM), and the answer in request-response traffic
-    // comes within those first rounds.
-    bool spin = idle < kSpinRounds;
-    if (!spin && in_flight_.load(std::memory_order_relaxed))
-      spin = idle % kClockEvery != 0 || Clock::now() - quiet_since < kInFlightPatience;
-    if (spin) {
-      if (idle > kSpinBeforeYield) std::this_thread::yield();
-      continue;
-    }
-    // Idle: naps longer and longer, up to idle_us, so an idle rank costs next to no CPU.
-    int us = std::min(opts_.idle_us, 5 << std::min(naps++, 10));
+    int us = idle.after_round(progress(), [this] { return in_flight_.load(std::memory_order_relaxed); });
+    if (us == 0) continue;
     MutexLock lk(nap_mu_);
     napping_.store(true);
     if (!kicked_.exchange(false) && !stopping_.load()) lk.wait_for(nap_cv_, std::chrono::microseconds(us));

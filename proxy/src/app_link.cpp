@@ -17,6 +17,7 @@ AppLink::AppLink(up::BridgeClient& bridge, std::uint64_t serial, Pid app_pid, MP
       // Only payloads the driver holds already (its short messages): their recv() is
       // a copy, so the PARSE goes out at once.
       inline_max_(std::min<std::uint32_t>(up::kMaxInline, opts.short_max)),
+      polled_(opts.progress == mpi::ProgressMode::Poll),
       lnd_(std::make_shared<mpi::MpiLnd>(comm, std::move(nids), opts)) {
   ni_.host = this;
   ni_.lnd = lnd_.get();
@@ -37,6 +38,11 @@ int AppLink::start() {
     return -EINVAL;
   }
   return 0;
+}
+
+bool AppLink::poll() {
+  ReadLock life(life_);
+  return started_ && ni_.poll && ni_.poll(ni_.poll_ctx);
 }
 
 void AppLink::stop() {

@@ -46,9 +46,15 @@ class AppLink final : public LndHost {
   // The application a PARSE cookie belongs to.
   static std::uint64_t serial_of(std::uint64_t cookie) { return cookie >> kSerialShift; }
 
-  // From the bridge's reader.
+  // From the bridge thread.
   void on_recv(const up::Recv& r);
   void on_send(const up::Send& s);
+  // The bridge thread drives the driver when it runs no thread of its own (polled()):
+  // one round of its progress, true when it found work (false while stopped).
+  bool poll();
+  bool polled() const { return polled_; }
+  // MPI moves data of the driver's, or a send waits in it.
+  bool busy() const { return !lnd_->idle(); }
 
   // The driver's host.
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
@@ -75,6 +81,7 @@ class AppLink final : public LndHost {
   std::uint64_t serial_;
   Pid pid_;
   std::uint32_t inline_max_;  // payloads up to this go inline in their PARSE
+  bool polled_;
   std::shared_ptr<mpi::MpiLnd> lnd_;
   NetInterface ni_;
   // Held shared while lnetd's messages go into the driver, exclusively to stop it.

@@ -88,6 +88,8 @@ Parsed parse(int argc, char** argv) {
     return {std::nullopt, 2};
   }
   o.lnd = *lnd;
+  // The bridge thread drives the MPI LND (uplink.hpp) unless a progress thread is asked for.
+  if (o.lnd.progress == mpi::ProgressMode::Auto) o.lnd.progress = mpi::ProgressMode::Poll;
   return {o, 0};
 }
 

@@ -70,8 +70,8 @@ Status ProxyRank::start() {
   if (rank_ == 0 && parent_ == MPI_COMM_NULL) mine = open_port();
   if (mine && wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   if (mine) {
-    auto u =
-        Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout), wake_fd_);
+    auto u = Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout),
+                             wake_fd_, opts_.lnd.idle_us);
     if (u)
       up_ = std::move(*u);
     else

@@ -1,20 +1,31 @@
 #include "uplink.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <lnet/log.hpp>
 
 namespace lnet::proxy {
 
 Result<std::unique_ptr<Uplink>> Uplink::connect(const std::string& path, std::uint32_t rank,
-                                                std::chrono::milliseconds timeout, int wake_fd) {
+                                                std::chrono::milliseconds timeout, int wake_fd, int idle_us) {
+  int ring_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (ring_fd < 0) return Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   auto b = up::BridgeClient::connect(path, rank, timeout);
-  if (!b) return b.failure();
+  if (!b) {
+    ::close(ring_fd);
+    return b.failure();
+  }
   std::unique_ptr<Uplink> u(new Uplink);
   u->bridge_ = std::move(*b);
   u->wake_fd_ = wake_fd;
+  u->idle_us_ = idle_us;
+  u->ring_fd_ = ring_fd;
   u->reader_ = std::thread([p = u.get()] { p->reader_main(); });
   return u;
 }
@@ -23,6 +34,7 @@ Uplink::~Uplink() {
   closing_.store(true);
   bridge_->shutdown();
   reader_.join();
+  ::close(ring_fd_);
 }
 
 Result<up::PidReply> Uplink::call(up::Message m, std::chrono::milliseconds timeout) {
@@ -53,13 +65,25 @@ Result<up::PidReply> Uplink::call(up::Message m, std::chrono::milliseconds timeo
 }
 
 void Uplink::attach(std::shared_ptr<AppLink> link) {
-  MutexLock g(mu_);
-  links_[link->serial()] = std::move(link);
+  {
+    MutexLock g(mu_);
+    links_[link->serial()] = std::move(link);
+    links_gen_.fetch_add(1, std::memory_order_release);
+  }
+  ring();
 }
 
 void Uplink::detach(const AppLink& link) {
   MutexLock g(mu_);
   links_.erase(link.serial());
+  links_gen_.fetch_add(1, std::memory_order_release);
+}
+
+void Uplink::started(const AppLink&) { ring(); }
+
+void Uplink::ring() {
+  std::uint64_t one = 1;
+  (void)!::write(ring_fd_, &one, sizeof one);
 }
 
 std::shared_ptr<AppLink> Uplink::by_serial(std::uint64_t serial) {
@@ -88,37 +112,63 @@ void Uplink::answer_orphan(const up::Message& m) {
   if (!s) LNET_LOG(Warn, kLogLnd, "proxy: %s", s.message().c_str());
 }
 
+// The bridge thread. Each round drives the attached applications' drivers once and
+// takes what lnetd has sent (a batch at most, so the drivers get their turn); between
+// rounds it waits as the MPI LND's progress thread would (mpi::IdlePolicy), its naps
+// taken in ppoll() on the bridge, so a message from lnetd ends a nap at once. With no
+// driver to drive it sleeps until lnetd writes or an application is attached.
 void Uplink::reader_main() {
+  constexpr int kBatch = 16;
+  // It yields from the first idle round: each round makes a system call on the bridge
+  // anyway, and what it waits for comes from lnetd, on this node's cores.
+  mpi::IdlePolicy idle(idle_us_, std::chrono::nanoseconds(0));
+  std::vector<std::shared_ptr<AppLink>> links;  // a copy of links_, taken when it changes
+  unsigned gen = ~0u;
+  bool polling = false;  // some driver needs driving
   for (;;) {
-    auto m = bridge_->receive(-1);
-    if (!m) {
-      if (m.code() == -EPROTO) {
-        LNET_LOG(Warn, kLogLnd, "proxy: from lnetd: %s", m.message().c_str());
-        continue;
+    if (unsigned g = links_gen_.load(std::memory_order_acquire); g != gen) {
+      MutexLock lk(mu_);
+      gen = links_gen_.load(std::memory_order_relaxed);
+      links.clear();
+      polling = false;
+      for (auto& [serial, link] : links_) {
+        links.push_back(link);
+        polling |= link->polled();
       }
-      if (!closing_.load()) LNET_LOG(Error, kLogLnd, "proxy: %s", m.message().c_str());
-      break;
     }
-    if (auto* r = std::get_if<up::Recv>(&*m)) {
-      if (auto link = by_serial(AppLink::serial_of(r->cookie)))
-        link->on_recv(*r);
-      else
-        answer_orphan(*m);
-    } else if (auto* s = std::get_if<up::Send>(&*m)) {
-      if (auto link = by_pid(s->pid))
-        link->on_send(*s);
-      else
-        answer_orphan(*m);
-    } else if (auto* p = std::get_if<up::PidReply>(&*m)) {
-      MutexLock g(mu_);
-      if (auto it = calls_.find(p->cookie); it != calls_.end()) {
-        it->second = *p;
-        cv_.notify_all();
+    bool worked = false;
+    for (auto& link : links) worked |= link->poll();
+    bool gone = false;
+    for (int i = 0; i < kBatch; ++i) {
+      auto m = bridge_->receive(0);
+      if (!m) {
+        if (m.code() == -ETIMEDOUT) break;
+        if (m.code() == -EPROTO) {
+          LNET_LOG(Warn, kLogLnd, "proxy: from lnetd: %s", m.message().c_str());
+          continue;
+        }
+        if (!closing_.load()) LNET_LOG(Error, kLogLnd, "proxy: %s", m.message().c_str());
+        gone = true;
+        break;
       }
-    } else if (auto* e = std::get_if<up::Error>(&*m)) {
-      LNET_LOG(Warn, kLogLnd, "proxy: lnetd refused a message: %s", e->text.c_str());
-    } else {
-      LNET_LOG(Warn, kLogLnd, "proxy: unexpected %s from lnetd", up::type_name(up::type_of(*m)));
+      dispatch(*m, links);
+      worked = true;
+    }
+    if (gone) break;
+    int us = polling ? idle.after_round(worked,
+                                        [&] {
+                                          for (auto& link : links)
+                                            if (link->busy()) return true;
+                                          return false;
+                                        })
+                     : (worked ? 0 : -1);
+    if (us == 0) continue;
+    pollfd fds[2] = {{bridge_->fd(), POLLIN, 0}, {ring_fd_, POLLIN, 0}};
+    timespec nap{us / 1000000, (us % 1000000) * 1000L};
+    if (::ppoll(fds, 2, us < 0 ? nullptr : &nap, nullptr) > 0 && (fds[1].revents & POLLIN)) {
+      std::uint64_t n;
+      (void)!::read(ring_fd_, &n, sizeof n);
+      (void)idle.after_round(true, [] { return true; });  // poll at once, and a while
     }
   }
   {
@@ -128,6 +178,34 @@ void Uplink::reader_main() {
   }
   std::uint64_t one = 1;
   if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+// `links`: the bridge thread's copy of links_, looked in first (without a lock).
+void Uplink::dispatch(const up::Message& m, const std::vector<std::shared_ptr<AppLink>>& links) {
+  if (const auto* r = std::get_if<up::Recv>(&m)) {
+    std::uint64_t serial = AppLink::serial_of(r->cookie);
+    auto it = std::find_if(links.begin(), links.end(), [serial](const auto& l) { return l->serial() == serial; });
+    if (auto link = it != links.end() ? *it : by_serial(serial))
+      link->on_recv(*r);
+    else
+      answer_orphan(m);
+  } else if (const auto* s = std::get_if<up::Send>(&m)) {
+    auto it = std::find_if(links.begin(), links.end(), [pid = s->pid](const auto& l) { return l->pid() == pid; });
+    if (auto link = it != links.end() ? *it : by_pid(s->pid))
+      link->on_send(*s);
+    else
+      answer_orphan(m);
+  } else if (const auto* p = std::get_if<up::PidReply>(&m)) {
+    MutexLock g(mu_);
+    if (auto it = calls_.find(p->cookie); it != calls_.end()) {
+      it->second = *p;
+      cv_.notify_all();
+    }
+  } else if (const auto* e = std::get_if<up::Error>(&m)) {
+    LNET_LOG(Warn, kLogLnd, "proxy: lnetd refused a message: %s", e->text.c_str());
+  } else {
+    LNET_LOG(Warn, kLogLnd, "proxy: unexpected %s from lnetd", up::type_name(up::type_of(m)));
+  }
 }
 
 }  // namespace lnet::proxy

@@ -1,6 +1,9 @@
-// A proxy rank's connection to its node's lnetd: the bridge client, the thread that
-// reads it and hands lnetd's RECVs and SENDs to the application they belong to, and the
-// pid calls (PID_NEW, PID_REGISTER, PID_RELEASE) that wait for their PID_REPLY.
+// A proxy rank's connection to its node's lnetd: the bridge client, the bridge thread,
+// and the pid calls (PID_NEW, PID_REGISTER, PID_RELEASE) that wait for their PID_REPLY.
+// The bridge thread reads lnetd's messages and hands RECVs and SENDs to the application
+// they belong to; it also drives the applications' MPI LNDs (they run no progress thread
+// of their own unless LNET_MPI_PROGRESS=thread), so a message between lnetd and MPI
+// crosses the rank on one thread: no thread is woken for it.
 #pragma once
 
 #include <atomic>
@@ -8,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <lnet/mutex.hpp>
 #include <lnet/up/client.hpp>
@@ -20,8 +24,9 @@ class Uplink {
  public:
   // Connects to the bridge at `path` (waiting up to `timeout` for the WELCOME) and starts
   // reading it. When lnetd goes away, one byte is written to `wake_fd`.
+  // `idle_us`: the longest nap of the bridge thread while applications are attached.
   static Result<std::unique_ptr<Uplink>> connect(const std::string& path, std::uint32_t rank,
-                                                 std::chrono::milliseconds timeout, int wake_fd);
+                                                 std::chrono::milliseconds timeout, int wake_fd, int idle_us);
   ~Uplink();
 
   up::BridgeClient& bridge() { return *bridge_; }
@@ -31,19 +36,28 @@ class Uplink {
   // PID_NEW / PID_REGISTER / PID_RELEASE and their reply, within `timeout`.
   Result<up::PidReply> call(up::Message m, std::chrono::milliseconds timeout);
 
-  // lnetd's messages for the application go to `link` from now on / no more.
+  // lnetd's messages for the application go to `link` from now on (and the bridge
+  // thread drives its driver) / no more.
   void attach(std::shared_ptr<AppLink> link);
   void detach(const AppLink& link);
+  // Wakes the bridge thread from a nap: `link` has started.
+  void started(const AppLink& link);
 
  private:
   Uplink() = default;
   void reader_main();
+  // One message from lnetd, to its application or caller.
+  void dispatch(const up::Message& m, const std::vector<std::shared_ptr<AppLink>>& links);
+  void ring();
   std::shared_ptr<AppLink> by_serial(std::uint64_t serial);
   std::shared_ptr<AppLink> by_pid(Pid pid);
   void answer_orphan(const up::Message& m);
 
   std::unique_ptr<up::BridgeClient> bridge_;
   int wake_fd_ = -1;
+  int idle_us_ = 1000;
+  int ring_fd_ = -1;                    // an eventfd: wakes the bridge thread
+  std::atomic<unsigned> links_gen_{0};  // changes with links_
   std::thread reader_;
   std::atomic<bool> gone_{false};
   std::atomic<bool> closing_{false};  // the rank closes the bridge itself

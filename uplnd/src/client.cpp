@@ -87,10 +87,12 @@ Status BridgeClient::send(const Message& m) {
 }
 
 Result<Message> BridgeClient::receive(int timeout_ms) {
-  if (int rc = wait_readable(fd_, timeout_ms); rc < 0) return Failure{rc, errno_string(rc)};
+  if (timeout_ms != 0)
+    if (int rc = wait_readable(fd_, timeout_ms); rc < 0) return Failure{rc, errno_string(rc)};
   std::uint8_t buf[kMaxFrame + 1];
   int passed = -1;
-  long n = receive_frame(fd_, buf, &passed, 0);
+  long n = receive_frame(fd_, buf, &passed, timeout_ms == 0 ? MSG_DONTWAIT : 0);
+  if (n < 0 && timeout_ms == 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Failure{-ETIMEDOUT, {}};
   if (passed >= 0) ::close(passed);
   if (n == 0) return Failure{-ECONNRESET, "lnetd closed the bridge " + path_};
   if (n < 0) return Failure{-errno, "the bridge " + path_ + ": " + errno_string(errno)};

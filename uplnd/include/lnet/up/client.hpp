@@ -32,7 +32,8 @@ class BridgeClient {
 
   // Sends one message, waiting while the socket is full. -EPIPE/-ECONNRESET: lnetd is gone.
   Status send(const Message& m);
-  // The next message, waiting up to `timeout` (-1: for ever): -ETIMEDOUT when none came,
+  // The next message, waiting up to `timeout` (-1: for ever; 0: not at all, one system
+  // call, and the failure carries no text): -ETIMEDOUT when none came,
   // -ECONNRESET when lnetd closed the bridge, -EPROTO for a message that does not decode.
   Result<Message> receive(int timeout_ms);
   // Shuts the connection down (a blocked receive() returns -ECONNRESET).
