@@ -71,7 +71,8 @@ struct Waiter : std::enable_shared_from_this<Waiter> {
       std::lock_guard lk(self->m);
       if (e.status) ++self->errors;
       if (e.type == lnet::EventType::Ack) ++self->acks;
-      self->cv.notify_all();
+      // Only what a waiter waits for wakes it (not the SEND and UNLINK events).
+      if (e.status || e.type == lnet::EventType::Ack) self->cv.notify_all();
     };
   }
   void wait_acks(long want) {

@@ -119,22 +119,20 @@ void Uplink::answer_orphan(const up::Message& m) {
 // driver to drive it sleeps until lnetd writes or an application is attached.
 void Uplink::reader_main() {
   constexpr int kBatch = 16;
-  // It yields from the first idle round: each round makes a system call on the bridge
-  // anyway, and what it waits for comes from lnetd, on this node's cores.
-  mpi::IdlePolicy idle(idle_us_, std::chrono::nanoseconds(0));
+  mpi::IdlePolicy idle(idle_us_);
   std::vector<std::shared_ptr<AppLink>> links;  // a copy of links_, taken when it changes
   unsigned gen = ~0u;
   bool polling = false;  // some driver needs driving
   for (;;) {
     if (unsigned g = links_gen_.load(std::memory_order_acquire); g != gen) {
-      MutexLock lk(mu_);
-      gen = links_gen_.load(std::memory_order_relaxed);
-      links.clear();
-      polling = false;
-      for (auto& [serial, link] : links_) {
-        links.push_back(link);
-        polling |= link->polled();
+      std::vector<std::shared_ptr<AppLink>> fresh;
+      {
+        MutexLock lk(mu_);
+        gen = links_gen_.load(std::memory_order_relaxed);
+        for (auto& [serial, link] : links_) fresh.push_back(link);
       }
+      links.swap(fresh);  // a detached link may go with `fresh` now, outside mu_
+      polling = std::any_of(links.begin(), links.end(), [](const auto& l) { return l->polled(); });
     }
     bool worked = false;
     for (auto& link : links) worked |= link->poll();

@@ -101,15 +101,10 @@ int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, M
 // long as the host's timers make it); after a few idle microseconds it yields the CPU each
 // round (to a thread that shares its core, whose send it may be waiting for); only once
 // idle, or when transfers in flight made no progress for a second, it naps, longer and
-// longer up to idle_us. A thread whose idle rounds cost a system call anyway, and whose
-// answers come from other processes of the node, yields from the first idle round
-// (`spin_before_yield` 0: lnet-proxy's bridge thread).
+// longer up to idle_us.
 class IdlePolicy {
  public:
-  static constexpr std::chrono::nanoseconds kSpinBeforeYield{5000};  // idle polling before it yields each round
-
-  explicit IdlePolicy(int idle_us, std::chrono::nanoseconds spin_before_yield = kSpinBeforeYield)
-      : idle_us_(idle_us), spin_before_yield_(spin_before_yield), yield_at_once_(spin_before_yield.count() <= 0) {}
+  explicit IdlePolicy(int idle_us) : idle_us_(idle_us) {}
   // After a round that found work (`worked`) or not. `in_flight()` (MPI requests of
   // ours outstanding) is asked only once the thread has polled a while. Returns 0: poll
   // again now; otherwise nap this many microseconds (or until woken) first.
@@ -118,13 +113,13 @@ class IdlePolicy {
     using Clock = std::chrono::steady_clock;
     if (worked) {
       idle_ = naps_ = 0;
-      yielding_ = yield_at_once_;
+      yielding_ = false;
       return 0;
     }
     if (++idle_ == 1) quiet_since_ = Clock::now();
     // Measured in time, not rounds: a round of MPI's progress takes 0.1 us on shared
     // memory and a system call or two on tcp.
-    if (!yielding_ && idle_ > 1) yielding_ = Clock::now() - quiet_since_ >= spin_before_yield_;
+    if (!yielding_ && idle_ > 1) yielding_ = Clock::now() - quiet_since_ >= kSpinBeforeYield;
     bool spin = idle_ < kSpinRounds;
     if (!spin && in_flight()) spin = idle_ % kClockEvery != 0 || Clock::now() - quiet_since_ < kInFlightPatience;
     if (spin) {
@@ -135,16 +130,15 @@ class IdlePolicy {
   }
 
  private:
-  static constexpr int kSpinRounds = 200;  // idle rounds before it may nap
+  static constexpr std::chrono::microseconds kSpinBeforeYield{5};  // idle polling before it yields each round
+  static constexpr int kSpinRounds = 200;                          // idle rounds before it may nap
   static constexpr auto kInFlightPatience = std::chrono::seconds(1);
   static constexpr int kClockEvery = 64;  // idle rounds between reads of the clock
   static void yield();
   int idle_us_;
-  std::chrono::nanoseconds spin_before_yield_;
-  bool yield_at_once_;
-  int idle_ = 0;                    // rounds since the last one that did something
-  int naps_ = 0;                    // naps since then
-  bool yielding_ = yield_at_once_;  // yields each idle round
+  int idle_ = 0;           // rounds since the last one that did something
+  int naps_ = 0;           // naps since then
+  bool yielding_ = false;  // yields each idle round
   std::chrono::steady_clock::time_point quiet_since_;
 };
 
