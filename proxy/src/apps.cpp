@@ -155,7 +155,7 @@ Status ProxyRank::setup_app(App& a) {
     a.link = std::make_shared<AppLink>(up_->bridge(), a.serial, a.pid, a.merged, nids, opts_.lnd);
     up_->attach(a.link);
     int rc = a.link->start();
-    up_->started(*a.link);
+    up_->wake();  // its driver wants polling now
     int ok = rc == 0, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_);
     if (!all_ok) {

@@ -14,18 +14,18 @@ namespace lnet::proxy {
 
 Result<std::unique_ptr<Uplink>> Uplink::connect(const std::string& path, std::uint32_t rank,
                                                 std::chrono::milliseconds timeout, int wake_fd, int idle_us) {
-  int ring_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (ring_fd < 0) return Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
+  int nudge_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (nudge_fd < 0) return Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   auto b = up::BridgeClient::connect(path, rank, timeout);
   if (!b) {
-    ::close(ring_fd);
+    ::close(nudge_fd);
     return b.failure();
   }
   std::unique_ptr<Uplink> u(new Uplink);
   u->bridge_ = std::move(*b);
   u->wake_fd_ = wake_fd;
   u->idle_us_ = idle_us;
-  u->ring_fd_ = ring_fd;
+  u->nudge_fd_ = nudge_fd;
   u->reader_ = std::thread([p = u.get()] { p->reader_main(); });
   return u;
 }
@@ -34,7 +34,7 @@ Uplink::~Uplink() {
   closing_.store(true);
   bridge_->shutdown();
   reader_.join();
-  ::close(ring_fd_);
+  ::close(nudge_fd_);
 }
 
 Result<up::PidReply> Uplink::call(up::Message m, std::chrono::milliseconds timeout) {
@@ -70,7 +70,7 @@ void Uplink::attach(std::shared_ptr<AppLink> link) {
     links_[link->serial()] = std::move(link);
     links_gen_.fetch_add(1, std::memory_order_release);
   }
-  ring();
+  wake();
 }
 
 void Uplink::detach(const AppLink& link) {
@@ -79,11 +79,9 @@ void Uplink::detach(const AppLink& link) {
   links_gen_.fetch_add(1, std::memory_order_release);
 }
 
-void Uplink::started(const AppLink&) { ring(); }
-
-void Uplink::ring() {
+void Uplink::wake() {
   std::uint64_t one = 1;
-  (void)!::write(ring_fd_, &one, sizeof one);
+  (void)!::write(nudge_fd_, &one, sizeof one);
 }
 
 std::shared_ptr<AppLink> Uplink::by_serial(std::uint64_t serial) {
@@ -161,12 +159,12 @@ void Uplink::reader_main() {
                                         })
                      : (worked ? 0 : -1);
     if (us == 0) continue;
-    pollfd fds[2] = {{bridge_->fd(), POLLIN, 0}, {ring_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{bridge_->fd(), POLLIN, 0}, {nudge_fd_, POLLIN, 0}};
     timespec nap{us / 1000000, (us % 1000000) * 1000L};
     if (::ppoll(fds, 2, us < 0 ? nullptr : &nap, nullptr) > 0 && (fds[1].revents & POLLIN)) {
       std::uint64_t n;
-      (void)!::read(ring_fd_, &n, sizeof n);
-      (void)idle.after_round(true, [] { return true; });  // poll at once, and a while
+      (void)!::read(nudge_fd_, &n, sizeof n);
+      idle.restart();
     }
   }
   {

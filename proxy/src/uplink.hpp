@@ -40,15 +40,14 @@ class Uplink {
   // thread drives its driver) / no more.
   void attach(std::shared_ptr<AppLink> link);
   void detach(const AppLink& link);
-  // Wakes the bridge thread from a nap: `link` has started.
-  void started(const AppLink& link);
+  // Wakes the bridge thread from a nap (an attached application has started).
+  void wake();
 
  private:
   Uplink() = default;
   void reader_main();
   // One message from lnetd, to its application or caller.
   void dispatch(const up::Message& m, const std::vector<std::shared_ptr<AppLink>>& links);
-  void ring();
   std::shared_ptr<AppLink> by_serial(std::uint64_t serial);
   std::shared_ptr<AppLink> by_pid(Pid pid);
   void answer_orphan(const up::Message& m);
@@ -56,7 +55,7 @@ class Uplink {
   std::unique_ptr<up::BridgeClient> bridge_;
   int wake_fd_ = -1;
   int idle_us_ = 1000;
-  int ring_fd_ = -1;                    // an eventfd: wakes the bridge thread
+  int nudge_fd_ = -1;                   // an eventfd: wakes the bridge thread
   std::atomic<unsigned> links_gen_{0};  // changes with links_
   std::thread reader_;
   std::atomic<bool> gone_{false};

@@ -89,11 +89,6 @@ std::string mpi_error_string(int rc);
 // when MPI_Test fails. For the few requests of a set-up, never on a data path.
 int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status = MPI_STATUS_IGNORE);
 
-// The driver for the mpi<N> network over one communicator, for any host. It does not
-// own the communicator, which must stay valid until its NI is shut down. Rank r of the
-// communicator is r@mpi<opts.net_number>, or, with a NID table, nids[r] (a proxy's
-// <IPv4>@mpi among the ranks of an application, say); the NI's NID is its own rank's.
-// One NI per driver object.
 // How a thread that drives the MPI LND waits between rounds of progress: the progress
 // thread's policy, for hosts that drive the driver from a loop of their own (lnet-proxy's
 // bridge thread). It depends on no timer: while rounds find work, or MPI moves data of
@@ -112,8 +107,7 @@ class IdlePolicy {
   int after_round(bool worked, InFlight in_flight) {
     using Clock = std::chrono::steady_clock;
     if (worked) {
-      idle_ = naps_ = 0;
-      yielding_ = false;
+      restart();
       return 0;
     }
     if (++idle_ == 1) quiet_since_ = Clock::now();
@@ -127,6 +121,11 @@ class IdlePolicy {
       return 0;
     }
     return std::min(idle_us_, 5 << std::min(naps_++, 10));
+  }
+  // As after a round that found work: poll at once, and a while (the thread was woken).
+  void restart() {
+    idle_ = naps_ = 0;
+    yielding_ = false;
   }
 
  private:
@@ -142,6 +141,11 @@ class IdlePolicy {
   std::chrono::steady_clock::time_point quiet_since_;
 };
 
+// The driver for the mpi<N> network over one communicator, for any host. It does not
+// own the communicator, which must stay valid until its NI is shut down. Rank r of the
+// communicator is r@mpi<opts.net_number>, or, with a NID table, nids[r] (a proxy's
+// <IPv4>@mpi among the ranks of an application, say); the NI's NID is its own rank's.
+// One NI per driver object.
 class MpiLnd final : public Lnd {
  public:
   MpiLnd(MPI_Comm comm, const Options& opts);
