@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PORTAL 10
@@ -14,9 +15,10 @@
 
 static int rank;
 
-static void fail(const char* what, int rc) {
+_Noreturn static void fail(const char* what, int rc) {
   fprintf(stderr, "[rank %d] mpi_capi_test: %s: %d (%s)\n", rank, what, rc, strerror(rc < 0 ? -rc : rc));
   MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1); /* MPI_Abort does not return; the compiler cannot know */
 }
 
 /* A barrier that keeps LNet going (polling an EQ without MDs) so that ranks still
