@@ -15,10 +15,6 @@ constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
 
 }  // namespace
 
-// A system call (0.7 us on the test VM), so not in the first microseconds of an idle
-// stretch: the answer in request-response traffic over shared memory comes within them.
-void IdlePolicy::yield() { std::this_thread::yield(); }
-
 int MpiNi::reap_locked(Done& done) {
   const std::size_t depth = opts_.pool_depth;
   int n = static_cast<int>(reqs_.size() - depth);

@@ -112,12 +112,12 @@ void Uplink::answer_orphan(const up::Message& m) {
 
 // The bridge thread. Each round drives the attached applications' drivers once and
 // takes what lnetd has sent (a batch at most, so the drivers get their turn); between
-// rounds it waits as the MPI LND's progress thread would (mpi::IdlePolicy), its naps
+// rounds it waits as the MPI LND's progress thread would (IdlePolicy), its naps
 // taken in ppoll() on the bridge, so a message from lnetd ends a nap at once. With no
 // driver to drive it sleeps until lnetd writes or an application is attached.
 void Uplink::reader_main() {
   constexpr int kBatch = 16;
-  mpi::IdlePolicy idle(idle_us_);
+  IdlePolicy idle(idle_us_);
   std::vector<std::shared_ptr<AppLink>> links;  // a copy of links_, taken when it changes
   unsigned gen = ~0u;
   bool polling = false;  // some driver needs driving

@@ -160,40 +160,6 @@ void put_get_ring(mpi::Session& s, std::size_t size, bool split) {
   EXPECT_EQ(lnet.md_unlink(*tmd), 0);
 }
 
-// The waiting policy of the progress thread and of lnet-proxy's bridge thread, counted
-// in rounds (its clock only decides when it yields, which the return value hides).
-TEST(IdlePolicy, PollsWhileWorkingThenNapsLongerUpToTheCap) {
-  lnet::mpi::IdlePolicy idle(100);
-  auto never = [] { return false; };
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(idle.after_round(true, never), 0);
-  int rounds = 0;
-  while (idle.after_round(false, never) == 0) ASSERT_LT(++rounds, 1000) << "never naps";
-  EXPECT_GE(rounds, 100) << "naps without polling a while first";
-  // Naps double from 5 us (the first one was returned above) up to idle_us.
-  std::vector<int> naps;
-  for (int i = 0; i < 8; ++i) naps.push_back(idle.after_round(false, never));
-  EXPECT_EQ(naps, (std::vector<int>{10, 20, 40, 80, 100, 100, 100, 100}));
-  // Work starts it over: polling again, then the shortest nap.
-  EXPECT_EQ(idle.after_round(true, never), 0);
-  rounds = 0;
-  int nap = 0;
-  while ((nap = idle.after_round(false, never)) == 0) ASSERT_LT(++rounds, 1000);
-  EXPECT_EQ(nap, 5);
-}
-
-TEST(IdlePolicy, DoesNotNapWhileMpiMovesDataOfOurs) {
-  lnet::mpi::IdlePolicy idle(1000);
-  int asked = 0;
-  auto in_flight = [&] {
-    ++asked;
-    return true;
-  };
-  // Five times the idle rounds after which it naps otherwise (milliseconds of polling,
-  // within its second of patience).
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(idle.after_round(false, in_flight), 0) << "round " << i;
-  EXPECT_GT(asked, 0);
-}
-
 TEST(MpiLnd, EveryRankPingsEveryRank) {
   auto s = start(env_options());
   ASSERT_TRUE(s);

@@ -35,6 +35,7 @@
 #include <lnet/config.hpp>
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/progress.hpp>
 #include <lnet/result.hpp>
 
 namespace lnet::mpi {
@@ -88,58 +89,6 @@ std::string mpi_error_string(int rc);
 // `deadline` has passed (the request still runs: the caller cancels or frees it); -EIO
 // when MPI_Test fails. For the few requests of a set-up, never on a data path.
 int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status = MPI_STATUS_IGNORE);
-
-// How a thread that drives the MPI LND waits between rounds of progress: the progress
-// thread's policy, for hosts that drive the driver from a loop of their own (lnet-proxy's
-// bridge thread). It depends on no timer: while rounds find work, or MPI moves data of
-// ours, the thread keeps polling (a transfer's completion wakes nobody, and a nap is as
-// long as the host's timers make it); after a few idle microseconds it yields the CPU each
-// round (to a thread that shares its core, whose send it may be waiting for); only once
-// idle, or when transfers in flight made no progress for a second, it naps, longer and
-// longer up to idle_us.
-class IdlePolicy {
- public:
-  explicit IdlePolicy(int idle_us) : idle_us_(idle_us) {}
-  // After a round that found work (`worked`) or not. `in_flight()` (MPI requests of
-  // ours outstanding) is asked only once the thread has polled a while. Returns 0: poll
-  // again now; otherwise nap this many microseconds (or until woken) first.
-  template <class InFlight>
-  int after_round(bool worked, InFlight in_flight) {
-    using Clock = std::chrono::steady_clock;
-    if (worked) {
-      restart();
-      return 0;
-    }
-    if (++idle_ == 1) quiet_since_ = Clock::now();
-    // Measured in time, not rounds: a round of MPI's progress takes 0.1 us on shared
-    // memory and a system call or two on tcp.
-    if (!yielding_ && idle_ > 1) yielding_ = Clock::now() - quiet_since_ >= kSpinBeforeYield;
-    bool spin = idle_ < kSpinRounds;
-    if (!spin && in_flight()) spin = idle_ % kClockEvery != 0 || Clock::now() - quiet_since_ < kInFlightPatience;
-    if (spin) {
-      if (yielding_) yield();
-      return 0;
-    }
-    return std::min(idle_us_, 5 << std::min(naps_++, 10));
-  }
-  // As after a round that found work: poll at once, and a while (the thread was woken).
-  void restart() {
-    idle_ = naps_ = 0;
-    yielding_ = false;
-  }
-
- private:
-  static constexpr std::chrono::microseconds kSpinBeforeYield{5};  // idle polling before it yields each round
-  static constexpr int kSpinRounds = 200;                          // idle rounds before it may nap
-  static constexpr auto kInFlightPatience = std::chrono::seconds(1);
-  static constexpr int kClockEvery = 64;  // idle rounds between reads of the clock
-  static void yield();
-  int idle_us_;
-  int idle_ = 0;           // rounds since the last one that did something
-  int naps_ = 0;           // naps since then
-  bool yielding_ = false;  // yields each idle round
-  std::chrono::steady_clock::time_point quiet_since_;
-};
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the

@@ -53,7 +53,15 @@ Conn::~Conn() {
 
 // ---------------------------------------------------------------- events
 
-void Conn::on_events(std::uint32_t ev) {
+bool Conn::on_events(std::uint32_t ev) {
+  handle_events(ev);
+  if (closed() || state_ != State::Established) return false;
+  Rx rx = rx_.load(std::memory_order_relaxed);
+  return rx == Rx::LnetHdr || rx == Rx::Payload || (rx == Rx::Hdr && rx_end_ > rx_beg_) ||
+         want_write_.load(std::memory_order_relaxed);
+}
+
+void Conn::handle_events(std::uint32_t ev) {
   if (closed()) return;
   switch (state_) {
     case State::Connecting:

@@ -55,11 +55,12 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
     if (io_.on_this_thread()) tick(now);
   }
 
-  void on_events(std::uint32_t events) override;
+  bool on_events(std::uint32_t events) override;  // true: a message is half-way (IoHandler)
 
  private:
   enum class Rx { Hdr, LnetHdr, ParseWait, Payload };
 
+  void handle_events(std::uint32_t events);
   void start_connect(std::uint32_t ip, int port);
   void connected();
   bool read_exact(std::size_t need);  // handshake bytes into hs_in_

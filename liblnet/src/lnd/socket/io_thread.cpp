@@ -10,6 +10,7 @@
 
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/progress.hpp>
 
 namespace lnet::sock {
 
@@ -70,15 +71,23 @@ void IoThread::run() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
   auto next_tick = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  IdlePolicy idle(1);    // its naps are never taken: the thread sleeps in epoll_wait instead
+  bool polling = false;  // a handler left a message half-way
   while (!stop_.load()) {
     auto now = std::chrono::steady_clock::now();
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count());
+    if (polling) {
+      wait_ms = 0;
+      polls_.fetch_add(1, std::memory_order_relaxed);
+    }
     int n = epoll_wait(epfd_, events, kMaxEvents, wait_ms < 0 ? 0 : wait_ms);
     if (n < 0 && errno != EINTR) {
       int err = errno;
       LNET_LOG(Error, kLogLnd, "epoll_wait: %s (errno %d); the I/O thread stops", std::strerror(err), err);
       break;
     }
+    int handled = 0;
+    bool halfway = false;
     for (int i = 0; i < n; ++i) {
       if (events[i].data.ptr == nullptr) {
         std::uint64_t v;
@@ -86,8 +95,18 @@ void IoThread::run() {
         }
         continue;
       }
-      static_cast<IoHandler*>(events[i].data.ptr)->on_events(events[i].events);
+      ++handled;
+      halfway |= static_cast<IoHandler*>(events[i].data.ptr)->on_events(events[i].events);
     }
+    // A turn with socket events decides; one without (a wake-up for posted work, or
+    // nothing) leaves a poll going on, counted as an idle round.
+    if (handled > 0) {
+      polling = halfway;
+      idle.restart();
+    } else if (polling) {
+      polling = idle.after_round(false, [] { return false; }) == 0;
+    }
+    polling_.store(polling, std::memory_order_release);
     std::vector<std::function<void()>> work;
     {
       MutexLock g(mutex_);

@@ -1,6 +1,10 @@
 // An epoll I/O thread of the socket LND. Connections and listening sockets register a
 // handler; other threads hand it work with post(). It wakes once a second for
-// housekeeping (keepalives, timeouts, reconnects) and otherwise sleeps in epoll_wait.
+// housekeeping (keepalives, timeouts, reconnects) and otherwise sleeps in epoll_wait,
+// except while a message is half-way through a socket: then it polls (epoll_wait that
+// returns at once) as the MPI LND's progress thread does (IdlePolicy), and sleeps again
+// after a couple of hundred rounds without an event. Waking a thread for every few
+// kilobytes of a stream costs more CPU than polling for them (docs/perf.md).
 #pragma once
 
 #include <sys/epoll.h>
@@ -18,7 +22,9 @@ namespace lnet::sock {
 
 class IoHandler {
  public:
-  virtual void on_events(std::uint32_t events) = 0;
+  // Handles `events`; true when it left a message half-way through its socket (part of
+  // it received or still to send), so that the thread polls for the rest.
+  virtual bool on_events(std::uint32_t events) = 0;
 
  protected:
   ~IoHandler() = default;
@@ -45,6 +51,9 @@ class IoThread {
   // still name it).
   void retire(std::shared_ptr<void> obj);
   void stop();
+  // Rounds polled without sleeping since the start, and whether it polls now (tests).
+  std::uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
+  bool polling() const { return polling_.load(std::memory_order_acquire); }
 
  private:
   void run();
@@ -56,6 +65,8 @@ class IoThread {
   std::vector<std::function<void()>> posted_ LNET_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<void>> retired_ LNET_GUARDED_BY(mutex_);
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> polls_{0};
+  std::atomic<bool> polling_{false};
   std::thread thread_;
 };
 

@@ -56,7 +56,10 @@ struct SocketLnd::Listener final : IoHandler {
   IoThread& io;
   Listener(SocketLnd& l, SockNi& s, int f, IoThread& i) : lnd(l), sni(s), fd(f), io(i) {}
   ~Listener() { ::close(fd); }
-  void on_events(std::uint32_t) override { lnd.accept_ready(sni); }
+  bool on_events(std::uint32_t) override {
+    lnd.accept_ready(sni);
+    return false;
+  }
 };
 
 void SocketLnd::accept_ready(SockNi& sni) {
