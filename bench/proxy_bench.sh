@@ -9,14 +9,18 @@
 # loopback, and
 # LNet through the chain (bench_proxy, bench/proxy_bench.cpp). Prints the medians, the
 # ratios against the targets, the bridge's payload counters (copies must be 0) and the
-# CPU of the idle proxy rank and lnetd afterwards.
+# CPU of the idle proxy rank and lnetd afterwards. Bandwidth streams STREAM messages of
+# 1 MiB on every path (1024: a second or so; 256, the program's default, lasted a tenth
+# of a second and single repetitions swung with the moment).
 #   bench/proxy_bench.sh [BUILD_DIR] [REPS] [IDLE_SECONDS]    (build/default, 5, 20)
+#   STREAM=N bench/proxy_bench.sh ...                          (1024)
 # Needs root (port 988) and Open MPI with ompi-server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
 REPS="${2:-5}"
 IDLE="${3:-20}"
+STREAM="${STREAM:-1024}"
 export LNETD="$BUILD/liblnet/lnetd" LNETCTL="$BUILD/liblnet/lnetctl" LNET_XFER="$BUILD/tests/lnet_xfer"
 export LNET_PROXY_BIN="$BUILD/proxy/lnet-proxy" PROXY_DEMO="$BUILD/examples/proxy_demo"
 BENCH="$BUILD/bench/bench_proxy"
@@ -50,20 +54,20 @@ inline0=$(up_counter payloads_inline)
 for r in $(seq "$REPS"); do
   log "repetition $r of $REPS"
   rm -f "$DIR/mpi.port"
-  mpirun --bind-to none -n 1 "$BENCH" mpi-accept --port-file "$DIR/mpi.port" >"$DIR/accept.log" 2>&1 &
+  mpirun --bind-to none -n 1 "$BENCH" mpi-accept --stream "$STREAM" --port-file "$DIR/mpi.port" >"$DIR/accept.log" 2>&1 &
   ACCEPT=$!
   PIDS+=($ACCEPT)
-  run mpi mpirun --bind-to none -n 1 "$BENCH" mpi-connect --port-file "$DIR/mpi.port"
+  run mpi mpirun --bind-to none -n 1 "$BENCH" mpi-connect --stream "$STREAM" --port-file "$DIR/mpi.port"
   wait $ACCEPT || fail "the accepting job failed: $(tail -n 5 "$DIR/accept.log")"
   rm -f "$DIR/relay.port"
-  mpirun --bind-to none -n 1 "$BENCH" relay-accept --port-file "$DIR/relay.port" >"$DIR/relay-accept.log" 2>&1 &
+  mpirun --bind-to none -n 1 "$BENCH" relay-accept --stream "$STREAM" --port-file "$DIR/relay.port" >"$DIR/relay-accept.log" 2>&1 &
   ACCEPT=$!
   PIDS+=($ACCEPT)
-  run relay mpirun --bind-to none -n 1 "$BENCH" relay-connect --port-file "$DIR/relay.port"
+  run relay mpirun --bind-to none -n 1 "$BENCH" relay-connect --stream "$STREAM" --port-file "$DIR/relay.port"
   wait $ACCEPT || fail "the relaying job failed: $(tail -n 5 "$DIR/relay-accept.log")"
-  run unix "$BENCH" unix
-  run tcp "$BENCH" tcp
-  LNET_PROXY="$DIR/proxy.port" run lnet mpirun --bind-to none -n 1 "$BENCH" lnet --server $SERVER@tcp
+  run unix "$BENCH" unix --stream "$STREAM"
+  run tcp "$BENCH" tcp --stream "$STREAM"
+  LNET_PROXY="$DIR/proxy.port" run lnet mpirun --bind-to none -n 1 "$BENCH" lnet --stream "$STREAM" --server $SERVER@tcp
 done
 in_place=$(($(up_counter payloads_in_place) - in_place0))
 copied=$(($(up_counter payloads_copied) - copied0))
