@@ -71,11 +71,11 @@ void IoThread::run() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
   auto next_tick = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  IdlePolicy idle(1);    // its naps are never taken: the thread sleeps in epoll_wait instead
-  bool polling = false;  // a handler left a message half-way
+  IdlePolicy idle(1);  // its naps are never taken: the thread sleeps in epoll_wait instead
   while (!stop_.load()) {
     auto now = std::chrono::steady_clock::now();
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count());
+    bool polling = polling_.load(std::memory_order_relaxed);  // a handler left a message half-way
     if (polling) {
       wait_ms = 0;
       polls_.fetch_add(1, std::memory_order_relaxed);

@@ -66,7 +66,7 @@ class IoThread {
   std::vector<std::shared_ptr<void>> retired_ LNET_GUARDED_BY(mutex_);
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> polls_{0};
-  std::atomic<bool> polling_{false};
+  std::atomic<bool> polling_{false};  // the I/O thread's own state, read by tests
   std::thread thread_;
 };
 
