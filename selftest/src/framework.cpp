@@ -62,6 +62,7 @@ struct Framework::Test : std::enable_shared_from_this<Test> {
   std::vector<std::unique_ptr<Unit>> units;
   std::mutex state;  // orders RUN and STOP
   std::atomic<bool> stopping{false};
+  std::atomic<bool> aborting{false};     // a forced stop: RPCs in flight are aborted
   std::atomic<std::uint32_t> active{0};  // units running
 
   // Both are called without the framework's lock: a unit that ends takes it.
@@ -70,6 +71,7 @@ struct Framework::Test : std::enable_shared_from_this<Test> {
       std::lock_guard g(state);
       if (!is_client || units.empty() || active.load() != 0) return;  // running: RUN changes nothing
       stopping.store(false);
+      aborting.store(false);
       if (service == Service::Ping) fw.ping_seq_.store(0);
       for (auto& u : units) u->left = loop;
       active.store(static_cast<std::uint32_t>(units.size()));
@@ -80,6 +82,7 @@ struct Framework::Test : std::enable_shared_from_this<Test> {
   void stop(bool abort) {
     {
       std::lock_guard g(state);
+      if (abort) aborting.store(true);
       stopping.store(true);
     }
     if (abort)
@@ -113,7 +116,9 @@ struct Framework::Test : std::enable_shared_from_this<Test> {
     // sent the next one from another thread).
     for (std::uint64_t seen = u.rpyid.load(); seen < id && !u.rpyid.compare_exchange_weak(seen, id);) {
     }
-    if (stopping.load()) rpc.abort(id);  // a STOP that came while this RPC was being sent
+    // A forced STOP that came while this RPC was being sent missed it. A plain STOP lets
+    // it finish, as every other RPC in flight: aborting it would count an error.
+    if (aborting.load()) rpc.abort(id);
   }
 
   bool passed(const Unit& u, const Result<Message>& r) const {

@@ -215,6 +215,50 @@ TEST_F(SelftestNode, AnEndlessTestRunsUntilStoppedAndABusyBatchTakesNoTests) {
   EXPECT_EQ(st.fw.active_batches, 0u);
 }
 
+TEST_F(SelftestNode, AStopWithoutForceLetsTheRpcBeingSentFinish) {
+  // A STOP that lands while a unit is sending its next RPC used to abort that RPC, as
+  // only a forced stop may; the ping then counted as an error (about one lst session in
+  // two between two lnetds). The fabric delivers inline, so a server that stops the
+  // batch from inside the request's delivery lands the STOP in that very moment; it
+  // answers afterwards, and the ping must pass.
+  make();
+  c = Instance::create(test::fabric_config({3}), kPidLustre).value();
+  server_rpc = std::make_unique<RpcNode>(*c, 5s);
+  std::mutex mu;
+  std::vector<std::pair<std::uint32_t, std::shared_ptr<RpcNode::Responder>>> held;
+  std::atomic<int> seen{0};
+  ASSERT_TRUE(server_rpc->serve(Service::Ping, 8, [&](const RpcNode::Request& r, auto resp) {
+    auto seq = std::get<PingReq>(r.msg.body).seq;
+    if (seen.fetch_add(1) == 10) {
+      ASSERT_TRUE(node->batch(Message{kMsgVersion, kFeatBulkLen,
+                                      BatchReq{0, mine, BatchId{1}, static_cast<std::uint32_t>(BatchOp::Stop), 0, 0}}));
+      std::lock_guard g(mu);
+      held.emplace_back(seq, resp);  // answered once the client's call has returned
+      return;
+    }
+    resp->reply(Message{kMsgVersion, r.msg.feats, PingReply{0, kPingTestMagic, seq}});
+  }));
+  ASSERT_EQ(call<MksnReply>(Service::MakeSession, MksnReq{0, mine, 0, "s"}).status, 0u);
+  const ProcessIdPacked server{gni(3).value(), kPidLustre};
+  ASSERT_EQ(add_client_test(1, Service::Ping, kLoopForever, 1, PingParams{}, {server}), 0u);
+  ASSERT_EQ(batch(1, BatchOp::Run).status, 0u);
+  ASSERT_TRUE(test::eventually(
+      [&] {
+        std::lock_guard g(mu);
+        return !held.empty();
+      },
+      20s));
+  ASSERT_EQ(batch(1, BatchOp::Query).active, 1u) << "the unit waits for its last ping";
+  {
+    std::lock_guard g(mu);
+    held[0].second->reply(Message{kMsgVersion, kFeatBulkLen, PingReply{0, kPingTestMagic, held[0].first}});
+  }
+  ASSERT_TRUE(batch_ends(1));
+  EXPECT_EQ(call<StatReply>(Service::QueryStat, StatReq{0, mine, 0}).fw.ping_errors, 0u);
+  EXPECT_EQ(node_rpc->counters().errors, 0u);
+  EXPECT_EQ(seen.load(), 11) << "no ping after the stop";
+}
+
 TEST_F(SelftestNode, ErrorsAreCountedAndStopTheUnitThatHadThem) {
   make();
   make_server();
