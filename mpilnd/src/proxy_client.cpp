@@ -187,10 +187,13 @@ Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
       argvs[i].push_back(const_cast<char*>(a));
     argvs[i].push_back(nullptr);
     argv_ptrs[i] = argvs[i].data();
-    if (!t.host.empty()) {
-      MPI_Info_create(&infos[i]);
-      MPI_Info_set(infos[i], "host", t.host.c_str());
-    }
+    MPI_Info_create(&infos[i]);
+    if (!t.host.empty()) MPI_Info_set(infos[i], "host", t.host.c_str());
+    // Open MPI binds a spawned job as it binds a new one: its rank to core 0, where the
+    // application's rank 0 runs too when its own job was bound. The proxy serves every
+    // rank of the node and must not time-slice one of them, so it is not bound (an MPI
+    // that does not know the key ignores it).
+    MPI_Info_set(infos[i], "bind_to", "none");
   }
   MPI_Comm inter = MPI_COMM_NULL;
   int rc = MPI_Comm_spawn_multiple(static_cast<int>(n), commands.data(), argv_ptrs.data(), maxprocs.data(),

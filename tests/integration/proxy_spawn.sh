@@ -8,7 +8,9 @@
 #   - a bridge that does not exist: the application fails with the proxy's reason, and
 #     nothing is left running;
 #   - a malformed spawn list: a clear error before anything is spawned;
-#   - kill -9 of a spawned rank ends the application (no hang), nothing left running.
+#   - an application of 1 rank: its spawned rank is not bound to a core (Open MPI binds
+#     a new job that fits the cores), and kill -9 of it ends the application (no hang),
+#     nothing left running.
 # Needs root (port 988) and Open MPI (proxy_lib.sh).
 . "$(dirname "$0")/proxy_lib.sh"
 px_setup proxy_spawn
@@ -54,18 +56,24 @@ log "a malformed spawn list"
 if LNET_PROXY="spawn:relative.bridge" client badlist 1 --count 1; then fail "a relative bridge path was taken"; fi
 grep -q "bad bridge path 'relative.bridge'" "$DIR/badlist.log" || fail "unclear error: $(tail -n 3 "$DIR/badlist.log")"
 # A spawned rank is part of the application's mpirun: its death ends the application
-# (Open MPI aborts the whole job), which must not hang or leave anything behind.
-log "kill -9 of a spawned proxy rank"
-before=$(grep -c registered "$DIR/lnetd-${ROUTERS[1]}.log" || true)
-LNET_PROXY="spawn:$DIR/${ROUTERS[0]}.bridge,$DIR/${ROUTERS[1]}.bridge" client killed 2 --count 100000 &
+# (Open MPI aborts the whole job), which must not hang or leave anything behind. One
+# application rank and one proxy rank: a job that fits the cores is where Open MPI binds
+# (an oversubscribed one it leaves unbound), and the spawned rank must not be bound.
+log "one rank and its proxy: the proxy is not bound; then kill -9 of the proxy"
+before=$(grep -cE "allocated|registered" "$DIR/lnetd-${ROUTERS[0]}.log" || true)
+LNET_PROXY="spawn:$DIR/${ROUTERS[0]}.bridge" client killed 1 --count 100000 &
 C=$!
-# Killed once the spawned rank 1 has registered the application's pid.
+# Killed once the spawned rank has allocated the application's pid (rank 0 of a proxy
+# allocates it, the others register it).
 for _ in $(seq 300); do
-  [ "$(grep -c registered "$DIR/lnetd-${ROUTERS[1]}.log" || true)" -gt "$before" ] && break
+  [ "$(grep -cE "allocated|registered" "$DIR/lnetd-${ROUTERS[0]}.log" || true)" -gt "$before" ] && break
   sleep 0.1
 done
 victim=$(spawned | tail -n 1)
 [ -n "$victim" ] || fail "no spawned proxy rank to kill"
+cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status"; }
+[ "$(cpus "$victim")" = "$(cpus $$)" ] ||
+  fail "the spawned proxy rank is bound to CPUs $(cpus "$victim") (this test may use $(cpus $$))"
 kill -9 "$victim"
 if wait $C; then fail "the application survived the death of its proxy"; fi
 for _ in $(seq 100); do [ -z "$(spawned)" ] && break; sleep 0.1; done
