@@ -72,6 +72,15 @@ add() { R[$1]="${R[$1]:-} $2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 median() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
 last() { local a=(${R[$1]}); echo "${a[-1]}"; }
+brw_pair() {  # brw_pair PATH RUN RAW: lst brw write and read 1M with RUN, ratios to RAW's latest
+  local p=$1 run=$2 raw=$3
+  $run "${p}_write" brw write size=1M
+  add "${p}_write" "$(median_col "$DIR/${p}_write.csv" servers 11 $MIB)"
+  $run "${p}_read" brw read size=1M
+  add "${p}_read" "$(median_col "$DIR/${p}_read.csv" clients 11 $MIB)"
+  add "r_${p}_write" "$(ratio "$(last "${p}_write")" "$(last "$raw")")"
+  add "r_${p}_read" "$(ratio "$(last "${p}_read")" "$(last "$raw")")"
+}
 
 # ---------------------------------------------------------------- MPI: two ranks
 mpi_run() {  # mpi_run NAME TEST...
@@ -89,13 +98,8 @@ mpi_rep() {
     --progress thread >"$DIR/bench_mpi.log" 2>&1 || fail "bench_mpi: $(tail -n 5 "$DIR/bench_mpi.log")"
   add raw_mpi "$(awk '/streaming bandwidth/ { f = 1; next } f && $1 == 1048576 { print $2; exit }' "$DIR/bench_mpi.log")"
   log "lst over the MPI LND: brw write 1M, brw read 1M"
-  mpi_run mpi_write brw write size=1M
-  add mpi_write "$(median_col "$DIR/mpi_write.csv" servers 11 $MIB)"
-  [ -n "$PLOT" ] && [ ! -s "$DIR/plot.csv" ] && cp "$DIR/mpi_write.csv" "$DIR/plot.csv"
-  mpi_run mpi_read brw read size=1M
-  add mpi_read "$(median_col "$DIR/mpi_read.csv" clients 11 $MIB)"
-  add r_mpi_write "$(ratio "$(last mpi_write)" "$(last raw_mpi)")"
-  add r_mpi_read "$(ratio "$(last mpi_read)" "$(last raw_mpi)")"
+  brw_pair mpi mpi_run raw_mpi
+  [ -s "$DIR/plot.csv" ] || cp "$DIR/mpi_write.csv" "$DIR/plot.csv"
 }
 
 # ---------------------------------------------------------------- two lnetds on loopback
@@ -125,12 +129,7 @@ sock_rep() {
     fail "bench_socket: $(tail -n 5 "$DIR/bench_socket.log")"
   add raw_tcp "$(awk '/1 MiB stream/ { print $(NF-2); exit }' "$DIR/bench_socket.log")"
   log "lst between two lnetds on loopback: brw write 1M, brw read 1M"
-  sock_run sock_write brw write size=1M
-  add sock_write "$(median_col "$DIR/sock_write.csv" servers 11 $MIB)"
-  sock_run sock_read brw read size=1M
-  add sock_read "$(median_col "$DIR/sock_read.csv" clients 11 $MIB)"
-  add r_sock_write "$(ratio "$(last sock_write)" "$(last raw_tcp)")"
-  add r_sock_read "$(ratio "$(last sock_read)" "$(last raw_tcp)")"
+  brw_pair sock sock_run raw_tcp
 }
 
 # ---------------------------------------------------------------- through the proxy
@@ -168,12 +167,7 @@ px_rep() {
   add raw_tcp_hop "$(hop tcp)"
   add slowest "$(printf '%s\n' "$(last raw_mpi_jobs)" "$(last raw_unix)" "$(last raw_tcp_hop)" | sort -g | head -n 1)"
   log "lst from an MPI rank through the proxy to an lnetd: brw write 1M, brw read 1M"
-  px_run px_write brw write size=1M
-  add px_write "$(median_col "$DIR/px_write.csv" servers 11 $MIB)"
-  px_run px_read brw read size=1M
-  add px_read "$(median_col "$DIR/px_read.csv" clients 11 $MIB)"
-  add r_px_write "$(ratio "$(last px_write)" "$(last slowest)")"
-  add r_px_read "$(ratio "$(last px_read)" "$(last slowest)")"
+  brw_pair px px_run slowest
 }
 
 for rep in $(seq "$REPS"); do
