@@ -48,12 +48,13 @@ wait_for() {  # wait_for FILE PATTERN WHAT [SECONDS]
   fail "$3"
 }
 
-# px_router IP: an lnetd with IP@tcp and IP@mpi (the UP LND, bridge $DIR/IP.bridge),
-# routing; its pid in LNETD_PID, also appended to LNETD_PIDS.
+# px_router IP [YAML]: an lnetd with IP@tcp and IP@mpi (the UP LND, bridge $DIR/IP.bridge),
+# routing, and YAML (more top-level lines) if given; its pid in LNETD_PID, also appended
+# to LNETD_PIDS.
 px_router() {
   local ip=$1
-  printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\n    - net type: mpi\n      local NI(s):\n        - nid: %s@mpi\nrouting:\n    enable: 1\n' \
-    "$ip" "$ip" >"$DIR/$ip.yaml"
+  printf 'net:\n    - net type: tcp\n      local NI(s):\n        - nid: %s@tcp\n          interfaces:\n              0: lo\n    - net type: mpi\n      local NI(s):\n        - nid: %s@mpi\nrouting:\n    enable: 1\n%b' \
+    "$ip" "$ip" "${2:+$2\n}" >"$DIR/$ip.yaml"
   rm -f "$DIR/$ip.bridge"
   "$LNETD" -f -c "$DIR/$ip.yaml" -s "$DIR/$ip.ctl" -p "" --bridge "$DIR/$ip.bridge" --bridge-size 256 \
     >>"$DIR/lnetd-$ip.log" 2>&1 &

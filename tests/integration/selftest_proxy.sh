@@ -6,7 +6,9 @@
 # no errors, stat; then the server is killed mid-batch: show_error reports the ranks'
 # errors, the server is down in list_group --down, and the job ends without a hang.
 # Then the other way round: a server lnetd's console (lst) drives ranks that joined its
-# session through the proxy (lst-node --join), and they exit when it ends.
+# session through the proxy (lst-node --join), and they exit when it ends. And the ranks
+# test the proxy's own lnetd (self-test on there too), named by its mpi NID: payloads
+# of its MDs cross the bridge's bounce buffers.
 # Needs root (port 988) and Open MPI (proxy_lib.sh).
 . "$(dirname "$0")/proxy_lib.sh"
 px_setup selftest_proxy
@@ -16,7 +18,7 @@ export LNET_PROXY_BIN
 
 SERVER=127.0.5.1
 ROUTER=127.0.5.2
-px_router $ROUTER
+px_router $ROUTER "selftest: enable"
 px_selftest_server $SERVER $ROUTER
 
 cat >"$DIR/script.lst" <<LST
@@ -69,6 +71,26 @@ lst end_session || fail "end_session"
 rc=0
 wait $JOIN || rc=$?
 [ $rc = 0 ] || fail "the joined ranks did not end cleanly ($rc): $(tail -n 5 "$DIR/join.log")"
+
+log "lst-node through the proxy to the proxy's own lnetd"
+cat >"$DIR/own.lst" <<LST
+new_session own_lnetd
+add_group clients @ALL@
+add_group own $ROUTER@mpi
+add_test --loop 10 --concurrency 2 --from clients --to own brw write size=1M check=full
+add_test --loop 20 --from clients --to own brw read size=1M check=full
+add_test --loop 50 --from clients --to own ping
+run
+query --loop 60 --delay 1
+show_error clients own
+stat --count 1 --delay 1 clients own
+end_session
+LST
+LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 150 mpirun --bind-to none -n 2 "$LST_NODE" \
+  --script "$DIR/own.lst" >"$DIR/own.log" 2>&1 || fail "lst-node to the proxy's lnetd: $(tail -n 5 "$DIR/own.log")"
+grep -q "Total 0 error nodes in clients" "$DIR/own.log" || fail "errors on the ranks (own lnetd)"
+grep -q "Total 0 error nodes in own" "$DIR/own.log" || fail "errors on the proxy's lnetd"
+grep -q "\[LNet Bandwidth of own\]" "$DIR/own.log" || fail "no stat block of the proxy's lnetd"
 
 log "lst-node through the proxy"
 LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 150 mpirun --bind-to none -n 2 "$LST_NODE" --rpc-timeout 5 \

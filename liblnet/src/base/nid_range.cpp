@@ -151,7 +151,8 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
   p.net_ = *net;
   std::string_view addr = text::trim(s.substr(0, at));
   if (addr.empty()) return bad("NID range", input, "missing address before '@'");
-  bool ip = lnd_type_uses_ip(p.net_.type());
+  // The mpi net writes a proxy's address (2^24 and above) as dotted IPv4, a rank's as a number.
+  bool ip = lnd_type_uses_ip(p.net_.type()) || (p.net_.type() == kMpiLnd && addr.find('.') != std::string_view::npos);
   if (addr == "*") {
     p.addr_.assign(ip ? 4 : 1, NumberExpr());
     return p;
@@ -173,6 +174,11 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
     p.addr_.push_back(*e);
     if (i < 3) addr.remove_prefix(dot + 1);
   }
+  const auto& first = p.addr_[0].ranges();
+  if (p.net_.type() == kMpiLnd && std::any_of(first.begin(), first.end(), [](const auto& r) { return r.lo == 0; })) {
+    return bad("NID range", input,
+               "a dotted mpi address names a proxy (1.0.0.0 and above); an application rank is written as a number");
+  }
   return p;
 }
 
@@ -180,6 +186,7 @@ bool NidPattern::matches(Nid nid) const {
   if (nid.is_any() || !net_.matches(nid.net())) return false;
   std::uint32_t a = nid.addr();
   if (addr_.size() == 1) return addr_[0].matches(a);
+  if (nid.net().type() == kMpiLnd && a < (1u << 24)) return false;  // a rank, not a proxy
   for (int i = 0; i < 4; ++i) {
     if (!addr_[static_cast<std::size_t>(i)].matches((a >> (24 - 8 * i)) & 0xFF)) return false;
   }

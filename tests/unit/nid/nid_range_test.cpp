@@ -69,6 +69,24 @@ TEST(NidPattern, WildcardsAndNumericNets) {
   EXPECT_EQ(NidPattern::parse("*@tcp")->to_string(), "*@tcp");
 }
 
+// The mpi net writes a proxy (2^24 and above) as dotted IPv4 and a rank as a number, so
+// a pattern may be either; a dotted one names proxies only.
+TEST(NidPattern, MpiProxiesAreDottedAndRanksAreNumbers) {
+  auto p = NidPattern::parse("10.0.0.[1-2]@mpi");
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_TRUE(p->matches(nid("10.0.0.2@mpi")));
+  EXPECT_FALSE(p->matches(nid("10.0.0.3@mpi")));
+  EXPECT_EQ(p->to_string(), "10.0.0.[1-2]@mpi");
+  auto any = NidPattern::parse("*.*.*.*@mpi");
+  ASSERT_TRUE(any) << any.message();
+  EXPECT_TRUE(any->matches(nid("192.0.2.1@mpi")));
+  EXPECT_FALSE(any->matches(nid("7@mpi")));
+  auto zero = NidPattern::parse("[0-1].0.0.7@mpi");
+  ASSERT_FALSE(zero);
+  EXPECT_NE(zero.message().find("an application rank is written as a number"), std::string::npos) << zero.message();
+  EXPECT_FALSE(NidPattern::parse("1.2.3@mpi"));
+}
+
 TEST(NidPattern, Errors) {
   struct Case {
     const char* text;
@@ -147,6 +165,8 @@ TEST(ExpandNidList, TheOrderAndFormsOfRealLists) {
       // Mixed nets, hexadecimal single NIDs, a NID named twice counts once.
       {"5@gni, 0x10@gni 10.0.0.1@o2ib3,5@gni", "5@gni 16@gni 10.0.0.1@o2ib3"},
       {"[0]@gni", "0@gni"},
+      // The mpi net: ranks as numbers, proxies as dotted IPv4.
+      {"[1-2]@mpi 127.0.5.[1-2]@mpi", "1@mpi 2@mpi 127.0.5.1@mpi 127.0.5.2@mpi"},
   };
   for (const auto& c : cases) {
     auto r = expand_nid_list(c.text, 128);
