@@ -252,6 +252,7 @@ void Framework::end_locked(Ended& ended) {
   if (running) zombies_.push_back(session_);
   ended.sessions.push_back(std::move(session_));
   session_.reset();
+  sessions_ended_.fetch_add(1);
 }
 
 void Framework::expire_locked(Clock::time_point now, bool touch, Ended& ended) {

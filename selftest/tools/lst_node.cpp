@@ -239,13 +239,11 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
-    // Serve until a session has come and gone (or a signal). Rank 0 of a script is done
-    // once its script is.
-    bool had = false;
+    // Serve until a session has come and gone (or a signal), counted by the framework: a
+    // script that fails right after its first add_group ends the session within
+    // milliseconds. Rank 0 of a script is done once its script is.
     while (rc == 0 && !g_stop.load() && !(rank == 0 && console)) {
-      bool now = fw.session().has_value();
-      if (had && !now) break;
-      had = had || now;
+      if (fw.sessions_ended() > 0 && !fw.session()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     console.reset();

@@ -89,4 +89,15 @@ JOB=""
 [ $rc != 0 ] || fail "the job went on as if nothing happened"
 [ $rc != 124 ] || fail "the job hung after a rank died"
 pgrep -f "^$LST_NODE" >/dev/null && fail "lst-node ranks left running"
+
+# A script that fails at once ends its session within milliseconds, before the other
+# ranks look again: they must still see it end and exit (they used to serve on).
+log "a script that fails right after its first group"
+printf 'new_session quick\nadd_group all @ALL@\nadd_group bad 1.2.3@mpi\nend_session\n' >"$DIR/bad.lst"
+rc=0
+timeout 120 "$MPIEXEC" -n 3 "$LST_NODE" --script "$DIR/bad.lst" >"$DIR/bad.log" 2>&1 || rc=$?
+[ $rc != 124 ] || fail "the ranks served on after the failed script ended the session"
+[ $rc != 0 ] || fail "a failed script line did not fail the job"
+grep -q "bad.lst:3 failed: lst add_group bad 1.2.3@mpi" "$DIR/bad.log" || fail "the failed line is not named"
+pgrep -f "^$LST_NODE" >/dev/null && fail "lst-node ranks left running"
 log "PASS"

@@ -44,6 +44,10 @@ class Framework {
   // Framework requests answered with an error status (a stale or unknown session id, a
   // test or batch refused, other features), since the node started.
   std::uint64_t rejected() const { return rejected_.load(); }
+  // Sessions that ended on this node (removed by the console, timed out, or replaced),
+  // since it started: a node that serves one session sees it come and go by this, even
+  // when both happened between two looks at session().
+  std::uint64_t sessions_ended() const { return sessions_ended_.load(); }
   // Asks the console at `console` to add this node to its group `group` (JOIN); on
   // success the node is in the console's session at once, as if the console had made
   // it. Fails with the console's status as -errno (-ESRCH: it has no session, -EEXIST:
@@ -116,6 +120,7 @@ class Framework {
   unsigned adding_ = 0;                            // TEST requests fetching their destinations
   std::atomic<std::uint32_t> ping_seq_{0};         // shared by the ping units of a node
   std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> sessions_ended_{0};
   std::vector<Service> served_;
   std::mutex run_mu_;
   std::condition_variable run_cv_;

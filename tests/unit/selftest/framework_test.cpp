@@ -113,11 +113,13 @@ TEST_F(SelftestNode, ASessionIsMadeQueriedAndRemoved) {
   EXPECT_TRUE(rm.sid.is_invalid()) << "no session left";
   EXPECT_EQ(call<RmsnReply>(Service::RemoveSession, RmsnReq{0, mine}).status, kStatusEsrch);
   EXPECT_FALSE(node->session());
+  EXPECT_EQ(node->sessions_ended(), 1u) << "counted, for a node that serves one session and missed it";
   // Forced, a new session replaces the old one.
   ASSERT_EQ(call<MksnReply>(Service::MakeSession, MksnReq{0, mine, 0, "one"}).status, 0u);
   auto forced = call<MksnReply>(Service::MakeSession, MksnReq{0, theirs, 1, "two"});
   EXPECT_EQ(forced.status, 0u);
   EXPECT_EQ(node->session()->name, "two");
+  EXPECT_EQ(node->sessions_ended(), 2u) << "the replaced one ended";
 }
 
 TEST_F(SelftestNode, BadSessionRequestsGetTheKernelsCodes) {
