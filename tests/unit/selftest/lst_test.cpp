@@ -35,6 +35,15 @@ TEST(LstIds, NodeListsExpandInOrderWithTheirPid) {
   auto pid = lst::parse_ids("777-10.1.1.1@tcp");
   ASSERT_TRUE(pid);
   EXPECT_EQ((*pid)[0].pid, 777u);
+  // lst-node's script mode: the job's ranks get its pid, its proxy's lnetd LNet's.
+  lst::PidDefault job{NetId::make(kMpiLnd, 0), 7u | kPidUserFlag};
+  auto ranks = lst::parse_ids("[0-1]@mpi", job);
+  ASSERT_TRUE(ranks) << ranks.message();
+  ASSERT_EQ(ranks->size(), 2u);
+  EXPECT_EQ((*ranks)[1].pid, 7u | kPidUserFlag);
+  auto lnetd = lst::parse_ids("10.0.0.5@mpi", job);
+  ASSERT_TRUE(lnetd) << lnetd.message();
+  EXPECT_EQ((*lnetd)[0].pid, kPidLustre) << (*lnetd)[0].to_string();
   for (const char* bad : {"*@tcp", "10.0.0.*@tcp", "[1-5000]@gni", "tcp", "10.0.0.1@nonet", "x-10.0.0.1@tcp", ""}) {
     auto r = lst::parse_ids(bad);
     EXPECT_FALSE(r) << bad;
