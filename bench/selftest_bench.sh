@@ -3,7 +3,10 @@
 # benchmark): lst brw 1 MiB write and read, and a ping test, on three paths:
 #   mpi    two ranks of one MPI job (lst-node --script)      vs raw MPI streaming (bench_mpi)
 #   socket two lnetds on loopback (lst via lnetd's console)  vs raw TCP streaming (bench_socket)
-#   proxy  one MPI rank -> spawned lnet-proxy -> router lnetd -> tcp -> server lnetd
+#   proxy  one MPI rank -> spawned lnet-proxy -> its lnetd (named by its mpi NID)
+#          vs the one hop the payload crosses: MPI between two jobs (bench_proxy); the
+#          bridge to lnetd moves payloads through shared memory
+#   routed one MPI rank -> spawned lnet-proxy -> router lnetd -> tcp -> server lnetd
 #          vs the slowest of its raw hops (bench_proxy: MPI between two jobs, Unix, TCP)
 # REPS repetitions; each measures every path's raw baseline just before its lst runs, so
 # a ratio compares figures taken within a minute of each other (the host's speed drifts
@@ -135,14 +138,20 @@ sock_rep() {
 # ---------------------------------------------------------------- through the proxy
 SERVER=127.0.5.1
 ROUTER=127.0.5.2
-px_router $ROUTER
+px_router $ROUTER "selftest: enable"
 px_selftest_server $SERVER $ROUTER
 px_ompi_server
 export LNET_PROXY_BIN
-px_run() {  # px_run NAME TEST...
-  local name=$1
-  shift
-  script @ALL@ $SERVER@tcp "$@" >"$DIR/$name.lst"
+px_run() {  # px_run NAME TEST...: to the server lnetd, routed
+  px_job "$1" $SERVER@tcp "${@:2}"
+}
+px_own_run() {  # px_own_run NAME TEST...: to the proxy's own lnetd
+  px_job "$1" $ROUTER@mpi "${@:2}"
+}
+px_job() {  # px_job NAME SERVER TEST...
+  local name=$1 server=$2
+  shift 2
+  script @ALL@ "$server" "$@" >"$DIR/$name.lst"
   LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 300 mpirun --bind-to none -n 1 "$LST_NODE" \
     --script "$DIR/$name.lst" >"$DIR/$name.log" 2>&1 || fail "lst-node $name: $(tail -n 5 "$DIR/$name.log")"
   clean "$name"
@@ -166,7 +175,9 @@ px_rep() {
   add raw_unix "$(hop unix)"
   add raw_tcp_hop "$(hop tcp)"
   add slowest "$(printf '%s\n' "$(last raw_mpi_jobs)" "$(last raw_unix)" "$(last raw_tcp_hop)" | sort -g | head -n 1)"
-  log "lst from an MPI rank through the proxy to an lnetd: brw write 1M, brw read 1M"
+  log "lst from an MPI rank through the proxy to its lnetd: brw write 1M, brw read 1M"
+  brw_pair pxo px_own_run raw_mpi_jobs
+  log "lst from an MPI rank through the proxy and a router to an lnetd: brw write 1M, brw read 1M"
   brw_pair px px_run slowest
 }
 
@@ -195,17 +206,19 @@ fi
 
 # ---------------------------------------------------------------- report
 row() {  # row PATH LST_KEY RAW_KEY RATIO_KEY TARGET
-  printf '%-44s %18s %18s %16s  %s\n' "$1" "$(median "${R[$2]}") ($(echo ${R[$2]} | tr ' ' /))" \
+  printf '%-46s %18s %18s %16s  %s\n' "$1" "$(median "${R[$2]}") ($(echo ${R[$2]} | tr ' ' /))" \
     "$(median "${R[$3]}")" "$(median "${R[$4]}") ($(echo ${R[$4]} | tr ' ' /))" "$5"
 }
 echo
 echo "# lst brw 1 MiB (concurrency $CONC, each figure the median of $ROUNDS stat rounds of 2 s) against the raw"
 echo "# baseline of its path measured just before it; medians of $REPS repetitions (each repetition's in brackets)"
-printf '%-44s %18s %18s %16s  %s\n' "path" "lst MB/s" "raw MB/s" "ratio" "target"
+printf '%-46s %18s %18s %16s  %s\n' "path" "lst MB/s" "raw MB/s" "ratio" "target"
 row "MPI LND, 2 ranks, write" mpi_write raw_mpi r_mpi_write ">= 0.90"
 row "MPI LND, 2 ranks, read" mpi_read raw_mpi r_mpi_read ">= 0.90"
 row "socket LND, 2 lnetds on loopback, write" sock_write raw_tcp r_sock_write ">= 0.80"
 row "socket LND, 2 lnetds on loopback, read" sock_read raw_tcp r_sock_read ">= 0.80"
+row "rank -> proxy -> its lnetd, write" pxo_write raw_mpi_jobs r_pxo_write ">= 0.50 (MPI between jobs)"
+row "rank -> proxy -> its lnetd, read" pxo_read raw_mpi_jobs r_pxo_read ">= 0.50 (MPI between jobs)"
 row "rank -> proxy -> lnetd -> tcp -> lnetd, write" px_write slowest r_px_write ">= 0.50 (slowest hop)"
 row "rank -> proxy -> lnetd -> tcp -> lnetd, read" px_read slowest r_px_read ">= 0.50 (slowest hop)"
 echo "raw MPI (2 ranks, one job):$(printf ' %s' ${R[raw_mpi]}) MB/s; raw TCP (bench_socket):$(printf ' %s' ${R[raw_tcp]})"
