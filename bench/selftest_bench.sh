@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # LNet self-test against the raw baseline of each path, in the same run (issue 15's
-# benchmark): lst brw 1 MiB write and read, and a ping test, on three paths:
+# benchmark): lst brw 1 MiB write and read, and a ping test, on four paths:
 #   mpi    two ranks of one MPI job (lst-node --script)      vs raw MPI streaming (bench_mpi)
 #   socket two lnetds on loopback (lst via lnetd's console)  vs raw TCP streaming (bench_socket)
 #   proxy  one MPI rank -> spawned lnet-proxy -> its lnetd (named by its mpi NID)
