@@ -391,7 +391,9 @@ Result<std::vector<ProcessId>> parse_ids(std::string_view text, const PidDefault
   std::vector<ProcessId> out;
   // The job's pid for its ranks (numbers on its net); a dotted address there is a proxy
   // or an lnetd, whose pid is LNet's.
-  auto rank_of_job = [&](Nid n) { return dflt.job_net && n.net() == *dflt.job_net && n.addr() < (1u << 24); };
+  auto rank_of_job = [&](Nid n) {
+    return dflt.job_net && n.net() == *dflt.job_net && !mpi_ip_form(n.net().type(), n.addr());
+  };
   for (Nid n : *nids) out.push_back(ProcessId{n, pid ? *pid : rank_of_job(n) ? dflt.job_pid : kPidLustre});
   return out;
 }

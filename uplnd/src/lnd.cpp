@@ -47,7 +47,7 @@ int UpLnd::startup(NetInterface& ni) {
     }
     ni.nid = Nid::make(ni.config.net, *ip);
   }
-  if (ni.nid.addr() < (1u << 24)) {
+  if (!mpi_ip_form(kMpiLnd, ni.nid.addr())) {
     LNET_LOG(Error, kLogLnd, "cannot start %s: %s is an application's address, not an IPv4 one",
              ni.config.net.to_string().c_str(), ni.nid.to_string().c_str());
     return -EINVAL;

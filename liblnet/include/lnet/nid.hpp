@@ -35,6 +35,9 @@ inline constexpr Pid kPidReserved = 0xF0000000u;
 const char* lnd_type_name(std::uint32_t type);
 // Whether addresses of this LND type are dotted IPv4 (tcp, o2ib, gip, efa).
 bool lnd_type_uses_ip(std::uint32_t type);
+// The mpi net has two address forms: an application rank (a number below 2^24) and a
+// proxy's or lnetd's static <primary IPv4> (seed 002 §1.2.2), written and read dotted.
+constexpr bool mpi_ip_form(std::uint32_t type, std::uint32_t addr) { return type == kMpiLnd && addr >= (1u << 24); }
 
 // A network: (type << 16) | number.
 class NetId {

@@ -43,10 +43,6 @@ const LndName* find_name_prefix(std::string_view text, std::string_view& rest) {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-// The mpi net has two address forms: an application rank (a number below 2^24) and a
-// proxy's static <primary IPv4> (seed 002 §1.2.2), written and read as a dotted address.
-bool mpi_ip_form(std::uint32_t type, std::uint32_t addr) { return type == kMpiLnd && addr >= (1u << 24); }
-
 }  // namespace
 
 const char* lnd_type_name(std::uint32_t type) {

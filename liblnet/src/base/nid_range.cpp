@@ -186,7 +186,7 @@ bool NidPattern::matches(Nid nid) const {
   if (nid.is_any() || !net_.matches(nid.net())) return false;
   std::uint32_t a = nid.addr();
   if (addr_.size() == 1) return addr_[0].matches(a);
-  if (nid.net().type() == kMpiLnd && a < (1u << 24)) return false;  // a rank, not a proxy
+  if (nid.net().type() == kMpiLnd && !mpi_ip_form(kMpiLnd, a)) return false;  // a rank, not a proxy
   for (int i = 0; i < 4; ++i) {
     if (!addr_[static_cast<std::size_t>(i)].matches((a >> (24 - 8 * i)) & 0xFF)) return false;
   }
