@@ -86,8 +86,12 @@ show_error clients own
 stat --count 1 --delay 1 clients own
 end_session
 LST
+received() { "$LNETCTL" --socket "$DIR/$ROUTER.ctl" stats show | sed -n 's/^ *recv_length: *//p'; }
+before=$(received)
 LNET_PROXY="spawn:$DIR/$ROUTER.bridge" timeout 150 mpirun --bind-to none -n 2 "$LST_NODE" \
   --script "$DIR/own.lst" >"$DIR/own.log" 2>&1 || fail "lst-node to the proxy's lnetd: $(tail -n 5 "$DIR/own.log")"
+# The brw writes alone bring 2 ranks x 10 x 1 MiB into the proxy's lnetd.
+[ $(($(received) - before)) -ge $((20 << 20)) ] || fail "the proxy's lnetd received $(($(received) - before)) bytes"
 grep -q "Total 0 error nodes in clients" "$DIR/own.log" || fail "errors on the ranks (own lnetd)"
 grep -q "Total 0 error nodes in own" "$DIR/own.log" || fail "errors on the proxy's lnetd"
 grep -q "\[LNet Bandwidth of own\]" "$DIR/own.log" || fail "no stat block of the proxy's lnetd"
