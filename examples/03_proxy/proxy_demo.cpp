@@ -212,13 +212,19 @@ int report(const lnet::mpi::Session& s, const Options& o, const Measured& m) {
   constexpr int kN = sizeof(Measured) / sizeof(double);
   std::vector<double> all(s.rank() == 0 ? kN * static_cast<std::size_t>(s.size()) : 0);
   MPI_Gather(&m, kN, MPI_DOUBLE, all.data(), kN, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // Each rank's node (MPI's processor name: its host name).
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  std::vector<char> hosts(s.rank() == 0 ? MPI_MAX_PROCESSOR_NAME * static_cast<std::size_t>(s.size()) : 0);
+  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
   if (s.rank() != 0) return 0;
   std::vector<lnet::Nid> proxies = s.proxies();
   std::size_t np = std::min<std::size_t>(proxies.size(), kMaxProxies);
   std::printf("LNet through the parallel proxy: %d ranks (pid %u), %zu proxy rank(s), server %s\n", s.size(), s.pid(),
               np, o.server.to_string().c_str());
   std::printf("%ld x %zu-byte PUT (with ACK) and GET per rank, data checked\n\n", o.count, o.size);
-  std::printf("%-8s", "rank");
+  std::printf("%-8s %-10s", "rank", "node");
   for (std::size_t p = 0; p < np; ++p) std::printf(" %-22s", ("ping " + proxies[p].to_string()).c_str());
   std::printf(" %-12s %10s %10s", "ping server", "PUT MB/s", "GET MB/s");
   for (std::size_t p = 0; p < np; ++p) std::printf(" %-22s", ("msgs via " + proxies[p].to_string()).c_str());
@@ -226,7 +232,8 @@ int report(const lnet::mpi::Session& s, const Options& o, const Measured& m) {
   int failed = 0;
   for (int r = 0; r < s.size(); ++r) {
     const auto* x = reinterpret_cast<const Measured*>(&all[kN * static_cast<std::size_t>(r)]);
-    std::printf("%-8s", s.nid(r).to_string().c_str());
+    std::string node(&hosts[MPI_MAX_PROCESSOR_NAME * static_cast<std::size_t>(r)]);
+    std::printf("%-8s %-10s", s.nid(r).to_string().c_str(), node.substr(0, node.find('.')).c_str());
     for (std::size_t p = 0; p < np; ++p) std::printf(" %19.1f us", x->proxy_ping_us[p]);
     std::printf(" %9.1f us %10.1f %10.1f", x->server_ping_us, x->put_mbs, x->get_mbs);
     for (std::size_t p = 0; p < np; ++p) std::printf(" %22.0f", x->via[p]);

@@ -21,12 +21,18 @@ Failure mpi_failure(const std::string& what, int rc) {
   return Failure{-EIO, what + " failed: " + mpi_error_string(rc)};
 }
 
-bool is_open_mpi() {
+// Open MPI's major version ("Open MPI v4.1.4, ..."), 0 for another MPI.
+int open_mpi_major() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
-  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return false;
-  return std::string_view(version, static_cast<std::size_t>(len)).find("Open MPI") != std::string_view::npos;
+  if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return 0;
+  std::string_view v(version, static_cast<std::size_t>(len));
+  auto at = v.find("Open MPI v");
+  if (at == std::string_view::npos) return 0;
+  return std::atoi(std::string(v.substr(at + 10, 3)).c_str());
 }
+
+bool is_open_mpi() { return open_mpi_major() > 0; }
 
 // Rank 0's status, on every rank.
 Status share(const Status& mine, MPI_Comm comm, int rank) {
@@ -140,6 +146,10 @@ Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_poin
 Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, int size, Clock::time_point deadline) {
   int bell = -1;
   std::string port;
+  if (Status s = check_connectable(comm); !s)
+    return Failure{s.code(), "LNET_PROXY=" + opts.proxy + ": " + s.message() +
+                                 ": start the proxy with the job instead (LNET_PROXY=spawn:HOST:BRIDGE,..., mode 2; "
+                                 "lnet-proxy(8))"};
   Status found;
   if (rank == 0) {
     auto p = knock(opts, size, deadline, &bell);
@@ -207,6 +217,23 @@ Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
 }
 
 }  // namespace
+
+Status check_connectable(MPI_Comm comm) {
+  int major = open_mpi_major();
+  if (major == 0 || major > 4) return {};
+  // Each rank knows whether its own daemon is its mpirun (the HNP) or one on another node.
+  const char* hnp = std::getenv("OMPI_MCA_orte_hnp_uri");
+  const char* local = std::getenv("OMPI_MCA_orte_local_daemon_uri");
+  int away = hnp && local && std::strcmp(hnp, local) != 0 ? 1 : 0, total = 0, size = 0;
+  if (int rc = MPI_Allreduce(&away, &total, 1, MPI_INT, MPI_SUM, comm); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Allreduce", rc);
+  MPI_Comm_size(comm, &size);
+  if (total == 0) return {};
+  return Failure{-EOPNOTSUPP, std::to_string(total) + " of the job's " + std::to_string(size) +
+                                  " ranks run on nodes other than its mpirun's, and Open MPI " + std::to_string(major) +
+                                  " connects two separately started jobs only when all ranks of each run on the node "
+                                  "of their mpirun (beyond it the connect crashes the runtime of both jobs)"};
+}
 
 int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
   for (;;) {

@@ -67,7 +67,14 @@ ProxyRank::~ProxyRank() {
 Status ProxyRank::start() {
   // What this MPI cannot do is said first, before anything else can fail.
   Status mine;
-  if (rank_ == 0 && parent_ == MPI_COMM_NULL) mine = open_port();
+  if (parent_ == MPI_COMM_NULL) {
+    if (Status s = mpi::check_connectable(comm_); !s)
+      mine = Failure{s.code(), s.message() +
+                                   ": no application could connect to this job; start one proxy job per node, each "
+                                   "from its node, or let applications spawn theirs (LNET_PROXY=spawn:, mode 2): "
+                                   "lnet-proxy(8)"};
+  }
+  if (mine && rank_ == 0 && parent_ == MPI_COMM_NULL) mine = open_port();
   if (mine && wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   if (mine) {
     auto u = Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout),

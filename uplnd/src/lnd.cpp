@@ -85,6 +85,12 @@ int UpLnd::recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delay
 
 BufferMemory* UpLnd::router_memory() { return memory_.get(); }
 
+bool UpLnd::link_alive(const NetInterface& ni) const {
+  (void)ni;  // this driver's one NI, which may be going down: ni_ under the lock
+  MutexLock g(mutex_);
+  return ni_ && ni_->proxies() > 0;
+}
+
 UpStats UpLnd::stats() const {
   MutexLock g(mutex_);
   return ni_ ? ni_->stats() : UpStats{};

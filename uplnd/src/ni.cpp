@@ -190,9 +190,12 @@ void UpNi::accept_ready() {
       ::close(fd);
       continue;
     }
-    MutexLock g(mu_);
-    ++stats_.connections;
-    conns_.emplace(fd, std::move(c));
+    {
+      MutexLock g(mu_);
+      ++stats_.connections;
+      conns_.emplace(fd, std::move(c));
+    }
+    host_.link_up(ni_);  // a proxy is the NI's link: a router reports it up now
   }
 }
 
@@ -239,6 +242,11 @@ bool UpNi::refuse(Conn& c, const std::string& why) {
   if (!close_it) return true;
   close_conn(c, "too many bad messages");
   return false;
+}
+
+std::size_t UpNi::proxies() const {
+  MutexLock g(mu_);
+  return conns_.size();
 }
 
 UpStats UpNi::stats() const {

@@ -105,6 +105,8 @@ class UpNi {
   int recv(Desc* d, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
            std::uint32_t rlen, bool delayed);
   UpStats stats() const;
+  // Proxies connected now.
+  std::size_t proxies() const;
   void set_nets(std::vector<NetId> nets);
 
  private:

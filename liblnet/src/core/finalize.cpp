@@ -85,6 +85,10 @@ void Core::process(Message* msg) {
       counters_.add(msg->cpt, kDropCount);
       counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
       if (msg->rxni) msg->rxni->stats.add(TypeStats::kDropped, msg->hdr.type);
+    } else if (msg->reply_from) {
+      // An optimised GET's REPLY: the peer NI answered (its health rises, as for a REPLY
+      // heard; a recovery ping of a gateway over such a driver brings it back so).
+      note_received_from(msg->reply_from);
     }
   }
   if (msg->md) {

@@ -69,10 +69,17 @@ void Core::note_alive(Ni& ni, PeerNi* lpni) {
   if (ni.last_rx.load(std::memory_order_relaxed) != now) ni.last_rx.store(now, std::memory_order_relaxed);
 }
 
+void Core::link_up(NetInterface& ni) {
+  auto& n = static_cast<Ni&>(ni);
+  n.last_rx.store(coarse_seconds(), std::memory_order_relaxed);
+  if (routing_.load(std::memory_order_relaxed) && n.silent.load()) check_ni_liveness();
+}
+
 void Core::check_ni_liveness() {
   // A router's NI that has heard nothing for router_ping_timeout + the check interval
   // is reported down in its ping info (seed 003; the pings of its peers on that side
-  // would have kept it alive), so the gateways' users apply avoid_asym_router_failure.
+  // would have kept it alive), so the gateways' users apply avoid_asym_router_failure;
+  // an NI whose driver knows its link is alive (a proxy attached to the UP LND) is not.
   // The router itself still uses it (as LNet: the status is what peers are told).
   GlobalTunables g = globals();
   if (g.alive_router_check_interval <= 0) return;
@@ -80,7 +87,8 @@ void Core::check_ni_liveness() {
   bool changed = false;
   for (Ni* ni : table().nis) {
     if (ni == lo_ni_ || ni->deleted.load()) continue;
-    bool silent = now - ni->last_rx.load(std::memory_order_relaxed) > limit;
+    bool silent = now - ni->last_rx.load(std::memory_order_relaxed) > limit &&
+                  !(ni->net && ni->net->lnd && ni->net->lnd->link_alive(*ni));
     if (ni->silent.exchange(silent) == silent) continue;
     changed = true;
     if (silent)

@@ -326,15 +326,32 @@ Status Core::set_lnd_timeout(NetId net, int seconds) {
 }
 
 Status Core::set_global(std::string_view name, long value) {
-  MutexLock g(config_mutex_);
-  GlobalTunables next = globals_;
-  if (Status r = next.set(name, value); !r) return r;
-  return set_globals_locked(next);
+  Status s;
+  {
+    MutexLock g(config_mutex_);
+    GlobalTunables next = globals_;
+    if (Status r = next.set(name, value); !r) return r;
+    s = set_globals_locked(next);
+  }
+  wake_checker();
+  return s;
 }
 
 Status Core::set_globals(const GlobalTunables& next) {
-  MutexLock g(config_mutex_);
-  return set_globals_locked(next);
+  Status s;
+  {
+    MutexLock g(config_mutex_);
+    s = set_globals_locked(next);
+  }
+  wake_checker();
+  return s;
+}
+
+void Core::wake_checker() {
+  // The router checker waits under its mutex for the interval to pass or change: taken
+  // here, the change cannot fall between its look and its sleep.
+  { MutexLock c(checker_mutex_); }
+  checker_cv_.notify_all();
 }
 
 Status Core::set_globals_locked(const GlobalTunables& next) {
@@ -363,7 +380,7 @@ Status Core::set_globals_locked(const GlobalTunables& next) {
     // those that will not be pushed again).
     refresh_ping_target(next.discovery == 0);
   }
-  checker_cv_.notify_all();  // the router check interval may have changed
+  router_check_interval_.store(next.alive_router_check_interval, std::memory_order_relaxed);  // wake_checker()
   return {};
 }
 

@@ -229,6 +229,7 @@ LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   msg->receiving = true;
   msg->rxni = &ni;
   msg->from = get.next_hop;
+  msg->reply_from = get.txpeer;
   // The REPLY the target would have sent.
   Header& h = msg->hdr;
   h.type = MsgType::Reply;

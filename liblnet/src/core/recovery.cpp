@@ -145,7 +145,10 @@ void Core::recovery_ping(Nid src, Nid dst, RecoveryState* st) {
   d.length = buf->size();
   d.threshold = 2;  // SEND + REPLY
   d.options = kMdTruncate;
-  d.handler = [this, buf, st](const Event& ev) {
+  d.handler = [this, buf, st, dst](const Event& ev) {
+    if (ev.type == EventType::Reply || (ev.type == EventType::Send && ev.status))
+      LNET_LOG(Debug, kLogCore, "recovery ping of %s: %s %d", dst.to_string().c_str(), event_type_name(ev.type),
+               ev.status);
     if (ev.type == EventType::Reply && ev.status == 0) {
       MutexLock g(recovery_mutex_);
       st->ping_count = 0;  // it answers: the back-off starts again
@@ -160,7 +163,9 @@ void Core::recovery_ping(Nid src, Nid dst, RecoveryState* st) {
   };
   auto md = md_bind(d, Unlink::Unlink);
   if (md) {
-    if (send_get(src, *md, ProcessId{dst, kPidLustre}, kReservedPortal, kPingMatchBits, 0, true) == 0) return;
+    int rc = send_get(src, *md, ProcessId{dst, kPidLustre}, kReservedPortal, kPingMatchBits, 0, true);
+    LNET_LOG(Debug, kLogCore, "recovery ping of %s from %s: %d", dst.to_string().c_str(), src.to_string().c_str(), rc);
+    if (rc == 0) return;
     (void)md_unlink(*md);
   }
   MutexLock g(recovery_mutex_);

@@ -223,12 +223,20 @@ bool Core::asymmetric(Nid src, const PeerNi* from) const {
 void Core::checker_loop() {
   MutexLock lk(checker_mutex_);
   while (!stopping_.load()) {
-    int interval = globals().alive_router_check_interval;
-    if (interval <= 0) {
-      lk.wait(checker_cv_);
+    int interval = router_check_interval_.load(std::memory_order_relaxed);
+    if (interval <= 0) {  // off: until it is set
+      checker_cv_.wait(lk.native(),
+                       [&] { return stopping_.load() || router_check_interval_.load(std::memory_order_relaxed) > 0; });
       continue;
     }
-    if (checker_cv_.wait_for(lk.native(), std::chrono::seconds(interval), [&] { return stopping_.load(); })) break;
+    // A new interval (set_global) ends the wait, which starts again with it: waiting
+    // out an old 60 s would leave the gateways unchecked that long.
+    if (checker_cv_.wait_for(lk.native(), std::chrono::seconds(interval), [&] {
+          return stopping_.load() || router_check_interval_.load(std::memory_order_relaxed) != interval;
+        })) {
+      if (stopping_.load()) break;
+      continue;
+    }
     lk.unlock();
     check_routers();
     lk.lock();

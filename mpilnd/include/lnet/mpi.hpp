@@ -90,6 +90,15 @@ std::string mpi_error_string(int rc);
 // when MPI_Test fails. For the few requests of a set-up, never on a data path.
 int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, MPI_Status* status = MPI_STATUS_IGNORE);
 
+// Whether a job may connect to another started separately (MPI_Comm_connect/accept,
+// mode 1c of the parallel proxy). Open MPI 4 connects two such jobs only when every rank
+// of each runs on the node of its own mpirun: the contact of a daemon on another node is
+// not published (left null), and the first connect crashes the runtimes of both jobs
+// (docs/design/cluster.md). Collective over `comm`: a failure saying how many ranks run
+// away from their mpirun's node when this MPI has that limit and the job such ranks;
+// ok otherwise (other MPIs, a job on its mpirun's node).
+Status check_connectable(MPI_Comm comm);
+
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the
 // communicator is r@mpi<opts.net_number>, or, with a NID table, nids[r] (a proxy's

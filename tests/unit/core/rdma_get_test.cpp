@@ -106,5 +106,28 @@ TEST_F(RdmaGet, UnmatchedGetFailsTheReply) {
   EXPECT_EQ(test::settled_msgs_alloc(*a), 0u);
 }
 
+// The REPLY of an optimised GET is hearing from the peer NI, as a REPLY message would
+// be: its health rises. (Without that, a gateway reached over such a driver, once blamed
+// for a lost reply, stayed below router_sensitivity: its recovery pings, answered, never
+// raised it, and its routes stayed unused.)
+TEST_F(RdmaGet, TheReplyRaisesThePeerNisHealth) {
+  expose();
+  get(0);  // b is a peer now
+  ASSERT_TRUE(log.find(EventType::Reply));
+  ASSERT_TRUE(a->control().set_global("recovery_interval", 60));  // only our GET speaks
+  ASSERT_TRUE(a->control().set_peer_ni_health(gni(32), 500));
+  auto health = [&] {
+    for (const PeerInfo& p : a->control().peer_info())
+      for (const PeerNiInfo& n : p.nis)
+        if (n.nid == gni(32)) return n.health;
+    return -1;
+  };
+  ASSERT_EQ(health(), 500);
+  log.clear();
+  get(0);
+  ASSERT_TRUE(log.find(EventType::Reply));
+  EXPECT_GT(health(), 500) << "the REPLY moved by the driver did not count as hearing from b";
+}
+
 }  // namespace
 }  // namespace lnet

@@ -6,6 +6,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <thread>
 
 #include <lnet/lnet.hpp>
 
@@ -472,6 +473,27 @@ TEST_F(MultiRailRouting, AGatewayThatDoesNotAnswerWithinRouterPingTimeoutIsDown)
   }));
 }
 
+// lnetd starts with the defaults and applies its configuration's tunables after: a new
+// alive_router_check_interval must take effect then, not after the 60 s (or more) the
+// checker was already waiting with the old one.
+TEST_F(MultiRailRouting, ANewRouterCheckIntervalTakesEffectAtOnce) {
+  settle();
+  ASSERT_TRUE(a->control().set_global("router_ping_timeout", 1));
+  ASSERT_TRUE(a->control().set_global("alive_router_check_interval", 600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the checker now waits 600 s
+  for (Nid from : {gni(2), gni(12)}) {                          // R1 stops answering
+    FaultRule lost;
+    lost.source = from;
+    lost.messages = 1u << static_cast<unsigned>(MsgType::Reply);
+    lost.drop_all = true;
+    ASSERT_TRUE(a->control().add_fault(lost));
+  }
+  ASSERT_TRUE(a->control().set_global("alive_router_check_interval", 1));
+  EXPECT_TRUE(test::eventually([&] { return !a->control().route_info()[0].up; }))
+      << "R1 was not checked under the new interval";
+  EXPECT_TRUE(a->control().route_info()[1].up);
+}
+
 TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
   settle();  // no discovery traffic later (a gateway heard from is fully healthy again)
   ASSERT_TRUE(a->control().set_peer_ni_health(gni(2), 900));
@@ -484,6 +506,45 @@ TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
   ASSERT_TRUE(a->control().set_peer_ni_health(gni(14), 400));
   hops = send(4);
   EXPECT_EQ(hops[gni(2)], 4) << "the one NI at 50 % or more";
+}
+
+// A GET through a gateway whose REPLY is lost (it came back another way, which died)
+// blames the gateway NI it went to: below router_sensitivity its route is not used. The
+// recovery pings of that NI bring it back to full health, and its route with it.
+TEST_F(MultiRailRouting, AGatewayNiBlamedForALostReplyIsPingedBackIntoUse) {
+  settle();
+  ASSERT_TRUE(a->control().set_global("retry_count", 0));
+  ASSERT_TRUE(a->control().set_global("transaction_timeout", 2));
+  ASSERT_TRUE(a->control().add_udsp(UdspRule{"", "6@gni1", "4@gni", std::nullopt}, -1));  // through R2
+  FaultRule lost;
+  lost.messages = 1u << static_cast<unsigned>(MsgType::Reply);
+  lost.drop_all = true;
+  ASSERT_TRUE(a->control().add_fault(lost));
+  EventLog glog;
+  MdDesc d;
+  d.start = sink.data();
+  d.length = 1;
+  d.threshold = 2;
+  d.handler = glog.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_TRUE(md);
+  ASSERT_EQ(a->get(Nid::any(), *md, ProcessId{gni(6, 1), kPidLustre}, kPortal, 0, 0), 0);
+  ASSERT_TRUE(glog.wait_unlinked(*md));
+  auto reply = glog.find(EventType::Reply);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, -ETIMEDOUT);
+  EXPECT_EQ(a->control().del_faults(false, Nid::any(), Nid::any()), 1);
+  auto health = [&](Nid nid) {
+    for (const PeerInfo& p : a->control().peer_info())
+      for (const PeerNiInfo& n : p.nis)
+        if (n.nid == nid) return n.health;
+    return -1;
+  };
+  int low = std::min(health(gni(4)), health(gni(14)));
+  EXPECT_LT(low, 1000) << "the NI the GET went to was not blamed";
+  EXPECT_TRUE(test::eventually([&] { return health(gni(4)) == 1000 && health(gni(14)) == 1000; }))
+      << "no recovery: " << health(gni(4)) << " " << health(gni(14));
+  EXPECT_TRUE(test::eventually([&] { return a->control().recovery_queue(false).empty(); }));
 }
 
 TEST_F(MultiRailRouting, ARouterRuleSteersTrafficToItsGateway) {

@@ -3,11 +3,13 @@
 // region when they are router buffers and through a bounce buffer when they are lnetd's
 // own, a proxy that goes away, bad messages and uids that may not connect.
 #include <gtest/gtest.h>
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <thread>
 
 #include <cstring>
 #include <filesystem>
@@ -408,6 +410,29 @@ TEST_F(UpLndTest, RoutedPayloadsCrossTheBridgeWithoutACopy) {
   UpStats st = up->stats();
   EXPECT_EQ(st.in_place, 2u);
   EXPECT_EQ(st.copies, 0u);
+}
+
+// A router reports an NI that heard nothing for router_ping_timeout + the check interval
+// down. The UP NI's link is its proxies: with one attached it stays up however quiet its
+// applications are; with none it goes down, and comes up as soon as one attaches.
+TEST_F(UpLndTest, TheUpNiIsUpWhileAProxyIsAttachedAndGoesUpWhenOneAttaches) {
+  Fabric::install();
+  start(true);
+  for (const char* k : {"router_ping_timeout", "alive_router_check_interval"})
+    lnetd->control().set_global(k, 1).or_throw();
+  ASSERT_TRUE(lnetd->control().set_routing(true));
+  auto up_ni_up = [&] {
+    for (const NiInfo& i : lnetd->control().ni_info())
+      if (i.nid == kUpNid) return i.up;
+    return false;
+  };
+  // Quiet for longer than the limit (2 s) with the proxy attached: still up.
+  std::this_thread::sleep_for(3500ms);
+  EXPECT_TRUE(up_ni_up()) << "an NI with a proxy attached was reported down for its silence";
+  client.reset();
+  ASSERT_TRUE(test::eventually([&] { return !up_ni_up(); })) << "no proxy and nothing heard: still up";
+  client = BridgeClient::connect(opts.bridge, 0, 5s).value();
+  ASSERT_TRUE(test::eventually([&] { return up_ni_up(); })) << "a proxy attached and the NI stayed down";
 }
 
 }  // namespace

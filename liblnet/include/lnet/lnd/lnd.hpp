@@ -101,6 +101,10 @@ class LndHost {
   virtual void finalize(LndMessage* msg, int status) = 0;
   // The driver learnt that the peer NI is down (or up again).
   virtual void notify_peer(NetInterface& ni, Nid peer, bool alive) = 0;
+  // The driver learnt that `ni`'s own link came up (the UP LND: a proxy attached): a
+  // router that reported the NI down for its silence reports it up at once, not at its
+  // next look, so that a route through it is up before the first message takes it.
+  virtual void link_up(NetInterface& ni) { (void)ni; }
   // The per-attempt timeout LNet derives for drivers, in seconds: (transaction_timeout -
   // 1) / (retry_count + 1), at least 1 (lnet-facts §5.1); 0: this host derives none. A
   // driver whose own timeout is set to 0 takes it when an NI comes up.
@@ -166,6 +170,15 @@ class Lnd {
     (void)ni;
     (void)seconds;
     return -EOPNOTSUPP;
+  }
+  // Whether `ni`'s link is known to be alive even when nothing arrives on it (the UP
+  // LND: a proxy is attached). A router reports an NI that heard nothing for
+  // router_ping_timeout + alive_router_check_interval down to its peers, unless this says
+  // its link is alive: an idle proxy gateway is not a dead one. Called from the host's
+  // monitor thread.
+  virtual bool link_alive(const NetInterface& ni) const {
+    (void)ni;
+    return false;
   }
   // Memory for the host's router buffers (nullptr: the host's own). A host asks the
   // drivers it was handed when it is created and uses the first that offers some; it

@@ -60,6 +60,8 @@ class UpLnd final : public Lnd {
   int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
   BufferMemory* router_memory() override;
+  // A proxy is attached: the NI is alive while its applications are quiet.
+  bool link_alive(const NetInterface& ni) const override;
 
   UpStats stats() const;
   // Whether an NI of this driver is up (lnetd has an mpi net).

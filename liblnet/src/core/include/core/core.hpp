@@ -121,6 +121,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;
   void finalize(LndMessage* msg, int status) override;
   void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
+  void link_up(NetInterface& ni) override;
   int lnd_timeout() const override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
@@ -242,6 +243,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void note_received_from(PeerNi* lpni);
   bool remote_health_applies(const PeerNi* lpni) const;
   bool is_gateway(const PeerNi* lpni) const;
+  // Whether a route names an NI of `peer` (takes the net locks: not under one).
+  bool gateway_peer(const net::Peer* peer) const;
   std::size_t peer_ni_count(const PeerNi* lpni) const;
   // Resend (health.cpp): whether a failed request goes again on another path, and
   // sending it again.
@@ -302,6 +305,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   // recovery.
   void monitor_loop();
   void wake_monitor();
+  // The router checker sees a new alive_router_check_interval at once.
+  void wake_checker();
   void response_timed_out(Nid next_hop);
 
   // Recovery (recovery.cpp): unhealthy NIs and peer NIs are queued and pinged with a
@@ -335,6 +340,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   std::atomic<int> transaction_timeout_{GlobalTunables{}.transaction_timeout};
   std::atomic<int> response_tracking_{GlobalTunables{}.response_tracking};
   std::atomic<int> recovery_interval_{GlobalTunables{}.recovery_interval};
+  std::atomic<int> router_check_interval_{GlobalTunables{}.alive_router_check_interval};
   std::atomic<int> recovery_limit_{GlobalTunables{}.recovery_limit};
   std::atomic<int> max_recovery_ping_interval_{GlobalTunables{}.max_recovery_ping_interval};
   std::atomic<std::uint32_t> max_interfaces_{kDefaultMaxInterfaces};

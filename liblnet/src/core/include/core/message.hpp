@@ -50,6 +50,9 @@ struct Message : LndMessage, portals::Delivery {
   net::PeerNi* txpeer = nullptr;
   net::Ni* rxni = nullptr;
   net::PeerNi* rxpeer = nullptr;  // the peer NI it came from (router credits)
+  // A REPLY made by create_reply(): the peer NI the GET went to, whose driver moved the
+  // payload. Its arrival is hearing from that peer NI, as a REPLY message would be.
+  net::PeerNi* reply_from = nullptr;
   net::RtrBuffer* rtrbuf = nullptr;
   Nid from = Nid::any();  // the peer NI it arrived from
   void* lnd_private = nullptr;
