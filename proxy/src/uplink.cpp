@@ -35,6 +35,10 @@ Uplink::~Uplink() {
   bridge_->shutdown();
   reader_.join();
   ::close(nudge_fd_);
+  // An application's driver may have left transfers to MPI (dropped, it could not wait
+  // for them): MPI_Finalize, or MPI meanwhile, may still move their bytes to and from
+  // the region. Its mapping stays until the process exits; lnetd frees it then.
+  bridge_->region().leave_mapped();
 }
 
 Result<up::PidReply> Uplink::call(up::Message m, std::chrono::milliseconds timeout) {

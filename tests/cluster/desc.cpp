@@ -24,7 +24,8 @@ struct RoleName {
   Role role;
   std::string_view name;
 };
-constexpr std::array<RoleName, 4> kRoles{{{kLogin, "login"}, {kCompute, "compute"}, {kServer, "server"}, {kRouter, "router"}}};
+constexpr std::array<RoleName, 4> kRoles{
+    {{kLogin, "login"}, {kCompute, "compute"}, {kServer, "server"}, {kRouter, "router"}}};
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -109,7 +110,8 @@ class Parser {
   Parser(const std::string& source, const HostFacts& host) : source_(source), host_(host) {}
 
   Result<Description> run(std::string_view text, const std::string& name) {
-    if (text.size() > kMaxText) return Failure{-EFBIG, source_ + ": longer than " + std::to_string(kMaxText) + " bytes"};
+    if (text.size() > kMaxText)
+      return Failure{-EFBIG, source_ + ": longer than " + std::to_string(kMaxText) + " bytes"};
     if (text.find('\0') != std::string_view::npos) return Failure{-EINVAL, source_ + ": not a text file (a NUL byte)"};
     int lineno = 0;
     for (std::string_view line : split(text, '\n')) {
@@ -164,8 +166,8 @@ class Parser {
       return bad("bad fabric name " + q(name) + ": a fabric carries mpi or a tcp network (tcp, tcp0, tcp1...)");
     for (const Fabric& f : d_.fabrics) {
       if (f.net == *net)
-        return bad("fabric " + q(name) + " is network " + net->to_string() + ", as fabric " + q(f.name) +
-                   " of line " + std::to_string(f.line) + " is");
+        return bad("fabric " + q(name) + " is network " + net->to_string() + ", as fabric " + q(f.name) + " of line " +
+                   std::to_string(f.line) + " is");
       if (f.is_mpi() && net->type() == kMpiLnd)
         return bad("a second mpi fabric " + q(name) + " (line " + std::to_string(f.line) + " has one)");
     }
@@ -240,7 +242,8 @@ class Parser {
       return bad("node " + q(n.name) + " is already defined on line " + std::to_string(d_.nodes[other].line));
     for (std::string_view r : split(w[2], ',')) {
       auto it = std::find_if(kRoles.begin(), kRoles.end(), [&](const RoleName& x) { return x.name == r; });
-      if (it == kRoles.end()) return bad("unknown role " + q(r) + " of node " + q(n.name) + " (login, compute, server, router)");
+      if (it == kRoles.end())
+        return bad("unknown role " + q(r) + " of node " + q(n.name) + " (login, compute, server, router)");
       n.roles |= it->role;
     }
     bool slots_given = false;
@@ -287,8 +290,8 @@ class Parser {
                    (host == 0 ? "network" : "broadcast") + " address");
       for (const Node& o : d_.nodes)
         if (o.ip_on(static_cast<std::size_t>(f)) == ip)
-          return bad("address " + ip_string(ip) + " of node " + q(n.name) + " is already that of node " +
-                     q(o.name) + " (line " + std::to_string(o.line) + ")");
+          return bad("address " + ip_string(ip) + " of node " + q(n.name) + " is already that of node " + q(o.name) +
+                     " (line " + std::to_string(o.line) + ")");
       n.addrs.push_back({static_cast<std::size_t>(f), ip});
     }
     if (n.addrs.empty()) return bad("node " + q(n.name) + " is on no fabric (give FABRIC=HOST, e.g. mpi=11)");
@@ -301,7 +304,8 @@ class Parser {
                  " is one)");
     if (!slots_given && n.has(kCompute)) n.slots = 2;
     n.lnetd = lnetd >= 0 ? lnetd == 1 : n.has(kServer) || n.has(kRouter);
-    if (n.has(kRouter) && !n.lnetd) return bad("router " + q(n.name) + " with lnetd=no: a router forwards in its lnetd");
+    if (n.has(kRouter) && !n.lnetd)
+      return bad("router " + q(n.name) + " with lnetd=no: a router forwards in its lnetd");
     if (n.has(kRouter) && nets_of(n) < 2)
       return bad("router " + q(n.name) + " is on " + std::to_string(nets_of(n)) +
                  " LNet network: a router joins two or more (tcp fabrics, and mpi through the UP LND)");
@@ -421,8 +425,10 @@ class Parser {
       std::size_t dot = ref.find('.');
       int rn = dot == std::string_view::npos ? -1 : node_index(ref.substr(0, dot));
       int rf = dot == std::string_view::npos ? -1 : fabric_index(ref.substr(dot + 1));
-      std::uint32_t ip = rn >= 0 && rf >= 0 ? d_.nodes[static_cast<std::size_t>(rn)].ip_on(static_cast<std::size_t>(rf)) : 0;
-      if (!ip) return bad("{" + std::string(ref) + "} is no address: {NODE.FABRIC} of a node defined above on that fabric");
+      std::uint32_t ip =
+          rn >= 0 && rf >= 0 ? d_.nodes[static_cast<std::size_t>(rn)].ip_on(static_cast<std::size_t>(rf)) : 0;
+      if (!ip)
+        return bad("{" + std::string(ref) + "} is no address: {NODE.FABRIC} of a node defined above on that fabric");
       out += ip_string(ip);
       i = end;
     }
@@ -531,7 +537,8 @@ std::string role_names(unsigned roles) {
 
 std::string lnetd_yaml(const Description& d, const Node& n) {
   std::ostringstream y;
-  y << "# lnetd of node " << n.name << " (" << role_names(n.roles) << "), made by the cluster tool from the description\n";
+  y << "# lnetd of node " << n.name << " (" << role_names(n.roles)
+    << "), made by the cluster tool from the description\n";
   y << "net:\n";
   for (const Address& a : n.addrs) {
     const Fabric& f = d.fabrics[a.fabric];
@@ -557,7 +564,8 @@ std::string lnetd_yaml(const Description& d, const Node& n) {
 }
 
 std::string hosts_file(const Description& d) {
-  std::string out = "# /etc/hosts of virtual cluster " + d.name + "'s nodes\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+  std::string out = "# /etc/hosts of virtual cluster " + d.name +
+                    "'s nodes\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
   for (const Node& n : d.nodes) {
     std::uint32_t ip = d.mpi_fabric >= 0 ? n.ip_on(static_cast<std::size_t>(d.mpi_fabric)) : 0;
     if (!ip) ip = n.addrs.front().ip;

@@ -74,10 +74,10 @@ struct Description {
   std::vector<Node> nodes;
   std::vector<Route> routes;
   std::vector<Daemon> daemons;
-  std::vector<ProxyJob> proxies;                         // the standing proxy jobs
-  std::vector<std::pair<std::string, long>> globals;     // lnetd global tunables, every lnetd
-  int login = -1;                                        // the login node, if any
-  int mpi_fabric = -1;                                   // the mpi fabric, if any
+  std::vector<ProxyJob> proxies;                      // the standing proxy jobs
+  std::vector<std::pair<std::string, long>> globals;  // lnetd global tunables, every lnetd
+  int login = -1;                                     // the login node, if any
+  int mpi_fabric = -1;                                // the mpi fabric, if any
 };
 
 // What the host itself calls the local host: its name and the names its /etc/hosts maps

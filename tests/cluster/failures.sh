@@ -196,12 +196,14 @@ app_crash() {
     done
   done
   grows B 2
-  [ "$(failures B)" = 0 ] || fail "B lost rounds: $(grep -a -m 3 'failed:' "$T_DIR/B.log")"
   [ "$(cl proxy status r1)" = "$proxy_before" ] || fail "the standing proxy changed: $(cl proxy status r1)"
   alive "$l1" || fail "r1's lnetd died"
   stream_stop B
   [ "$STREAM_EXIT" = 0 ] || fail "B ended with status $STREAM_EXIT"
-  log "six crashes: the standing proxy and r1's lnetd served on, B streamed through all of them without a failed round"
+  errors_in_time B
+  # Mode 1c isolates applications no further than one process serving them all does
+  # (seed 002 §2.1): B's rounds may fail, within the deadline; it streams on.
+  log "six crashes: the standing proxy and r1's lnetd served on; B streamed through all of them ($(failures B) of its rounds failed, within the deadline)"
 }
 
 # ---- kill proxy processes ---------------------------------------------------------------
@@ -275,6 +277,8 @@ routed() {
   # The rounds in flight through rt1 fail by LNet's deadline (10 s); the next ones go
   # through rt2.
   local base
+  wait_until 40 "every rank of A reports rounds after the deadline of those in flight" \
+    printed_since A "$(awk -v t="$t_off" 'BEGIN {printf "%.3f", t + 11}')"
   base=$(good A)
   fwd2=$(fwd rt2)
   wait_until 40 "A's rounds succeed again after rt1 went off" good_over A $((base + 100))
@@ -328,15 +332,18 @@ partition() {
   # left), never hang; after the heal a new job works.
   t_cut=$(now)
   cl partition r1 mpi >/dev/null
-  wait_until 60 "r2's lnetd releases A's pid" has_released r2 "$(job_pid A)" "$t_cut"
-  local t_rel
-  t_rel=$(released_at r2 "$(job_pid A)" "$t_cut")
+  wait_until 60 "r1's lnetd releases A's pid" has_released r1 "$(job_pid A)" "$t_cut"
+  local t_rel t_rel2
+  t_rel=$(released_at r1 "$(job_pid A)" "$t_cut")
   t_heal=$(now)
   cl heal >/dev/null
+  # Rank 1 on r2 hears of it once rank 0 can tell it again.
+  wait_until 60 "r2's lnetd releases A's pid after the heal" has_released r2 "$(job_pid A)" "$t_cut"
+  t_rel2=$(released_at r2 "$(job_pid A)" "$t_cut")
   stream_stop A 120
   errors_in_time A
   log "r1 cut for $(secs "$t_cut" "$t_heal") s: the proxy dropped A (no heartbeat reached its rank 0) and released its pid; A's rounds failed since ($(failures A "$t_cut")), A stops on request (status $STREAM_EXIT)"
-  timing "cut -> A's pid released at r2 $(secs "$t_cut" "$t_rel") s (the heartbeat deadline is 10 s)"
+  timing "cut -> A's pid released at r1 $(secs "$t_cut" "$t_rel") s (the heartbeat deadline is 10 s); heal -> released at r2 $(secs "$t_heal" "$t_rel2") s"
   STREAM_OFFSET=$((8 << 20)) stream_start B "$S1" "${MODE2[@]}"
   wait_until 60 "B uses both gateways" uses_both B
   stream_stop B

@@ -129,6 +129,13 @@ good() {
       }
     } END {s = 0; for (k in o) s += o[k] - f[k]; print s + 0}'
 }
+# printed_since NAME EPOCH: every rank of the job has printed a line of rounds stamped
+# after EPOCH (its counts include what it did before).
+printed_since() {
+  local ranks
+  ranks=$(grep -ao '^start: [0-9]*' "$T_DIR/$1.log" | awk '{print $2}')
+  [ "$(awk -v t="$2" '/^r[0-9]+ t=/ && substr($2, 3) > t {seen[$1] = 1} END {print length(seen)}' "$T_DIR/$1.log")" = "$ranks" ]
+}
 # (The helpers below read the logs with awk alone: a reader that stops early must not be
 # the end of a pipe, whose writer would then die of SIGPIPE under pipefail.)
 # failures NAME [SINCE]: failed rounds since epoch SINCE (from each rank's counts).

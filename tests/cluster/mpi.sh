@@ -23,13 +23,18 @@ node c1    compute mpi=11
 node c2    compute mpi=12
 EOF
   "$CLUSTER_SH" up "$T_DIR/mpich.cluster" --name "$LNET_CLUSTER" >"$T_DIR/up.log" 2>&1 || fail "up: $(cat "$T_DIR/up.log")"
-  out=$(timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -n 4 bash -c 'echo "rank $PMI_RANK on $(hostname)"' | sort)
-  [ "$(grep -c 'on c1$' <<<"$out")" = 2 ] && [ "$(grep -c 'on c2$' <<<"$out")" = 2 ] || fail "ranks not on c1 and c2: $out"
-  timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -n 4 mpi_ping --count 20 >"$T_DIR/ping.log" 2>&1 ||
-    fail "mpi_ping across nodes: $(tail -n 20 "$T_DIR/ping.log")"
+  # Two processes, one a node: Debian's MPICH (ch4:ucx, UCX 1.13) hangs in MPI_Finalize
+  # when three or more talk over UCX's TCP transport (a bare init/barrier/finalize does,
+  # docs/design/cluster.md), which ranks on two nodes do.
+  out=$(timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 \
+    bash -c 'echo "rank $PMI_RANK on $(hostname)"' | sort)
+  [ "$out" = "$(printf 'rank 0 on c1\nrank 1 on c2')" ] || fail "ranks not on c1 and c2: $out"
+  timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 mpi_ping --count 20 \
+    >"$T_DIR/ping.log" 2>&1 || fail "mpi_ping across nodes: $(tail -n 20 "$T_DIR/ping.log")"
   grep -q "all ranks ok" "$T_DIR/ping.log" || fail "mpi_ping: $(tail "$T_DIR/ping.log")"
+  log "MPICH: hydra placed rank 0 on c1 and rank 1 on c2; mpi_ping between them ok"
   for mode in thread poll; do
-    timeout 300 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:2,c2:1 -n 3 \
+    timeout 300 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 \
       -genv LNET_MPI_PROGRESS "$mode" lnet_mpi_test --gtest_color=no >"$T_DIR/suite-$mode.log" 2>&1 ||
       fail "the MPI LND suite across nodes ($mode): $(grep -aE 'FAILED|Failure' "$T_DIR/suite-$mode.log" | head)"
     log "MPICH: the MPI LND suite passes with its ranks on c1 and c2 ($mode progress): $(grep -ao 'PASSED.*' "$T_DIR/suite-$mode.log" | tail -n 1)"

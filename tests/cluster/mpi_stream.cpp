@@ -53,9 +53,7 @@ struct Options {
   std::string stop_file;
 };
 
-double epoch() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double epoch() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // One line, written whole (ranks and the route watcher print concurrently).
 void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -220,7 +218,8 @@ int stream(mpi::Session& s, const Options& o) {
     }
     if (!o.stop_file.empty() && std::filesystem::exists(o.stop_file)) break;
     if (Clock::now() - start > std::chrono::seconds(o.seconds)) break;
-    for (std::uint32_t i = 0; i < o.size; ++i) src[i] = static_cast<char>((i * 131 + n * 7 + static_cast<std::uint32_t>(rank)) & 0xFF);
+    for (std::uint32_t i = 0; i < o.size; ++i)
+      src[i] = static_cast<char>((i * 131 + n * 7 + static_cast<std::uint32_t>(rank)) & 0xFF);
     auto t0 = Clock::now();
     const char* what = "PUT";
     int rc = step(lnet, true, src, server, offset, patience);

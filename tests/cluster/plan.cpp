@@ -36,7 +36,8 @@ bool write(const std::string& path, const std::string& text) {
 
 bool write_all(const Description& d, const std::string& dir) {
   bool ok = write(dir + "/plan.sh", shell_plan(d)) && write(dir + "/hosts", hosts_file(d));
-  for (auto [role, name] : {std::pair{kCompute, "compute"}, {kServer, "server"}, {kRouter, "router"}, {kLogin, "login"}}) {
+  for (auto [role, name] :
+       {std::pair{kCompute, "compute"}, {kServer, "server"}, {kRouter, "router"}, {kLogin, "login"}}) {
     ok = ok && write(dir + "/hostfile." + name, hostfile(d, role, false)) &&
          write(dir + "/hostfile-mpich." + name, hostfile(d, role, true));
   }

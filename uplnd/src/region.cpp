@@ -60,7 +60,7 @@ Result<std::unique_ptr<Region>> Region::attach(int fd, std::size_t size) {
 }
 
 Region::~Region() {
-  munmap(base_, size_);
+  if (!leave_mapped_) munmap(base_, size_);
   close(fd_);
 }
 

@@ -356,8 +356,10 @@ void Core::dc_complete_locked(Peer* peer, int rc, MsgQueue& resend, MsgQueue& fa
   ++peer->dc.rounds;
   // A gateway that does not answer is down; one that answers again is said so (its
   // silence was, by check_routers()).
-  if (!peer->reachable.exchange(rc == 0, std::memory_order_relaxed) && rc == 0 && gateway_peer(peer))
-    LNET_LOG(Warn, kLogRouter, "gateway %s answers again: its routes are up", peer->primary.to_string().c_str());
+  if (!peer->reachable.exchange(rc == 0, std::memory_order_relaxed) && rc == 0) {
+    if (Nid gw = gateway_nid(peer); !gw.is_any())
+      LNET_LOG(Warn, kLogRouter, "gateway %s answers again: its routes are up", gw.to_string().c_str());
+  }
   if (rc) {
     set_flags(peer, ps::kRediscover);
     set_state(peer, DcState::Undiscovered);

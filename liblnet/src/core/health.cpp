@@ -32,14 +32,14 @@ std::size_t Core::peer_ni_count(const PeerNi* lpni) const {
   return nis;
 }
 
-bool Core::gateway_peer(const net::Peer* peer) const {
+Nid Core::gateway_nid(const net::Peer* peer) const {
   const net::RouteTable* rt = routes_.table();
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
     Nid gw = rt->routes[i].cfg.gateway;
     MutexLock g(net_locks_[cpts_.of_nid(gw)]);
-    if (PeerNi* named = peers_.find(gw); named && named->peer == peer) return true;
+    if (PeerNi* named = peers_.find(gw); named && named->peer == peer) return gw;
   }
-  return false;
+  return Nid::any();
 }
 
 bool Core::is_gateway(const PeerNi* lpni) const {

@@ -28,6 +28,10 @@ class Region {
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
 
+  // The mapping outlives this object (until the process exits): for a proxy whose MPI may
+  // still move bytes of transfers it had to abandon to and from the region.
+  void leave_mapped() { leave_mapped_ = true; }
+
   int fd() const { return fd_; }
   std::size_t size() const { return size_; }
   char* base() const { return base_; }
@@ -57,6 +61,7 @@ class Region {
   char* base_;
   std::size_t size_;
   std::atomic<std::size_t> next_{0};
+  bool leave_mapped_ = false;
 };
 
 }  // namespace lnet::up

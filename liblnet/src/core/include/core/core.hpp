@@ -243,8 +243,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void note_received_from(PeerNi* lpni);
   bool remote_health_applies(const PeerNi* lpni) const;
   bool is_gateway(const PeerNi* lpni) const;
-  // Whether a route names an NI of `peer` (takes the net locks: not under one).
-  bool gateway_peer(const net::Peer* peer) const;
+  // The NID a route names `peer` by, or ANY when it is no gateway (takes the net locks:
+  // not under one).
+  Nid gateway_nid(const net::Peer* peer) const;
   std::size_t peer_ni_count(const PeerNi* lpni) const;
   // Resend (health.cpp): whether a failed request goes again on another path, and
   // sending it again.
