@@ -14,8 +14,11 @@
 //   unix, tcp a raw Unix-domain socket (SOCK_SEQPACKET, as the bridge) and a raw TCP
 //             connection on loopback (TCP_NODELAY) between this process and a forked
 //             echo: the same ping-pong and stream.
+//   tcp-echo --listen IP:PORT / tcp --peer IP:PORT   the TCP measurement between two
+//             nodes (bench/proxy_bench.sh --cluster): the echo serves one connection.
 // Options: --iters N (ping-pongs, default 2000), --stream N (1 MiB messages, 256),
 // --window W (8), --server NID (lnet), --timeout S (30).
+#include <arpa/inet.h>
 #include <mpi.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -44,7 +47,7 @@ constexpr std::size_t kBig = 1 << 20;
 constexpr unsigned kPortal = 40;  // lnet_xfer serve's portal
 
 struct Params {
-  std::string mode, server, port_file;
+  std::string mode, server, port_file, listen, peer;
   int iters = 2000, stream = 256, window = 8, timeout = 30;
 };
 Params g;
@@ -271,7 +274,7 @@ ssize_t rd(int fd, void* p, std::size_t n) { return ::read(fd, p, n); }
 ssize_t wr(int fd, void* p, std::size_t n) { return ::send(fd, p, n, MSG_NOSIGNAL); }
 
 // The echo side: answers each 8-byte ping, then swallows the stream and says "done".
-void echo(int fd, bool packets) {
+[[noreturn]] void echo(int fd, bool packets) {
   char b8[8];
   std::vector<char> sink(kBig);
   for (;;) {
@@ -370,13 +373,57 @@ int tcp_to_echo(pid_t* child) {
   return fd;
 }
 
+// "IP:PORT" into an address, or die naming the option.
+sockaddr_in address_of(const std::string& opt, const std::string& v) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  auto colon = v.rfind(':');
+  char* end = nullptr;
+  long port = colon == std::string::npos ? 0 : std::strtol(v.c_str() + colon + 1, &end, 10);
+  if (colon == std::string::npos || !end || *end || port < 1 || port > 65535 ||
+      ::inet_pton(AF_INET, v.substr(0, colon).c_str(), &a.sin_addr) != 1)
+    die("bad " + opt + " '" + v + "' (IPv4:PORT)");
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  return a;
+}
+
 int run_tcp() {
+  if (!g.peer.empty()) {  // to an echo on another node
+    sockaddr_in a = address_of("--peer", g.peer);
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    for (int i = 0; ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0; ++i) {
+      if (i == 100) die("tcp connect to " + g.peer + ": " + std::strerror(errno));
+      ::usleep(100000);  // the echo is being started
+      ::close(fd);
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    socket_pair_run("tcp", fd, false);
+    ::close(fd);
+    return 0;
+  }
   pid_t child;
   int fd = tcp_to_echo(&child);
   socket_pair_run("tcp", fd, false);
   ::close(fd);
   ::waitpid(child, nullptr, 0);
   return 0;
+}
+
+int run_tcp_echo() {
+  sockaddr_in a = address_of("--listen", g.listen);
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0)
+    die("tcp listen on " + g.listen + ": " + std::strerror(errno));
+  int c = ::accept(l, nullptr, nullptr);
+  if (c < 0) die(std::string("accept: ") + std::strerror(errno));
+  ::close(l);
+  ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  echo(c, false);  // exits
 }
 
 int number(const std::string& opt, const std::string& v) {
@@ -393,7 +440,7 @@ int main(int argc, char** argv) {
   if (a.empty() || a[0] == "--help" || a[0] == "-h") {
     std::printf(
         "usage: bench_proxy lnet --server NID | mpi-accept|mpi-connect|relay-accept|relay-connect --port-file F |\n"
-        "       unix | tcp\n"
+        "       unix | tcp [--peer IP:PORT] | tcp-echo --listen IP:PORT\n"
         "       [--iters N] [--stream N] [--window W] [--timeout S]\n"
         "One measurement per run; bench/proxy_bench.sh runs them all and compares.\n");
     return a.empty() ? 2 : 0;
@@ -406,6 +453,10 @@ int main(int argc, char** argv) {
       g.server = v;
     else if (a[i] == "--port-file")
       g.port_file = v;
+    else if (a[i] == "--listen")
+      g.listen = v;
+    else if (a[i] == "--peer")
+      g.peer = v;
     else if (a[i] == "--iters")
       g.iters = number(a[i], v);
     else if (a[i] == "--stream")
@@ -423,5 +474,6 @@ int main(int argc, char** argv) {
   if (g.mode == "relay-accept") return run_mpi(true, true);
   if (g.mode == "unix") return run_unix();
   if (g.mode == "tcp") return run_tcp();
+  if (g.mode == "tcp-echo") return run_tcp_echo();
   die("unknown measurement '" + g.mode + "' (--help)");
 }

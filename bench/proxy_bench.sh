@@ -14,9 +14,17 @@
 # of a second and single repetitions swung with the moment).
 #   bench/proxy_bench.sh [BUILD_DIR] [REPS] [IDLE_SECONDS]    (build/default, 5, 20)
 #   STREAM=N bench/proxy_bench.sh ...                          (1024)
+#   bench/proxy_bench.sh --cluster [BUILD_DIR] [REPS]          the same chain across the
+#       nodes of a virtual cluster (lnet-cluster(8)): the application on c1, the proxy and
+#       the router lnetd on r1, the server on s1; raw MPI between the same two jobs on c1
+#       and r1 (the TCP BTL), raw TCP between r1 and s1, the Unix socket on r1.
 # Needs root (port 988) and Open MPI with ompi-server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if [ "${1:-}" = --cluster ]; then
+  shift
+  exec "$ROOT/bench/cluster_bench.sh" proxy "$@"
+fi
 BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
 REPS="${2:-5}"
 IDLE="${3:-20}"
