@@ -42,8 +42,12 @@ bad 10 "is on no fabric"
 bad 10 "already that of node 'c2'"
 { cat "$D"; echo "node localhost compute mpi=13"; } >"$T_DIR/bad.cluster"
 bad 10 "would resolve to the local host"
-{ cat "$D"; echo "node $(hostname -s | tr 'A-Z_.' 'a-z--') compute mpi=13"; } >"$T_DIR/bad.cluster"
-bad 10 "would resolve to the local host"
+# This machine's own name (case does not matter to a resolver), when it is a node name.
+me=$(uname -n | cut -d. -f1 | tr 'A-Z' 'a-z')
+if [[ "$me" =~ ^[a-z][a-z0-9-]{0,14}$ ]] && [[ "$me" != *- ]]; then
+  { cat "$D"; echo "node $me compute mpi=13"; } >"$T_DIR/bad.cluster"
+  bad 10 "would resolve to the local host"
+fi
 log "bad descriptions: refused naming the line, nothing made"
 
 # ---- up, and what a node has of its own ------------------------------------------------
@@ -54,7 +58,7 @@ grep -q "is already up" "$T_DIR/again.out" || fail "second up: $(cat "$T_DIR/aga
 log "a second cluster of the same name is refused: $(cat "$T_DIR/again.out")"
 
 for n in login c1 c2 r1 s1; do
-  [ "$(cl exec "$n" hostname)" = "$n" ] || fail "node $n's host name is $(cl exec "$n" hostname)"
+  [ "$(cl exec "$n" uname -n)" = "$n" ] || fail "node $n's host name is $(cl exec "$n" uname -n)"
 done
 [ "$(cl exec c1 cat /proc/sys/kernel/random/boot_id)" != "$(cl exec c2 cat /proc/sys/kernel/random/boot_id)" ] ||
   fail "c1 and c2 share a boot id"

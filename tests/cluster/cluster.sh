@@ -171,7 +171,7 @@ new_holder() {
   mkdir -p /run/lnet # the mount point: each node mounts its own /run/lnet over it
   setsid ip netns exec "$(node_ns "$node")" unshare --uts --ipc --mount --propagation slave \
     bash -c 'set -e
-      hostname "$1"
+      echo "$1" >/proc/sys/kernel/hostname
       mount --bind "$2/hosts" /etc/hosts
       mount --bind "$2/nodes/$1/boot_id" /proc/sys/kernel/random/boot_id
       mount -t tmpfs -o mode=755 tmpfs /run/lnet

@@ -217,12 +217,22 @@ class Parser {
     if (!good_name(name, 15))
       return bad("bad node name " + q(name) + ": 1 to 15 of a-z, 0-9 and '-', starting with a letter");
     std::string why;
-    std::string short_host = host_.hostname.substr(0, host_.hostname.find('.'));
+    // Host names are compared as resolvers do: without regard to case.
+    auto lower = [](std::string v) {
+      for (char& c : v) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      return v;
+    };
+    std::string host = lower(host_.hostname), short_host = host.substr(0, host.find('.'));
+    auto loopback = [&] {
+      for (const std::string& l : host_.loopback_names)
+        if (lower(l) == name) return true;
+      return false;
+    };
     if (name == "localhost" || name.starts_with("localhost") || name.starts_with("ip6-"))
       why = "it is the local host's name";
-    else if (!host_.hostname.empty() && (name == host_.hostname || name == short_host))
+    else if (!host.empty() && (name == host || name == short_host))
       why = "it is this machine's host name";
-    else if (std::find(host_.loopback_names.begin(), host_.loopback_names.end(), name) != host_.loopback_names.end())
+    else if (loopback())
       why = "/etc/hosts maps it to a loopback address";
     if (!why.empty())
       return bad("node name " + q(name) + " would resolve to the local host (" + why +

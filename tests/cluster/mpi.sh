@@ -27,7 +27,7 @@ EOF
   # when three or more talk over UCX's TCP transport (a bare init/barrier/finalize does,
   # docs/design/cluster.md), which ranks on two nodes do.
   out=$(timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 \
-    bash -c 'echo "rank $PMI_RANK on $(hostname)"' | sort)
+    bash -c 'echo "rank $PMI_RANK on $(uname -n)"' | sort)
   [ "$out" = "$(printf 'rank 0 on c1\nrank 1 on c2')" ] || fail "ranks not on c1 and c2: $out"
   timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 mpi_ping --count 20 \
     >"$T_DIR/ping.log" 2>&1 || fail "mpi_ping across nodes: $(tail -n 20 "$T_DIR/ping.log")"
@@ -47,7 +47,7 @@ command -v ompi-server >/dev/null || { echo "[mpi] SKIP: no Open MPI"; exit 77; 
 cl_setup mpi "$TOPOLOGIES/failures.cluster"
 run() { timeout 180 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpirun "$@"; }
 
-out=$(run --host c1:2,c2:2 -n 4 hostname | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
+out=$(run --host c1:2,c2:2 -n 4 uname -n | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
 [ "$out" = "c1x2 c2x2 " ] || fail "4 ranks on c1:2,c2:2 ran on: $out"
 log "mpirun from c1 placed ranks on: $out"
 run --host c1:2,c2:2 -n 4 mpi_ping --count 20 >"$T_DIR/ping.log" 2>&1 || fail "mpi_ping: $(tail -n 20 "$T_DIR/ping.log")"

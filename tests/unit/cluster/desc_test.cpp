@@ -192,6 +192,15 @@ TEST(ClusterDesc, BadDescriptionsAreRefusedNamingTheLine) {
   }
 }
 
+TEST(ClusterDesc, LocalNamesAreComparedWithoutCase) {
+  const HostFacts upper{"BuildHost.Example.ORG", {"MyAlias"}};
+  for (const char* name : {"buildhost", "myalias"}) {
+    auto d = parse(kFabrics + "node " + name + " compute mpi=5\n", "t.cluster", upper);
+    ASSERT_FALSE(d) << name;
+    EXPECT_NE(d.message().find("would resolve to the local host"), std::string::npos) << d.message();
+  }
+}
+
 TEST(ClusterDesc, HostFactsReadLoopbackNames) {
   char path[] = "/tmp/desc_test_hosts.XXXXXX";
   int fd = ::mkstemp(path);
