@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+  // A peer process that dies mid-write (an application killed, a node rebooted) must
+  // cost an EPIPE, not the proxy: Open MPI's TCP transport writes without MSG_NOSIGNAL.
+  signal(SIGPIPE, SIG_IGN);
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "lnet-proxy: MPI_Init_thread failed\n");

@@ -39,15 +39,21 @@ has_logged_since() { [ -n "$(logged_since "$@")" ]; }
 # job_pid NAME: the LNet pid the job's ranks got (as lnetd logs it: without the user flag).
 job_pid() { echo $(($(grep -ao '^start: [0-9]* ranks, pid [0-9]*' "$T_DIR/$1.log" | awk '{print $5}') & 0x7fffffff)); }
 # released_at NODE PID SINCE: the epoch at which NODE's lnetd released the application pid.
+# Either the proxy rank released it, or the rank left the bridge ("pids [2,7] released").
 released_at() {
-  awk -v p="pid $2(user) released" -v since="$3" 'index($0, p) && $1 >= since {print $1; exit}' "$(cl log "$1" lnetd)"
+  awk -v p="pid $2(user) released" -v pid="$2" -v since="$3" '$1 < since {next}
+    index($0, p) {print $1; exit}
+    /left the bridge/ && match($0, /pids \[[0-9,]*\] released/) {
+      n = split(substr($0, RSTART + 6, RLENGTH - 16), l, ",")
+      for (i = 1; i <= n; i++) if (l[i] == pid) {print $1; exit}
+    }' "$(cl log "$1" lnetd)"
 }
 lnetd_pid() { cat "/run/lnet-cluster/$LNET_CLUSTER/nodes/$1/pids/lnetd"; }
 no_stream_on() { ! grep -q lnet_mpi_stream <<<"$(cl pids "$1")"; }
 alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 # max_fail_ms NAME: the longest a failed round of the job took (its error's delay).
 max_fail_ms() {
-  grep -aoE 'failed: .* after [0-9]+ ms' "$T_DIR/$1.log" | awk '{v = $(NF - 1); if (v > m) m = v} END {print m + 0}'
+  { grep -aoE 'failed: .* after [0-9]+ ms' "$T_DIR/$1.log" || true; } | awk '{v = $(NF - 1); if (v > m) m = v} END {print m + 0}'
 }
 # errors_in_time NAME: every failed round failed within LNet's deadline (10 s) and a
 # margin, and none hung.

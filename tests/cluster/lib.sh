@@ -117,12 +117,12 @@ stream_ended() {
 }
 # ops NAME: the rounds the job's ranks reported so far (the sum of each rank's last line).
 ops() {
-  grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" |
+  { grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" || true; } |
     awk '{for (i = 2; i <= NF; i++) if ($i ~ /^ops=/) last[$1] = substr($i, 5)} END {s = 0; for (k in last) s += last[k]; print s + 0}'
 }
 # good NAME: the rounds that succeeded so far (each rank's last line: ops - failed).
 good() {
-  grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" | awk '{
+  { grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" || true; } | awk '{
       for (i = 2; i <= NF; i++) {
         if ($i ~ /^ops=/) o[$1] = substr($i, 5)
         if ($i ~ /^failed=/) f[$1] = substr($i, 8)
@@ -154,7 +154,7 @@ first_failure() {
 }
 # via NAME NID: rounds' requests the job's ranks sent to gateway NID in their last lines.
 via() {
-  grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" | awk -v nid="$2" '
+  { grep -aE '^r[0-9]+ t=' "$T_DIR/$1.log" || true; } | awk -v nid="$2" '
     {for (i = 2; i <= NF; i++) if (index($i, nid "=+") == 1) last[$1] = substr($i, length(nid) + 3)}
     END {s = 0; for (k in last) s += last[k]; print s + 0}'
 }
