@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <lnet/lnet.hpp>
@@ -33,18 +34,24 @@ struct Options {
   long count = 10;
   std::size_t offset = 0;  // where rank 0's part of the server's buffer starts
   int timeout = 60;        // seconds each ACK or REPLY is awaited
+  int thread_level = MPI_THREAD_MULTIPLE;
+  int idle = 0;  // seconds each rank waits in LNet between its pings and its transfers
 };
 
 void usage() {
   std::printf(
       "usage: LNET_PROXY=<port file> mpirun -n N proxy_demo --server NID [--size BYTES] [--count N]\n"
       "                                                   [--offset BYTES] [--timeout S]\n"
+      "                                                   [--thread-level single|funneled|serialized|multiple]\n"
+      "                                                   [--idle S]\n"
       "  Every rank reaches the server (a userspace LNet node serving portal 40, e.g.\n"
       "  `lnet_xfer serve`, with a buffer of at least N x BYTES) through the proxy: pings\n"
       "  the proxies' lnetds and the server, then N rounds of PUT (with ACK) and GET of\n"
       "  BYTES (default 1 MiB) at offset OFFSET + rank x BYTES, checking the data. Rank 0\n"
-      "  prints a report. Each ACK or REPLY is awaited S seconds (default 60). --env lists\n"
-      "  the variables (LNET_PROXY, LNET_MPI_*).\n");
+      "  prints a report. Each ACK or REPLY is awaited S seconds (default 60). MPI is\n"
+      "  started with MPI_Init_thread at the level asked (default multiple; single uses\n"
+      "  MPI_Init). --idle S: each rank waits S seconds in LNet (polling it) between its\n"
+      "  pings and its transfers. --env lists the variables (LNET_PROXY, LNET_MPI_*).\n");
 }
 
 int parse_args(int argc, char** argv, Options& o) {
@@ -64,6 +71,21 @@ int parse_args(int argc, char** argv, Options& o) {
       return 2;
     }
     std::string v = argv[++i];
+    if (a == "--thread-level") {
+      const std::pair<const char*, int> levels[] = {{"single", MPI_THREAD_SINGLE},
+                                                    {"funneled", MPI_THREAD_FUNNELED},
+                                                    {"serialized", MPI_THREAD_SERIALIZED},
+                                                    {"multiple", MPI_THREAD_MULTIPLE}};
+      bool found = false;
+      for (auto [name, level] : levels)
+        if (v == name) o.thread_level = level, found = true;
+      if (!found) {
+        std::fprintf(stderr, "proxy_demo: bad --thread-level '%s': single, funneled, serialized or multiple\n",
+                     v.c_str());
+        return 2;
+      }
+      continue;
+    }
     if (a == "--server") {
       auto n = lnet::Nid::parse(v);
       if (!n) {
@@ -82,6 +104,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.count = n;
     } else if (a == "--timeout" && !*end && n >= 1 && n <= 3600) {
       o.timeout = static_cast<int>(n);
+    } else if (a == "--idle" && !*end && n >= 0 && n <= 3600) {
+      o.idle = static_cast<int>(n);
     } else if (a == "--offset" && !*end && n >= 0 && n < (1L << 31)) {
       o.offset = static_cast<std::size_t>(n);
     } else {
@@ -197,6 +221,12 @@ Measured run(lnet::mpi::Session& s, const Options& o) {
   for (std::size_t p = 0; p < proxies.size() && p < kMaxProxies; ++p)
     m.proxy_ping_us[p] = ping_us(lnet, lnet::ProcessId{proxies[p], lnet::kPidLustre});
   lnet::ProcessId server{o.server, lnet::kPidLustre};
+  if (o.idle > 0) {  // waiting in LNet: below MPI_THREAD_MULTIPLE this sends the heartbeats
+    std::mutex mu;
+    std::condition_variable cv;
+    std::unique_lock lk(mu);
+    (void)lnet::wait_with_progress(lk, cv, Clock::now() + std::chrono::seconds(o.idle), [] { return false; });
+  }
   auto before = sent_to(lnet);
   m.server_ping_us = ping_us(lnet, server);
   bool ok = m.server_ping_us >= 0 && transfer(lnet, server, o, s.rank(), m);
@@ -221,8 +251,12 @@ int report(const lnet::mpi::Session& s, const Options& o, const Measured& m) {
   if (s.rank() != 0) return 0;
   std::vector<lnet::Nid> proxies = s.proxies();
   std::size_t np = std::min<std::size_t>(proxies.size(), kMaxProxies);
-  std::printf("LNet through the parallel proxy: %d ranks (pid %u), %zu proxy rank(s), server %s\n", s.size(), s.pid(),
-              np, o.server.to_string().c_str());
+  int level = 0;
+  MPI_Query_thread(&level);
+  const char* names[] = {"single", "funneled", "serialized", "multiple"};
+  std::printf("LNet through the parallel proxy: %d ranks (pid %u), %zu proxy rank(s), server %s, MPI thread level %s\n",
+              s.size(), s.pid(), np, o.server.to_string().c_str(),
+              level >= MPI_THREAD_SINGLE && level <= MPI_THREAD_MULTIPLE ? names[level - MPI_THREAD_SINGLE] : "?");
   std::printf("%ld x %zu-byte PUT (with ACK) and GET per rank, data checked\n\n", o.count, o.size);
   std::printf("%-8s %-10s", "rank", "node");
   for (std::size_t p = 0; p < np; ++p) std::printf(" %-22s", ("ping " + proxies[p].to_string()).c_str());
@@ -249,8 +283,11 @@ int report(const lnet::mpi::Session& s, const Options& o, const Measured& m) {
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int provided = MPI_THREAD_SINGLE;
+  if (o.thread_level == MPI_THREAD_SINGLE)
+    MPI_Init(&argc, &argv);
+  else
+    MPI_Init_thread(&argc, &argv, o.thread_level, &provided);
   auto started = lnet::mpi::Session::start(MPI_COMM_WORLD);
   if (!started) {
     std::fprintf(stderr, "proxy_demo: %s\n", started.message().c_str());

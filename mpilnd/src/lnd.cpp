@@ -62,10 +62,22 @@ int MpiLnd::startup(NetInterface& ni) {
     m->stop();
     return rc;
   }
+  if (on_poll_ && ni.poll) {
+    ni_poll_ = ni.poll;
+    ni_poll_ctx_ = ni.poll_ctx;
+    ni.poll = &MpiLnd::poll_with_hook;
+    ni.poll_ctx = this;
+  }
   MutexLock g(mutex_);
   ni_ = m.get();
   ni.lnd_data = m.release();
   return 0;
+}
+
+bool MpiLnd::poll_with_hook(void* self) {
+  auto* l = static_cast<MpiLnd*>(self);
+  bool worked = l->ni_poll_(l->ni_poll_ctx_);
+  return l->on_poll_(l->on_poll_ctx_) || worked;
 }
 
 Status MpiLnd::check_nids(NetId net, int size) const {

@@ -2,6 +2,7 @@
 #include "proxy_client.hpp"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -98,10 +99,6 @@ Result<proxy::PortInfo> resolve(const std::string& spec) {
 // Rank 0: finds the proxy and knocks; the doorbell connection stays open (in *bell)
 // until the connect is done, so the proxy sees an application that dies before it.
 Result<std::string> knock(const Options& opts, int app_size, Clock::time_point deadline, int* bell) {
-  int level = 0;
-  MPI_Query_thread(&level);
-  if (level != MPI_THREAD_MULTIPLE)
-    return Failure{-EINVAL, "LNET_PROXY needs MPI_THREAD_MULTIPLE (start MPI with MPI_Init_thread)"};
   if (is_open_mpi() && !std::getenv("OMPI_MCA_pmix_server_uri"))
     return Failure{-EINVAL,
                    "LNET_PROXY: Open MPI connects two jobs only through ompi-server, and this job has no "
@@ -181,10 +178,6 @@ Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, 
 Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
   auto targets = proxy::parse_spawn_list(std::string_view(opts.proxy).substr(6));
   if (!targets) return Failure{targets.code(), "LNET_PROXY=" + opts.proxy + ": " + targets.message()};
-  int level = 0;
-  MPI_Query_thread(&level);
-  if (level != MPI_THREAD_MULTIPLE)
-    return Failure{-EINVAL, "LNET_PROXY needs MPI_THREAD_MULTIPLE (start MPI with MPI_Init_thread)"};
   std::size_t n = targets->size();
   std::string timeout = std::to_string(opts.proxy_timeout);
   std::vector<std::vector<char*>> argvs(n);
@@ -297,8 +290,10 @@ std::vector<Nid> ProxyLink::nids(NetId net, int app_size) const {
   return out;
 }
 
-Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::milliseconds wait) {
-  // Constant bytes: MPI may still read them after a send is given up.
+namespace {
+
+// Constant bytes: MPI may still read them after a send is given up.
+const std::uint8_t* control_bytes(proxy::Control c) {
   struct Bytes {
     std::uint8_t heartbeat[proxy::kControlSize], bye[proxy::kControlSize];
     Bytes() {
@@ -307,7 +302,19 @@ Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::
     }
   };
   static const Bytes kBytes;
-  const std::uint8_t* msg = c == proxy::Control::Bye ? kBytes.bye : kBytes.heartbeat;
+  return c == proxy::Control::Bye ? kBytes.bye : kBytes.heartbeat;
+}
+
+// An 8-byte send to a live proxy completes at once; three that do not, each within
+// half a second: the proxy is gone. One a second.
+constexpr auto kBeatPatience = std::chrono::milliseconds(500);
+constexpr auto kBeatInterval = std::chrono::seconds(1);
+constexpr int kBeatsMissed = 3;
+
+}  // namespace
+
+Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::milliseconds wait) {
+  const std::uint8_t* msg = control_bytes(c);
   MPI_Request r;
   int rc = synchronous ? MPI_Issend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r)
                        : MPI_Isend(msg, proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl, inter_, &r);
@@ -321,23 +328,76 @@ Status ProxyLink::send_control(proxy::Control c, bool synchronous, std::chrono::
 
 void ProxyLink::start_heartbeat() {
   if (rank_ != 0) return;
-  heartbeat_ = std::thread([this] { heartbeat_main(); });
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level == MPI_THREAD_MULTIPLE) {
+    heartbeat_ = std::thread([this] { heartbeat_main(); });
+    return;
+  }
+  // Only this thread may call MPI (funneled), or no other thread exists (single): the
+  // application's waits in LNet, which poll the driver, send the heartbeats.
+  owner_ = std::this_thread::get_id();
+  next_beat_ = Clock::now();
+  polled_.store(true, std::memory_order_release);
+  LNET_LOG(Debug, kLogLnd, "proxy heartbeats: from the application's waits in LNet (MPI thread level %d)", level);
+}
+
+void ProxyLink::missed_heartbeat(const std::string& why) {
+  if (++missed_ == kBeatsMissed && !lost_.exchange(true))
+    LNET_LOG(Error, kLogLnd, "proxy heartbeat: %s three times: the proxy is gone", why.c_str());
 }
 
 void ProxyLink::heartbeat_main() {
   MutexLock g(mu_);
-  int missed = 0;
   while (!stop_) {
     g.unlock();
-    // An 8-byte send to a live proxy completes at once; three that do not in half a
-    // second each: the proxy is gone.
-    Status s = send_control(proxy::Control::Heartbeat, false, std::chrono::milliseconds(500));
-    missed = s ? 0 : missed + 1;
-    if (missed == 3 && !lost_.exchange(true))
-      LNET_LOG(Error, kLogLnd, "proxy heartbeat: %s three times: the proxy is gone", s.message().c_str());
+    Status s = send_control(proxy::Control::Heartbeat, false, kBeatPatience);
+    if (s)
+      missed_ = 0;
+    else
+      missed_heartbeat(s.message());
     g.lock();
-    if (!stop_) (void)g.wait_for(cv_, std::chrono::seconds(1));
+    if (!stop_) (void)g.wait_for(cv_, kBeatInterval);
   }
+}
+
+bool ProxyLink::poll(void* self) {
+  auto* l = static_cast<ProxyLink*>(self);
+  if (!l->polled_.load(std::memory_order_acquire) || std::this_thread::get_id() != l->owner_) return false;
+  // Coarse: a poll is a busy loop's round, and a heartbeat a second needs no better.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  l->heartbeat_step(Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+  return false;
+}
+
+// One step of the polled heartbeats: the one in flight done (or given up after
+// kBeatPatience), the next one started when due. Never blocks.
+void ProxyLink::heartbeat_step(Clock::time_point now) {
+  if (beat_ != MPI_REQUEST_NULL) {
+    int flag = 0;
+    if (int rc = MPI_Test(&beat_, &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+      if (beat_ != MPI_REQUEST_NULL) MPI_Request_free(&beat_);
+      missed_heartbeat("sending to the proxy failed: " + mpi_error_string(rc));
+    } else if (flag) {
+      missed_ = 0;
+    } else if (now - beat_sent_ >= kBeatPatience) {
+      MPI_Request_free(&beat_);  // MPI may finish it whenever
+      missed_heartbeat("the proxy did not take it in time");
+    } else {
+      return;
+    }
+  }
+  if (now < next_beat_ || lost_.load(std::memory_order_relaxed)) return;
+  next_beat_ = now + kBeatInterval;
+  if (int rc = MPI_Isend(control_bytes(proxy::Control::Heartbeat), proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl,
+                         inter_, &beat_);
+      rc != MPI_SUCCESS) {
+    beat_ = MPI_REQUEST_NULL;
+    missed_heartbeat("MPI_Isend failed: " + mpi_error_string(rc));
+    return;
+  }
+  beat_sent_ = now;
 }
 
 ProxyLink::~ProxyLink() {
@@ -348,6 +408,9 @@ ProxyLink::~ProxyLink() {
       cv_.notify_all();
     }
     heartbeat_.join();
+  }
+  if (beat_ != MPI_REQUEST_NULL) {  // a polled heartbeat in flight: done, or left to MPI
+    if (wait_until(&beat_, Clock::now() + kBeatPatience) != 0 && beat_ != MPI_REQUEST_NULL) MPI_Request_free(&beat_);
   }
   if (inter_ == MPI_COMM_NULL) return;
   int taken = 1;

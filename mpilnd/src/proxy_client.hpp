@@ -38,12 +38,21 @@ class ProxyLink {
   // Rank r's NID on the merged communicator: r@mpi<net> for the application's ranks,
   // then the proxies'.
   std::vector<Nid> nids(NetId net, int app_size) const;
-  // Rank 0: heartbeats to proxy rank 0 from now on.
+  // Rank 0: heartbeats to proxy rank 0 from now on: from a thread of their own with
+  // MPI_THREAD_MULTIPLE, else from poll() (the session hands it to its driver's
+  // MpiLnd::on_poll, so the application's waits in LNet send them).
   void start_heartbeat();
+  // The driver's poll hook (`self`: this link): a heartbeat due or in flight is seen to,
+  // on the thread that opened the link only (the one MPI lets call it), without
+  // blocking. Returns false (no work for the caller to report).
+  static bool poll(void* self);
 
  private:
+  using Clock = std::chrono::steady_clock;
   ProxyLink() = default;
   void heartbeat_main();
+  void heartbeat_step(Clock::time_point now);
+  void missed_heartbeat(const std::string& why);
   Status send_control(proxy::Control c, bool synchronous, std::chrono::milliseconds wait);
 
   int rank_ = 0;
@@ -57,6 +66,12 @@ class ProxyLink {
   bool stop_ LNET_GUARDED_BY(mu_) = false;
   // Rank 0: heartbeats that MPI did not send for seconds: the proxy is gone.
   std::atomic<bool> lost_{false};
+  // Heartbeats driven by poll() (no MPI_THREAD_MULTIPLE): its thread's state only.
+  std::atomic<bool> polled_{false};
+  std::thread::id owner_;
+  MPI_Request beat_ = MPI_REQUEST_NULL;
+  Clock::time_point beat_sent_{}, next_beat_{};
+  int missed_ = 0;
 };
 
 }  // namespace lnet::mpi

@@ -54,6 +54,7 @@ Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Optio
                                     ", this job on " + net.to_string() + " (LNET_MPI_NET)"};
     s->pid_ = s->link_->table().pid;
     s->lnd_ = std::make_shared<MpiLnd>(s->link_->merged(), s->link_->nids(net, s->group_->size()), opts);
+    s->lnd_->on_poll(&ProxyLink::poll, s->link_.get());  // heartbeats without a thread of their own
   } else {
     s->lnd_ = std::make_shared<MpiLnd>(s->group_->comm(), opts);
   }

@@ -65,6 +65,18 @@ log "a restarted proxy serves new applications"
 px_proxy proxy2 "${ROUTERS[@]}" -- --client-timeout 3
 client after_restart 2 --count 2 || fail "no application works with the restarted proxy"
 
+# Without MPI_THREAD_MULTIPLE the heartbeats come from the application's waits in LNet:
+# idle in LNet longer than the proxy's client timeout (3 s), it is not taken for dead.
+for level in single funneled; do
+  log "an application at MPI_THREAD_${level^^}, idle in LNet for 5 s, through the proxy"
+  client "level_$level" 2 --count 2 --idle 5 --thread-level "$level" ||
+    fail "the $level-threaded application failed: $(tail -n 5 "$DIR/level_$level.log")"
+  grep -q "MPI thread level $level" "$DIR/level_$level.log" || fail "MPI did not give $level: $(head -n 1 "$DIR/level_$level.log")"
+  pid=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' "$DIR/level_$level.log")
+  wait_for "$DIR/proxy2.log" "pid $pid said goodbye" "the $level-threaded application did not say goodbye" 10
+  ! grep -q "pid $pid silent" "$DIR/proxy2.log" || fail "the proxy took the $level-threaded application for dead"
+done
+
 log "lnetd stopped under a running proxy"
 kill -TERM "${LNETD[${ROUTERS[1]}]}"
 wait "${LNETD[${ROUTERS[1]}]}" || fail "lnetd ${ROUTERS[1]} did not stop cleanly"

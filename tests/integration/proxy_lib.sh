@@ -131,4 +131,4 @@ client() {  # client LOG RANKS [proxy_demo args...]: an application, 120 s at mo
 }
 
 fds() { ls "/proc/$1/fd" | wc -l; }
-rss_kib() { sed -n 's/^VmRSS: *\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
+rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }

@@ -44,6 +44,12 @@ LNET_PROXY="spawn:$DIR/${ROUTERS[1]}.bridge,$DIR/${ROUTERS[0]}.bridge" client se
 grep -q "2 proxy rank(s)" "$DIR/second.log" || fail "not 2 proxy ranks: $(head -n 3 "$DIR/second.log")"
 [ -z "$(spawned)" ] || fail "spawned proxy ranks outlived their application: $(spawned)"
 
+log "an application started with plain MPI_Init (MPI_THREAD_SINGLE) spawns its proxy"
+LNET_PROXY="spawn:$DIR/${ROUTERS[0]}.bridge,$DIR/${ROUTERS[1]}.bridge" client single 2 --count 2 --thread-level single ||
+  fail "the single-threaded application failed: $(tail -n 5 "$DIR/single.log")"
+grep -q "MPI thread level single" "$DIR/single.log" || fail "MPI did not give single: $(head -n 1 "$DIR/single.log")"
+[ -z "$(spawned)" ] || fail "spawned proxy ranks outlived their application: $(spawned)"
+
 log "a bridge that does not exist"
 if LNET_PROXY="spawn:$DIR/nowhere.bridge" LNET_PROXY_TIMEOUT=20 client nobridge 2 --count 1; then
   fail "an application started without a bridge"

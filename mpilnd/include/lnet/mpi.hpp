@@ -132,12 +132,25 @@ class MpiLnd final : public Lnd {
   // past `deadline` (or -EIO). Collective.
   // `comm`: another communicator (the job's own, when the driver's spans a proxy too).
   int barrier(std::chrono::steady_clock::time_point deadline, MPI_Comm comm = MPI_COMM_NULL);
+  // Work of the driver's owner done where the host polls the driver (application
+  // progress only: without a progress thread): `fn(ctx)` after each round, on the
+  // polling thread, never two at once. The session's heartbeats to a proxy when MPI
+  // allows no thread of their own. Set before startup.
+  void on_poll(bool (*fn)(void*), void* ctx) {
+    on_poll_ = fn;
+    on_poll_ctx_ = ctx;
+  }
 
  private:
+  static bool poll_with_hook(void* self);
   Status check_nids(NetId net, int size) const;
   MPI_Comm comm_;
   std::vector<Nid> nids_;  // by rank; empty: rank r is r@mpi<N>
   Options opts_;
+  bool (*on_poll_)(void*) = nullptr;
+  void* on_poll_ctx_ = nullptr;
+  PollFn ni_poll_ = nullptr;  // the NI's own poll, under the hook
+  void* ni_poll_ctx_ = nullptr;
   mutable Mutex mutex_;  // ni_ against the queries
   MpiNi* ni_ LNET_GUARDED_BY(mutex_) = nullptr;
 };
