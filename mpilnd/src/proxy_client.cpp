@@ -15,15 +15,6 @@
 
 namespace lnet::mpi {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-Failure mpi_failure(const std::string& what, int rc) {
-  return Failure{-EIO, what + " failed: " + mpi_error_string(rc)};
-}
-
-// Open MPI's major version ("Open MPI v4.1.4, ..."), 0 for another MPI.
 int open_mpi_major() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -34,7 +25,15 @@ int open_mpi_major() {
   return std::atoi(std::string(v.substr(at + 10, 3)).c_str());
 }
 
+namespace {
+
 bool is_open_mpi() { return open_mpi_major() > 0; }
+
+using Clock = std::chrono::steady_clock;
+
+Failure mpi_failure(const std::string& what, int rc) {
+  return Failure{-EIO, what + " failed: " + mpi_error_string(rc)};
+}
 
 // Rank 0's status, on every rank.
 Status share(const Status& mine, MPI_Comm comm, int rank) {
@@ -111,12 +110,19 @@ Result<std::string> knock(const Options& opts, int app_size, Clock::time_point d
   *bell = *fd;
   if (Status s = proxy::write_line(*fd, proxy::format_knock({proxy::Knock::Client, app_size}), deadline); !s)
     return Failure{s.code(), "LNET_PROXY=" + opts.proxy + ": " + s.message()};
-  auto answer = proxy::read_line(*fd, deadline);
+  auto line = proxy::read_line(*fd, deadline);
+  if (!line) return Failure{line.code(), "LNET_PROXY=" + opts.proxy + ": the proxy: " + line.message()};
+  auto answer = proxy::parse_answer(*line);
   if (!answer) return Failure{answer.code(), "LNET_PROXY=" + opts.proxy + ": the proxy: " + answer.message()};
-  if (*answer == "OK\n") return pi->port;
-  std::string why = *answer;
-  if (!why.empty() && why.back() == '\n') why.pop_back();
-  return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": the proxy refused: " + why};
+  switch (answer->kind) {
+    case proxy::Answer::Ok: return pi->port;
+    case proxy::Answer::Port:  // a proxy job of this application's own (mode 1b)
+      LNET_LOG(Info, kLogLnd, "LNET_PROXY=%s: a dedicated proxy waits on port %s", opts.proxy.c_str(),
+               answer->text.c_str());
+      return answer->text;
+    case proxy::Answer::Error: break;
+  }
+  return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": the proxy refused: " + answer->text};
 }
 
 // Rank 0: the TABLE from proxy rank 0, within the deadline.
@@ -178,25 +184,38 @@ Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, 
 Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
   auto targets = proxy::parse_spawn_list(std::string_view(opts.proxy).substr(6));
   if (!targets) return Failure{targets.code(), "LNET_PROXY=" + opts.proxy + ": " + targets.message()};
-  std::size_t n = targets->size();
-  std::string timeout = std::to_string(opts.proxy_timeout);
+  std::vector<std::pair<std::string, std::string>> where;
+  for (const proxy::SpawnTarget& t : *targets) where.emplace_back(t.host, t.bridge);
+  auto inter = spawn_proxies(opts.proxy_bin, where, {"--timeout", std::to_string(opts.proxy_timeout)}, comm);
+  if (!inter)
+    return Failure{
+        -ECHILD, "LNET_PROXY=" + opts.proxy + ": " + inter.message() + " (this MPI may not spawn: see lnet-proxy(8))"};
+  return inter;
+}
+
+}  // namespace
+
+Result<MPI_Comm> spawn_proxies(const std::string& program,
+                               const std::vector<std::pair<std::string, std::string>>& targets,
+                               const std::vector<std::string>& args, MPI_Comm comm) {
+  std::size_t n = targets.size();
   std::vector<std::vector<char*>> argvs(n);
-  std::vector<char*> commands(n, const_cast<char*>(opts.proxy_bin.c_str()));
+  std::vector<char*> commands(n, const_cast<char*>(program.c_str()));
   std::vector<char**> argv_ptrs(n);
   std::vector<int> maxprocs(n, 1), errcodes(n, MPI_SUCCESS);
   std::vector<MPI_Info> infos(n, MPI_INFO_NULL);
+  static const std::string kBridge = "--bridge";
   for (std::size_t i = 0; i < n; ++i) {
-    proxy::SpawnTarget& t = (*targets)[i];
-    for (const char* a : {"--bridge", t.bridge.c_str(), "--timeout", timeout.c_str()})
-      argvs[i].push_back(const_cast<char*>(a));
+    argvs[i].push_back(const_cast<char*>(kBridge.c_str()));
+    argvs[i].push_back(const_cast<char*>(targets[i].second.c_str()));
+    for (const std::string& a : args) argvs[i].push_back(const_cast<char*>(a.c_str()));
     argvs[i].push_back(nullptr);
     argv_ptrs[i] = argvs[i].data();
     MPI_Info_create(&infos[i]);
-    if (!t.host.empty()) MPI_Info_set(infos[i], "host", t.host.c_str());
+    if (!targets[i].first.empty()) MPI_Info_set(infos[i], "host", targets[i].first.c_str());
     // Open MPI binds a spawned job as it binds a new one: its rank to core 0, where the
-    // application's rank 0 runs too when its own job was bound. The proxy serves every
-    // rank of the node and must not time-slice one of them, so it is not bound (an MPI
-    // that does not know the key ignores it).
+    // application's rank 0 runs too when its own job was bound (an MPI that does not
+    // know the key ignores it).
     MPI_Info_set(infos[i], "bind_to", "none");
   }
   MPI_Comm inter = MPI_COMM_NULL;
@@ -205,12 +224,9 @@ Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
   for (MPI_Info& i : infos)
     if (i != MPI_INFO_NULL) MPI_Info_free(&i);
   if (rc != MPI_SUCCESS)
-    return Failure{-ECHILD, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_spawn_multiple of " + opts.proxy_bin +
-                                " failed: " + mpi_error_string(rc) + " (this MPI may not spawn: see lnet-proxy(8))"};
+    return Failure{-ECHILD, "MPI_Comm_spawn_multiple of " + program + " failed: " + mpi_error_string(rc)};
   return inter;
 }
-
-}  // namespace
 
 Status check_connectable(MPI_Comm comm) {
   int major = open_mpi_major();

@@ -187,6 +187,34 @@ Result<Knock> parse_knock(std::string_view line) {
   return bad("doorbell: unknown line '" + std::string(line.substr(0, 64)) + "'");
 }
 
+Result<Answer> parse_answer(std::string_view line) {
+  if (line.size() > kMaxLine) return bad("doorbell: an answer of " + std::to_string(line.size()) + " bytes");
+  if (line.empty() || line.back() != '\n') return bad("doorbell: an answer without its newline");
+  line.remove_suffix(1);
+  if (!printable(line)) return bad("doorbell: an answer that is not printable text");
+  if (line == "OK") return Answer{Answer::Ok, {}};
+  if (line.starts_with("PORT ")) {
+    std::string_view port = line.substr(5);
+    if (port.empty() || port.find(' ') != std::string_view::npos)
+      return bad("doorbell: a PORT answer without one port name");
+    return Answer{Answer::Port, std::string(port)};
+  }
+  if (line.starts_with("ERROR ") && line.size() > 6) return Answer{Answer::Error, std::string(line.substr(6))};
+  return bad("doorbell: unknown answer '" + std::string(line.substr(0, 64)) + "'");
+}
+
+std::string format_answer(const Answer& a) {
+  switch (a.kind) {
+    case Answer::Ok: return "OK\n";
+    case Answer::Port: return "PORT " + a.text + "\n";
+    case Answer::Error: break;
+  }
+  std::string why = a.text.empty() ? "refused" : a.text.substr(0, kMaxLine - 7);
+  for (char& c : why)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return "ERROR " + why + "\n";
+}
+
 std::string format_knock(const Knock& k) {
   return k.kind == Knock::Client ? "KNOCK 1 " + std::to_string(k.value) + "\n"
                                  : "RANK " + std::to_string(k.value) + "\n";

@@ -35,9 +35,13 @@ struct Parsed {
 
 Parsed parse(int argc, char** argv) {
   proxy::ProxyOptions o;
-  std::string log_level;
+  std::string log_level, mode;
   po::options_description desc(kUsage);
   desc.add_options()("help,h", "print this help and exit")(
+      "mode", po::value(&mode)->default_value("shared"),
+      "shared: serve every application that knocks (mode 1c); per-app: spawn a dedicated proxy job for "
+      "each (mode 1b; Open MPI: start this job with mpirun --enable-recovery)")(
+      "dedicated", "internal: set by a per-app job on the proxy jobs it spawns")(
       "bridge,b", po::value(&o.bridge)->default_value(up::kDefaultBridge), "this node's lnetd bridge socket")(
       "port-file,p", po::value(&o.port_file)->default_value("/run/lnet/lnet-proxy.port"),
       "where rank 0 writes the MPI port and the doorbell (\"\" for none)")(
@@ -65,6 +69,17 @@ Parsed parse(int argc, char** argv) {
   if (vm.count("env")) {
     std::cout << env_help();
     return {std::nullopt, 0};
+  }
+  if (mode == "per-app") {
+    o.mode = proxy::ProxyOptions::Mode::PerApp;
+  } else if (mode != "shared") {
+    std::fprintf(stderr, "lnet-proxy: bad --mode '%s' (shared, per-app)\n", mode.c_str());
+    return {std::nullopt, 2};
+  }
+  o.dedicated = vm.count("dedicated") > 0;
+  if (o.dedicated && o.mode == proxy::ProxyOptions::Mode::PerApp) {
+    std::fprintf(stderr, "lnet-proxy: --dedicated and --mode per-app exclude each other\n");
+    return {std::nullopt, 2};
   }
   for (auto [name, v] : {std::pair{"client-timeout", o.client_timeout}, std::pair{"timeout", o.timeout}}) {
     if (v < 1 || v > 3600) {
@@ -126,11 +141,27 @@ int main(int argc, char** argv) {
       MPI_Comm parent;
       MPI_Comm_get_parent(&parent);  // mode 2: the application that spawned this job
       if (parent != MPI_COMM_NULL) {
-        // Spawned by LNET_PROXY=spawn:, whose variables this job inherits.
+        // Spawned by LNET_PROXY=spawn: (or by a per-app standing job), whose variables
+        // this job inherits.
         p.opts->port_file.clear();
+        p.opts->publish.clear();
         p.opts->lnd.proxy.clear();
       }
-      if (!p.opts->lnd.proxy.empty()) {
+      const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+      if (p.opts->dedicated && parent == MPI_COMM_NULL) {
+        std::fprintf(stderr, "lnet-proxy: --dedicated is for the proxy jobs a per-app job spawns (--mode per-app)\n");
+        rc = 2;
+      } else if (p.opts->mode == proxy::ProxyOptions::Mode::PerApp && parent != MPI_COMM_NULL) {
+        std::fprintf(stderr, "lnet-proxy: --mode per-app is for a standing job, not a spawned one\n");
+        rc = 2;
+      } else if (p.opts->mode == proxy::ProxyOptions::Mode::PerApp && mpi::open_mpi_major() > 0 &&
+                 !(recovery && std::string(recovery) == "1")) {
+        std::fprintf(stderr,
+                     "lnet-proxy: --mode per-app: start this job with `mpirun --enable-recovery`: without it, Open "
+                     "MPI aborts this job, and every application's dedicated proxy with it, when one dedicated proxy "
+                     "dies\n");
+        rc = 2;
+      } else if (!p.opts->lnd.proxy.empty()) {
         std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
         rc = 2;
       } else {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -67,14 +68,14 @@ ProxyRank::~ProxyRank() {
 Status ProxyRank::start() {
   // What this MPI cannot do is said first, before anything else can fail.
   Status mine;
-  if (parent_ == MPI_COMM_NULL) {
+  if (accepts()) {
     if (Status s = mpi::check_connectable(comm_); !s)
       mine = Failure{s.code(), s.message() +
                                    ": no application could connect to this job; start one proxy job per node, each "
                                    "from its node, or let applications spawn theirs (LNET_PROXY=spawn:, mode 2): "
                                    "lnet-proxy(8)"};
   }
-  if (mine && rank_ == 0 && parent_ == MPI_COMM_NULL) mine = open_port();
+  if (mine && rank_ == 0 && accepts()) mine = open_port();
   if (mine && wake_fd_ < 0) mine = Failure{-errno, std::string("eventfd: ") + std::strerror(errno)};
   if (mine) {
     auto u = Uplink::connect(opts_.bridge, static_cast<std::uint32_t>(rank_), std::chrono::seconds(opts_.timeout),
@@ -88,6 +89,7 @@ Status ProxyRank::start() {
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
   if (Status all = group_.agree(mine); !all) return all;
   mine = join_ranks();
+  if (mine && opts_.mode == ProxyOptions::Mode::PerApp) mine = gather_targets();
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
   if (Status all = group_.agree(mine); !all) return all;
   if (rank_ == 0 && parent_ == MPI_COMM_NULL) {
@@ -178,6 +180,21 @@ Status ProxyRank::join_ranks() {
 }
 
 int ProxyRank::run(int signal_fd) {
+  if (opts_.dedicated) {
+    Status s = start();
+    report_to_spawner(s);  // the parent is let go: this job's life is its application's
+    if (!s) return 0;
+    one_app_ = true;
+    if (rank_ == 0) {
+      LNET_LOG(Info, kLogDaemon, "proxy: dedicated to one application: %d rank(s), rank 0 is %s", size_,
+               up_->welcome().nid.to_string().c_str());
+      ring("ACCEPT 1\n");
+      accept_app(next_serial_++);
+    }
+    Stop why = rank_ == 0 ? serve_root(signal_fd) : serve_other(signal_fd);
+    end_all();
+    return why == Stop::Failed ? 1 : 0;
+  }
   if (Status s = start(); !s) {
     if (parent_ == MPI_COMM_NULL) return 1;
     // Mode 2: the application says why and fails; a spawned job that exits with an
@@ -198,6 +215,7 @@ int ProxyRank::run(int signal_fd) {
     std::printf("lnet-proxy: ready: %d rank(s), rank 0 is %s", size_, up_->welcome().nid.to_string().c_str());
     if (!opts_.port_file.empty()) std::printf(", port file %s", opts_.port_file.c_str());
     if (published_) std::printf(", published as '%s'", opts_.publish.c_str());
+    if (opts_.mode == ProxyOptions::Mode::PerApp) std::printf(", a dedicated proxy job per application");
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -286,8 +304,8 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
       if (fd >= 0) knocks.push_back({fd, Clock::now() + std::chrono::seconds(opts_.timeout)});
     }
     check_apps();
-    if (parent_ != MPI_COMM_NULL && apps_.empty()) {
-      ring("QUIT\n");  // mode 2: the application that spawned this job has ended
+    if ((parent_ != MPI_COMM_NULL || one_app_) && apps_.empty()) {
+      ring("QUIT\n");  // mode 2, or a dedicated job: its application has ended
       return Stop::Quit;
     }
   }
@@ -337,12 +355,112 @@ ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
 }
 
 void ProxyRank::on_client(int fd, int app_ranks) {
+  auto deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
+  if (one_app_) {
+    LNET_LOG(Warn, kLogDaemon, "proxy: a knock on a dedicated proxy: refused");
+    (void)mp::write_line(fd, mp::format_answer({mp::Answer::Error, "this proxy job is dedicated to one application"}),
+                         deadline);
+    return;
+  }
   std::uint64_t serial = next_serial_++;
   LNET_LOG(Info, kLogDaemon, "proxy: an application of %d rank(s) knocks (serial %llu)", app_ranks,
            static_cast<unsigned long long>(serial));
+  if (opts_.mode == ProxyOptions::Mode::PerApp) {
+    mp::Answer a = spawn_dedicated(serial);
+    if (a.kind == mp::Answer::Error)
+      LNET_LOG(Error, kLogDaemon, "proxy: application %llu: %s", static_cast<unsigned long long>(serial),
+               a.text.c_str());
+    (void)mp::write_line(fd, mp::format_answer(a), deadline);
+    return;
+  }
   ring("ACCEPT " + std::to_string(serial) + "\n");
-  (void)mp::write_line(fd, "OK\n", Clock::now() + std::chrono::seconds(opts_.timeout));
+  (void)mp::write_line(fd, "OK\n", deadline);
   accept_app(serial);
+}
+
+// ---- mode 1b: a dedicated proxy job per application --------------------------------------
+
+// Every rank's node and bridge, to rank 0: where the dedicated jobs' ranks go.
+Status ProxyRank::gather_targets() {
+  constexpr int kRecord = 512;
+  std::vector<char> mine(kRecord, '\0'), all;
+  char host[MPI_MAX_PROCESSOR_NAME + 1] = {};
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  std::error_code ec;
+  std::string bridge = std::filesystem::absolute(opts_.bridge, ec).string();
+  if (std::strlen(host) + bridge.size() + 2 > kRecord)
+    return Failure{-ENAMETOOLONG, "host name and bridge path too long: " + bridge};
+  std::memcpy(mine.data(), host, std::strlen(host));
+  std::memcpy(mine.data() + std::strlen(host) + 1, bridge.data(), bridge.size());
+  if (rank_ == 0) all.resize(static_cast<std::size_t>(kRecord) * static_cast<std::size_t>(size_));
+  if (int rc = MPI_Gather(mine.data(), kRecord, MPI_CHAR, all.data(), kRecord, MPI_CHAR, 0, comm_); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Gather", rc);
+  for (int r = 0; rank_ == 0 && r < size_; ++r) {
+    const char* rec = all.data() + static_cast<std::size_t>(r) * kRecord;
+    std::string h(rec);
+    targets_.emplace_back(h, std::string(rec + h.size() + 1));
+  }
+  return {};
+}
+
+mp::Answer ProxyRank::spawn_dedicated(std::uint64_t serial) {
+  auto t0 = Clock::now();
+  auto deadline = t0 + std::chrono::seconds(opts_.timeout);
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return {mp::Answer::Error, "cannot find this program (/proc/self/exe): " + ec.message()};
+  auto child = mpi::spawn_proxies(self, targets_,
+                                  {"--dedicated", "--timeout", std::to_string(opts_.timeout), "--client-timeout",
+                                   std::to_string(opts_.client_timeout)},
+                                  MPI_COMM_SELF);
+  if (!child) return {mp::Answer::Error, "cannot start a dedicated proxy: " + child.message()};
+  MPI_Comm c = *child;
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  char buf[mp::kMaxLine + 1] = {};
+  MPI_Request r;
+  MPI_Status st;
+  mp::Answer a{mp::Answer::Error, "the dedicated proxy sent no port within --timeout"};
+  if (int rc = MPI_Irecv(buf, mp::kMaxLine, MPI_CHAR, 0, mp::kTagPort, c, &r); rc != MPI_SUCCESS) {
+    a.text = "MPI_Irecv from the dedicated proxy failed: " + mpi::mpi_error_string(rc);
+  } else {
+    int flag = 0;
+    while (MPI_Test(&r, &flag, &st) == MPI_SUCCESS && !flag && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (flag) {
+      int n = 0;
+      MPI_Get_count(&st, MPI_CHAR, &n);
+      auto got = mp::parse_answer(std::string_view(buf, static_cast<std::size_t>(n)));
+      a = got && got->kind != mp::Answer::Ok
+              ? *got
+              : mp::Answer{mp::Answer::Error, "the dedicated proxy answered: " + (got ? "OK" : got.message())};
+    } else {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+  }
+  // Let go of it: its life is the application's, and it may die without this job noticing.
+  MPI_Comm_free(&c);
+  if (a.kind == mp::Answer::Port)
+    LNET_LOG(Info, kLogDaemon, "proxy: application %llu: a dedicated proxy job of %zu rank(s) in %.1f s, port %s",
+             static_cast<unsigned long long>(serial), targets_.size(),
+             std::chrono::duration<double>(Clock::now() - t0).count(), a.text.c_str());
+  return a;
+}
+
+void ProxyRank::report_to_spawner(const Status& started) {
+  if (rank_ == 0) {
+    mp::Answer a =
+        started ? mp::Answer{mp::Answer::Port, port_}
+                : mp::Answer{mp::Answer::Error, "the dedicated lnet-proxy could not start: " + started.message()};
+    std::string line = mp::format_answer(a);
+    MPI_Comm_set_errhandler(parent_, MPI_ERRORS_RETURN);
+    if (int rc = MPI_Send(line.data(), static_cast<int>(line.size()), MPI_CHAR, 0, mp::kTagPort, parent_);
+        rc != MPI_SUCCESS)
+      LNET_LOG(Error, kLogDaemon, "proxy: cannot tell the standing job the port: %s",
+               mpi::mpi_error_string(rc).c_str());
+  }
+  MPI_Comm_free(&parent_);
 }
 
 }  // namespace lnet::proxy

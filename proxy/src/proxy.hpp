@@ -21,6 +21,11 @@
 namespace lnet::proxy {
 
 struct ProxyOptions {
+  // shared (mode 1c): the job serves every application that knocks; per-app (mode 1b):
+  // it spawns a dedicated proxy job for each (on its own ranks' nodes, with their
+  // bridges) and hands the application that job's port.
+  enum class Mode { Shared, PerApp } mode = Mode::Shared;
+  bool dedicated = false;  // this job was spawned by a per-app standing job, for one application
   std::string bridge;
   std::string port_file;    // where rank 0 writes the port (empty: none)
   std::string publish;      // a service name to publish (empty: none)
@@ -64,6 +69,14 @@ class ProxyRank {
   Stop serve_other(int signal_fd);
   // Rank 0 heard a knock on `fd` (its line already read).
   void on_client(int fd, int app_ranks);
+  // Per-app, rank 0: a dedicated proxy job for the application that knocked; the answer
+  // for it (its port, or why not), within --timeout.
+  mpi::proxy::Answer spawn_dedicated(std::uint64_t serial);
+  // Dedicated: tell the standing job that spawned this one its port (or why not), then
+  // serve the one application that connects to it.
+  void report_to_spawner(const Status& started);
+  Status gather_targets();
+  bool accepts() const { return parent_ == MPI_COMM_NULL || opts_.dedicated; }
   // Collective: accept the next application and set it up.
   void accept_app(std::uint64_t serial);
   void adopt_app(App a);
@@ -92,6 +105,8 @@ class ProxyRank {
   int bell_ = -1;           // other ranks: the connection to rank 0
   std::map<std::uint64_t, App> apps_;
   std::uint64_t next_serial_ = 1;
+  std::vector<std::pair<std::string, std::string>> targets_;  // per-app, rank 0: each rank's (host, bridge)
+  bool one_app_ = false;                                      // dedicated: ends with its application
 };
 
 }  // namespace lnet::proxy

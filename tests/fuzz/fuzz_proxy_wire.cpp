@@ -1,5 +1,5 @@
 // Fuzz target: what lnet-proxy and an application read from each other outside LNet (the
-// TABLE, a control message, the port file, a doorbell line). Whatever decodes encodes
+// TABLE, a control message, the port file, a doorbell line or answer). Whatever decodes encodes
 // back to the same bytes (the TABLE, the control message) or parses again to the same
 // value (the port file, the knock).
 #include <cstdlib>
@@ -33,6 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (t->empty()) std::abort();
     for (const SpawnTarget& x : *t)
       if (x.bridge.empty() || x.bridge[0] != '/') std::abort();
+  }
+  if (auto a = parse_answer(text)) {
+    auto again = parse_answer(format_answer(*a));
+    if (!again || !(*again == *a)) std::abort();
   }
   if (auto k = parse_knock(text)) {
     auto again = parse_knock(format_knock(*k));

@@ -116,7 +116,7 @@ px_proxy() {
     done
     args=("${with[@]}")
   fi
-  env -u LNET_PROXY mpirun --bind-to none "${args[@]}" >"$DIR/$out.log" 2>&1 &
+  env -u LNET_PROXY mpirun --bind-to none ${PX_MPIRUN_ARGS:-} "${args[@]}" >"$DIR/$out.log" 2>&1 &
   PIDS+=($!)
   PROXY_JOB=$!
   wait_for "$DIR/$out.log" "lnet-proxy: ready" "the proxy did not come up"

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <lnet/api.hpp>
@@ -98,6 +99,18 @@ int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, M
 // away from their mpirun's node when this MPI has that limit and the job such ranks;
 // ok otherwise (other MPIs, a job on its mpirun's node).
 Status check_connectable(MPI_Comm comm);
+
+// Open MPI's major version (from "Open MPI v4.1.4, ..."), 0 for another MPI.
+int open_mpi_major();
+
+// One process of `program` per target, spawned by root 0 of `comm` (collective over it;
+// MPI_Comm_spawn_multiple): `--bridge BRIDGE` then `args`, on the target's HOST when it
+// names one (MPI's "host" key), not bound to cores (a proxy serves every rank of its node
+// and must not time-slice one of them). Targets are (HOST or "", BRIDGE). The
+// intercommunicator with the spawned job, or the MPI's error.
+Result<MPI_Comm> spawn_proxies(const std::string& program,
+                               const std::vector<std::pair<std::string, std::string>>& targets,
+                               const std::vector<std::string>& args, MPI_Comm comm);
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the

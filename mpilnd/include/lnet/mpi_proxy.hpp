@@ -80,8 +80,10 @@ struct SpawnTarget {
 Result<std::vector<SpawnTarget>> parse_spawn_list(std::string_view text);
 
 // The doorbell: the application sends one line "KNOCK 1 <ranks>\n"; the proxy answers
-// "OK\n" once its ranks are on their way into MPI_Comm_accept, or "ERROR <why>\n". A
-// proxy rank says "RANK <r>\n" on its own connection to rank 0's doorbell.
+// "OK\n" once its ranks are on their way into MPI_Comm_accept (connect to the port of
+// the port file), "PORT <port>\n" when a proxy job of its own waits on that port (a
+// per-application standing proxy, mode 1b), or "ERROR <why>\n". A proxy rank says
+// "RANK <r>\n" on its own connection to rank 0's doorbell.
 inline constexpr std::size_t kMaxLine = 256;
 struct Knock {
   enum Kind { Client, Rank } kind = Client;
@@ -89,6 +91,19 @@ struct Knock {
 };
 Result<Knock> parse_knock(std::string_view line);
 std::string format_knock(const Knock& k);
+
+// The proxy's answer to a knock; also what a dedicated proxy job (mode 1b) tells the
+// standing job that spawned it (kTagPort on their intercommunicator): PORT or ERROR.
+struct Answer {
+  enum Kind { Ok, Port, Error } kind = Ok;
+  std::string text;  // Port: the MPI port name; Error: why (printable, one line)
+  friend bool operator==(const Answer&, const Answer&) = default;
+};
+// Refuses what is not one of the three lines (or longer than kMaxLine), naming it.
+Result<Answer> parse_answer(std::string_view line);
+// An Error's text is cut to fit a line, and its unprintable bytes replaced.
+std::string format_answer(const Answer& a);
+inline constexpr int kTagPort = 19;
 
 }  // namespace lnet::mpi::proxy
 

@@ -133,6 +133,27 @@ TEST(ProxyDoorbell, KnockLines) {
   EXPECT_FALSE(parse_knock(std::string(300, 'K')));
 }
 
+TEST(ProxyDoorbell, Answers) {
+  for (const Answer& a : {Answer{Answer::Ok, ""}, Answer{Answer::Port, "557121537.0:2393957742"},
+                          Answer{Answer::Error, "no lnetd behind rank 1"}}) {
+    auto back = parse_answer(format_answer(a));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(*back, a);
+  }
+  // Whatever an error says, its line parses: cut to fit, unprintable bytes replaced.
+  auto e = parse_answer(format_answer({Answer::Error, std::string(1000, 'x') + "\n\x01"}));
+  ASSERT_TRUE(e) << e.message();
+  EXPECT_EQ(e->kind, Answer::Error);
+  EXPECT_EQ(format_answer({Answer::Error, "a\nb"}), "ERROR a?b\n");
+  EXPECT_NE(parse_answer("OK").message().find("without its newline"), std::string::npos);
+  EXPECT_NE(parse_answer("PORT \n").message().find("without one port name"), std::string::npos);
+  EXPECT_NE(parse_answer("PORT a b\n").message().find("without one port name"), std::string::npos);
+  EXPECT_NE(parse_answer("ERROR \n").message().find("unknown answer"), std::string::npos);
+  EXPECT_NE(parse_answer("HTTP/1.0 200 OK\n").message().find("unknown answer"), std::string::npos);
+  EXPECT_NE(parse_answer(std::string("PORT \x02\n")).message().find("not printable"), std::string::npos);
+  EXPECT_NE(parse_answer("PORT " + std::string(300, 'p') + "\n").message().find("bytes"), std::string::npos);
+}
+
 TEST(ProxySpawn, TargetLists) {
   auto t = parse_spawn_list("/run/lnet/bridge.sock");
   ASSERT_TRUE(t) << t.message();
