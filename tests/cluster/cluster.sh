@@ -607,7 +607,10 @@ proxy_start() {
   echo "---- $(date '+%F %T') proxy job $job, start $serial, on ${hosts[*]} from $from" >>"$log"
   from_line=$(($(wc -l <"$log") + 1))
   hostlist=$(IFS=,; echo "${hosts[*]}")
-  setsid "${ENTER[@]}" "${ENV[@]}" "${OMPI[@]}" mpirun --host "$hostlist" -n ${#hosts[@]} \
+  # A per-app job (mode 1b) outlives the dedicated jobs it spawns only with recovery on.
+  local recovery=()
+  [[ " ${args[*]} " == *" per-app "* || " ${args[*]} " == *" --mode=per-app "* ]] && recovery=(--enable-recovery)
+  setsid "${ENTER[@]}" "${ENV[@]}" "${OMPI[@]}" mpirun "${recovery[@]}" --host "$hostlist" -n ${#hosts[@]} \
     lnet-proxy --port-file "$port" "${args[@]}" </dev/null 9>&- >>"$log" 2>&1 &
   echo $! >"$CL/proxy/$job.pid"
   local i

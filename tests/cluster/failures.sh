@@ -2,7 +2,7 @@
 # The white paper's failure test plan (seed 002 §3) on the virtual cluster, one scenario
 # per run (CTest label `cluster`):
 #   failures.sh gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash |
-#               proxy_kill | routed | partition
+#               proxy_kill | routed | partition | per_app
 # Each runs under traffic (lnet_mpi_stream: PUT+GET rounds of 256 KiB, every byte
 # checked), with deadlines, and prints what the application saw, what went on working,
 # what was freed, and the times to error and to recovery ("time:" lines). The expected
@@ -358,8 +358,78 @@ partition() {
   timing "heal -> a new job through both gateways $(secs "$t_heal" "$(now)") s"
 }
 
+# ---- mode 1b: a dedicated proxy job per application, applications side by side -------
+# The standing job on r1 restarted with --mode per-app. B (on c3) streams through a
+# dedicated job of its own while A (on c1), through another, is killed each way: kill -9
+# of one rank, MPI_Abort, kill -9 of its dedicated proxy rank, its node powered off.
+# Each time A's dedicated job goes and r1's lnetd releases A's pid within the deadline,
+# B loses no round, and the standing job runs on. B's longest round is printed.
+per_app() {
+  cl proxy restart r1 -- --mode per-app --client-timeout 5 >/dev/null
+  grep -q "a dedicated proxy job per application" "/run/lnet-cluster/$LNET_CLUSTER/log/proxy-r1.log" ||
+    fail "the standing proxy on r1 is not in per-app mode"
+  local port standing
+  port=$(cl proxy port r1)
+  standing=$(cl pids r1 | awk '$3 ~ /lnet-proxy$/ && /--mode/ {print $1; exit}')
+  [ -n "$standing" ] || fail "no standing per-app proxy on r1"
+  dedicated_on_r1() { cl pids r1 | awk '$3 ~ /lnet-proxy$/ && /--dedicated/ {print $1}' | sort; }
+  STREAM_OFFSET=$((4 << 20)) stream_start B "$S2" --host c3:2 -n 2 -x "LNET_PROXY=$port"
+  local for_b
+  for_b=$(dedicated_on_r1)
+  [ "$(wc -w <<<"$for_b")" = 1 ] || fail "B's dedicated job: '$for_b'"
+  log "B streams from c3 through a dedicated proxy job on r1 (pid $for_b)"
+  local how n=0
+  for how in kill abort proxy poweroff; do
+    n=$((n + 1))
+    local job="A$n" pid_a for_a t0 t_gone t_rel pids
+    stream_start "$job" "$S2" --host c1:2 -n 2 -x "LNET_PROXY=$port"
+    pid_a=$(job_pid "$job")
+    for_a=$(comm -13 <(echo "$for_b") <(dedicated_on_r1))
+    [ "$(wc -w <<<"$for_a")" = 1 ] || fail "$job's dedicated job: '$for_a'"
+    mapfile -t pids < <(cl pids c1 | awk '$3 ~ /lnet_mpi_stream$/ {print $1}')
+    t0=$(now)
+    case "$how" in
+      kill) kill -KILL "${pids[1]}" ;;
+      abort) kill -USR1 "${pids[1]}" ;;
+      proxy) kill -KILL "$for_a" ;;
+      poweroff) cl poweroff c1 >/dev/null ;;
+    esac
+    dedicated_gone() { ! grep -qx "$for_a" <(dedicated_on_r1); }
+    wait_until 30 "$job's dedicated proxy job ends after $how" dedicated_gone
+    t_gone=$(now)
+    wait_until 30 "r1's lnetd releases $job's pid" has_released r1 "$pid_a" "$t0"
+    t_rel=$(released_at r1 "$pid_a" "$t0")
+    case "$how" in
+      kill | abort) wait_until 60 "$job ends after the $how (not a hang)" stream_ended "$job" ;;
+      proxy)
+        wait_until 30 "$job's rounds fail after its proxy died" has_failure "$job" "$t0"
+        stream_stop "$job" 120
+        errors_in_time "$job"
+        ;;
+      poweroff)
+        cl reboot c1 >/dev/null
+        wait_until 60 "$job ends once c1 is back" stream_ended "$job"
+        ;;
+    esac
+    no_hang "$job"
+    grep -qx "$for_b" <(dedicated_on_r1) || fail "B's dedicated job died with $job's ($how)"
+    alive "$standing" || fail "the standing per-app proxy died with $job ($how)"
+    [ "$(failures B)" = 0 ] || fail "B lost rounds when $job died ($how): $(grep -a -m 3 'failed:' "$T_DIR/B.log")"
+    log "$how: $job's dedicated job gone in $(secs "$t0" "$t_gone") s, its pid released in $(secs "$t0" "$t_rel") s; B lost no round"
+    timing "$how -> $job's dedicated job gone $(secs "$t0" "$t_gone") s, pid released $(secs "$t0" "$t_rel") s (heartbeat deadline 5 s)"
+  done
+  grows B 2
+  stream_stop B
+  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
+  local stall
+  stall=$(summary B | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^max_ms=/) {v = substr($i, 8); if (v > m) m = v}} END {print m + 0}')
+  log "B streamed through all four with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
+  timing "B's longest round while A died four ways: $stall ms"
+  wait_until 30 "B's dedicated job ends with B" eval '[ -z "$(dedicated_on_r1)" ]'
+}
+
 case "$scenario" in
-  gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash | proxy_kill | partition)
+  gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash | proxy_kill | partition | per_app)
     cl_setup "$scenario" "$TOPOLOGIES/failures.cluster"
     ;;
   routed) cl_setup "$scenario" "$TOPOLOGIES/routed.cluster" ;;
