@@ -94,19 +94,43 @@ Status ProxyRank::start() {
   if (Status all = group_.agree(mine); !all) return all;
   if (rank_ == 0 && parent_ == MPI_COMM_NULL) {
     if (!opts_.port_file.empty()) mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
-    if (mine && !opts_.publish.empty()) {
-      int rc = MPI_Publish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
-      if (rc == MPI_SUCCESS)
-        rc = MPI_Publish_name((opts_.publish + ".doorbell").c_str(), MPI_INFO_NULL, doorbell_.c_str());
-      if (rc == MPI_SUCCESS)
-        published_ = true;
-      else
-        mine = Failure{-EIO, "cannot publish the name '" + opts_.publish + "': " + mpi::mpi_error_string(rc) +
-                                 " (Open MPI publishes through ompi-server: start the job with --ompi-server)"};
-    }
+    if (mine && !opts_.publish.empty()) mine = publish();
     if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
   }
   return group_.agree(mine);
+}
+
+// The port under the service name, and the doorbell under NAME.doorbell. The name is
+// looked up first (ompi-server takes a second publication of a name without a word): a
+// name whose doorbell answers belongs to a live proxy and is refused; one left by a
+// proxy that died (its doorbell does not answer) is taken over.
+Status ProxyRank::publish() {
+  const std::string& name = opts_.publish;
+  const std::string bell_name = name + ".doorbell";
+  char old_bell[MPI_MAX_PORT_NAME + 1] = {}, old_port[MPI_MAX_PORT_NAME + 1] = {};
+  if (MPI_Lookup_name(bell_name.c_str(), MPI_INFO_NULL, old_bell) == MPI_SUCCESS) {
+    auto fd = mp::dial_doorbell(old_bell, Clock::now() + std::chrono::seconds(2));
+    if (fd) {
+      ::close(*fd);
+      return Failure{-EADDRINUSE, "the name '" + name + "' belongs to a running proxy (its doorbell " +
+                                      std::string(old_bell) + " answers): choose another --publish"};
+    }
+    LNET_LOG(Warn, kLogDaemon, "proxy: the name '%s' was left by a proxy that is gone (doorbell %s: %s): taken over",
+             name.c_str(), old_bell, fd.message().c_str());
+    MPI_Unpublish_name(bell_name.c_str(), MPI_INFO_NULL, old_bell);
+    if (MPI_Lookup_name(name.c_str(), MPI_INFO_NULL, old_port) == MPI_SUCCESS)
+      MPI_Unpublish_name(name.c_str(), MPI_INFO_NULL, old_port);
+  }
+  int rc = MPI_Publish_name(name.c_str(), MPI_INFO_NULL, port_.c_str());
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_Publish_name(bell_name.c_str(), MPI_INFO_NULL, doorbell_.c_str());
+    if (rc != MPI_SUCCESS) MPI_Unpublish_name(name.c_str(), MPI_INFO_NULL, port_.c_str());
+  }
+  if (rc != MPI_SUCCESS)
+    return Failure{-EIO, "cannot publish the name '" + name + "': " + mpi::mpi_error_string(rc) +
+                             " (Open MPI publishes through ompi-server: start the job with --ompi-server)"};
+  published_ = true;
+  return {};
 }
 
 Status ProxyRank::open_port() {

@@ -63,6 +63,7 @@ class ProxyRank {
   Status start();
   Status join_ranks();
   Status open_port();
+  Status publish();
   Status open_doorbell();
   void close_port();
   Stop serve_root(int signal_fd);
