@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <lnet/env.hpp>
@@ -165,8 +166,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
         rc = 2;
       } else {
-        proxy::ProxyRank rank(**group, parent, *p.opts);
-        rc = rank.run(sfd);
+        bool lost = false;
+        {
+          proxy::ProxyRank rank(**group, parent, *p.opts);
+          rc = rank.run(sfd);
+          lost = rank.lost_a_rank();
+        }
+        if (lost) {
+          // MPI_Finalize waits for every rank of the job, the dead one too.
+          std::fflush(nullptr);
+          std::_Exit(rc);
+        }
       }
     } else {
       std::fprintf(stderr, "lnet-proxy: %s\n", group.message().c_str());

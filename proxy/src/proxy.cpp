@@ -295,8 +295,10 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
       auto line = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
       if (line && *line == "GONE\n")
         LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
-      else
+      else {
         LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r, line ? "?" : line.message().c_str());
+        lost_a_rank_ = true;
+      }
       ring("QUIT\n");
       return Stop::Failed;
     }
@@ -362,6 +364,7 @@ ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
     auto line = mp::read_line(bell_, Clock::now() + std::chrono::seconds(5));
     if (!line) {
       LNET_LOG(Error, kLogDaemon, "proxy rank %d: rank 0 is gone (%s)", rank_, line.message().c_str());
+      lost_a_rank_ = true;
       return Stop::Failed;
     }
     unsigned long long serial = 0;

@@ -44,6 +44,9 @@ class ProxyRank {
   ~ProxyRank();
   // Start-up (collective), then serve until told to stop; the process's exit status.
   int run(int signal_fd);
+  // A rank of this job died: MPI_Finalize would wait for it forever (Open MPI 4.1 spins
+  // in its closing fence), so the process exits without it.
+  bool lost_a_rank() const { return lost_a_rank_; }
 
  private:
   struct App {
@@ -107,7 +110,8 @@ class ProxyRank {
   std::map<std::uint64_t, App> apps_;
   std::uint64_t next_serial_ = 1;
   std::vector<std::pair<std::string, std::string>> targets_;  // per-app, rank 0: each rank's (host, bridge)
-  bool one_app_ = false;                                      // dedicated: ends with its application
+  bool lost_a_rank_ = false;
+  bool one_app_ = false;  // dedicated: ends with its application
 };
 
 }  // namespace lnet::proxy

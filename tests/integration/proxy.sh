@@ -76,7 +76,13 @@ for p in "${PROXY_PIDS[@]}" "${LNETD_PIDS[@]}"; do
   for _ in $(seq 100); do [ "$(fds "$p")" -le "${fd0[$p]}" ] && break; sleep 0.1; done
   [ "$(fds "$p")" -le $((fd0[$p] + 2)) ] || fail "process $p: ${fd0[$p]} -> $(fds "$p") file descriptors"
   grow=$(($(rss_kib "$p") - ${rss0[$p]}))
-  [ $grow -lt 8192 ] || fail "process $p grew by $grow KiB over 19 applications"
+  if [ -n "${LNET_SANITIZE:-}" ]; then
+    # A sanitizer's allocator keeps freed memory in quarantine (ASan: up to 256 MiB),
+    # so resident size says nothing about leaks there: the plain build checks it.
+    log "process $p: resident size +$grow KiB (not checked under LNET_SANITIZE=$LNET_SANITIZE)"
+  else
+    [ $grow -lt 8192 ] || fail "process $p grew by $grow KiB over 19 applications"
+  fi
 done
 grep -c "said goodbye" "$DIR/proxy.log" | grep -qx 23 || fail "not every application said goodbye"
 log "PASS"
