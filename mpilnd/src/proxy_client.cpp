@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,41 @@ int open_mpi_major() {
   auto at = v.find("Open MPI v");
   if (at == std::string_view::npos) return 0;
   return std::atoi(std::string(v.substr(at + 10, 3)).c_str());
+}
+
+std::string describe_mpi() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  std::string lib = "unknown";
+  if (MPI_Get_library_version(version, &len) == MPI_SUCCESS) {
+    lib.assign(version, static_cast<std::size_t>(len));
+    lib = lib.substr(0, lib.find_first_of(",\n"));
+  }
+  int level = 0;
+  MPI_Query_thread(&level);
+  const char* levels[] = {"single", "funneled", "serialized", "multiple"};
+  std::string out = "MPI: " + lib + "; thread level " +
+                    (level >= MPI_THREAD_SINGLE && level <= MPI_THREAD_MULTIPLE ? levels[level] : "unknown");
+  // MPI_Open_port reports on MPI_COMM_WORLD: returned, not fatal, for the probe.
+  MPI_Errhandler old;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  char port[MPI_MAX_PORT_NAME + 1] = {};
+  bool ports = MPI_Open_port(MPI_INFO_NULL, port) == MPI_SUCCESS;
+  if (ports) MPI_Close_port(port);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+  MPI_Errhandler_free(&old);
+  out += std::string("; ports ") + (ports ? "yes" : "no");
+  if (open_mpi_major() > 0)
+    out +=
+        std::getenv("OMPI_MCA_pmix_server_uri") ? "; name server ompi-server" : "; name server none (no ompi-server)";
+  else
+    out += "; name server the MPI's own";
+  int* universe = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &universe, &found);
+  out += "; universe size " + (found && universe ? std::to_string(*universe) : std::string("unknown"));
+  return out;
 }
 
 namespace {
@@ -56,6 +92,77 @@ Status share_bytes(std::vector<std::uint8_t>* bytes, MPI_Comm comm) {
   if (int rc = MPI_Bcast(bytes->data(), len, MPI_BYTE, 0, comm); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
   return {};
 }
+
+// Constant bytes: MPI may still read them after a send is given up.
+const std::uint8_t* control_bytes(proxy::Control c) {
+  struct Bytes {
+    std::uint8_t heartbeat[proxy::kControlSize], bye[proxy::kControlSize], hello[proxy::kControlSize];
+    Bytes() {
+      proxy::encode(proxy::Control::Heartbeat, heartbeat);
+      proxy::encode(proxy::Control::Bye, bye);
+      proxy::encode(proxy::Control::Hello, hello);
+    }
+  };
+  static const Bytes kBytes;
+  switch (c) {
+    case proxy::Control::Bye: return kBytes.bye;
+    case proxy::Control::Hello: return kBytes.hello;
+    case proxy::Control::Heartbeat: break;
+  }
+  return kBytes.heartbeat;
+}
+
+// MPI bounds none of its dynamic-process calls: MPI_Lookup_name with a name server that
+// is gone, MPI_Comm_connect to a port nobody accepts on, MPI_Comm_spawn_multiple that
+// cannot place its ranks, MPI_Intercomm_merge with a side that never comes. Every rank
+// arms this while it opens the link; a rank still in MPI a second after the deadline
+// (the bounded steps report their own failures by then) says where it is and exits
+// with kDpmExit, as the application would have hung otherwise; mpirun ends the job.
+constexpr int kDpmExit = 75;  // EX_TEMPFAIL: the proxy may be back later
+class DpmWatchdog {
+ public:
+  DpmWatchdog(std::string spec, Clock::time_point deadline, int timeout_s)
+      : spec_(std::move(spec)), deadline_(deadline + std::chrono::seconds(1)), timeout_s_(timeout_s) {
+    thread_ = std::thread([this] { main(); });
+  }
+  ~DpmWatchdog() {
+    {
+      MutexLock g(mu_);
+      done_ = true;
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+  DpmWatchdog(const DpmWatchdog&) = delete;
+  DpmWatchdog& operator=(const DpmWatchdog&) = delete;
+  // What this rank is about to wait in (a constant string).
+  void step(const char* what) {
+    MutexLock g(mu_);
+    what_ = what;
+  }
+
+ private:
+  void main() {
+    MutexLock g(mu_);
+    while (!done_ && Clock::now() < deadline_) (void)g.wait_until(cv_, deadline_);
+    if (done_) return;
+    LNET_LOG(Error, kLogLnd,
+             "LNET_PROXY=%s: %s did not return within LNET_PROXY_TIMEOUT (%d s); MPI cannot give it up, so this "
+             "process exits (status %d) instead of hanging",
+             spec_.c_str(), what_, timeout_s_, kDpmExit);
+    std::fflush(nullptr);
+    std::_Exit(kDpmExit);
+  }
+
+  std::string spec_;
+  Clock::time_point deadline_;
+  int timeout_s_;
+  Mutex mu_;
+  std::condition_variable cv_;
+  bool done_ LNET_GUARDED_BY(mu_) = false;
+  const char* what_ LNET_GUARDED_BY(mu_) = "opening the link to the proxy";
+  std::thread thread_;
+};
 
 // MPI_Lookup_name reports failures on MPI_COMM_WORLD (fatal by default): for the time of
 // the call, they return.
@@ -147,7 +254,8 @@ Result<std::vector<std::uint8_t>> receive_table(MPI_Comm inter, Clock::time_poin
 }
 
 // Mode 1c: knock on the standing proxy's doorbell and connect to its port (collective).
-Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, int size, Clock::time_point deadline) {
+Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, int size, Clock::time_point deadline,
+                                  DpmWatchdog& wd) {
   int bell = -1;
   std::string port;
   if (Status s = check_connectable(comm); !s)
@@ -156,11 +264,14 @@ Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, 
                                  "lnet-proxy(8))"};
   Status found;
   if (rank == 0) {
+    wd.step("finding the proxy (MPI_Lookup_name with LNET_PROXY=name:) and knocking on its doorbell");
     auto p = knock(opts, size, deadline, &bell);
     if (p)
       port = *p;
     else
       found = p.failure();
+  } else {
+    wd.step("waiting for rank 0 to reach the proxy (MPI_Bcast)");
   }
   if (Status all = share(found, comm, rank); !all) {
     if (bell >= 0) ::close(bell);
@@ -171,25 +282,28 @@ Result<MPI_Comm> connect_to_proxy(const Options& opts, MPI_Comm comm, int rank, 
   if (int rc = MPI_Bcast(port_buf.data(), MPI_MAX_PORT_NAME, MPI_CHAR, 0, comm); rc != MPI_SUCCESS)
     return mpi_failure("MPI_Bcast", rc);
   MPI_Comm inter;
+  wd.step("MPI_Comm_connect to the proxy's port");
   int rc = MPI_Comm_connect(port_buf.data(), MPI_INFO_NULL, 0, comm, &inter);
   if (bell >= 0) ::close(bell);
   if (rc != MPI_SUCCESS)
     return Failure{-ECONNREFUSED, "LNET_PROXY=" + opts.proxy + ": MPI_Comm_connect failed: " + mpi_error_string(rc) +
-                                      " (this MPI may not connect separately launched jobs: see lnet-proxy(8))"};
+                                      " (this MPI may not connect separately launched jobs: see lnet-proxy(8); " +
+                                      describe_mpi() + ")"};
   return inter;
 }
 
 // Mode 2: spawn a proxy job of one rank per target (collective). Every rank parses the
 // same variable, so every rank fails alike on a bad one.
-Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm) {
+Result<MPI_Comm> spawn_proxy(const Options& opts, MPI_Comm comm, DpmWatchdog& wd) {
   auto targets = proxy::parse_spawn_list(std::string_view(opts.proxy).substr(6));
   if (!targets) return Failure{targets.code(), "LNET_PROXY=" + opts.proxy + ": " + targets.message()};
   std::vector<std::pair<std::string, std::string>> where;
   for (const proxy::SpawnTarget& t : *targets) where.emplace_back(t.host, t.bridge);
+  wd.step("MPI_Comm_spawn_multiple of the proxy job");
   auto inter = spawn_proxies(opts.proxy_bin, where, {"--timeout", std::to_string(opts.proxy_timeout)}, comm);
   if (!inter)
-    return Failure{
-        -ECHILD, "LNET_PROXY=" + opts.proxy + ": " + inter.message() + " (this MPI may not spawn: see lnet-proxy(8))"};
+    return Failure{-ECHILD, "LNET_PROXY=" + opts.proxy + ": " + inter.message() +
+                                " (this MPI may not spawn: see lnet-proxy(8); " + describe_mpi() + ")"};
   return inter;
 }
 
@@ -268,23 +382,41 @@ Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& 
   l->rank_ = group.rank();
   l->group_ = group.comm();
   MPI_Comm comm = group.comm();
-  auto inter = opts.proxy.starts_with("spawn:") ? spawn_proxy(opts, comm)
-                                                : connect_to_proxy(opts, comm, l->rank_, group.size(), deadline);
+  DpmWatchdog wd(opts.proxy, deadline, opts.proxy_timeout);
+  auto inter = opts.proxy.starts_with("spawn:") ? spawn_proxy(opts, comm, wd)
+                                                : connect_to_proxy(opts, comm, l->rank_, group.size(), deadline, wd);
   if (!inter) return inter.failure();
   l->inter_ = *inter;
   MPI_Comm_set_errhandler(l->inter_, MPI_ERRORS_RETURN);
-  if (int rc = MPI_Intercomm_merge(l->inter_, 0, &l->merged_); rc != MPI_SUCCESS)
+  // HELLO before the merge: the proxy merges only with an application that said it.
+  MPI_Request hello = MPI_REQUEST_NULL;
+  if (l->rank_ == 0) {
+    if (int rc = MPI_Isend(control_bytes(proxy::Control::Hello), proxy::kControlSize, MPI_BYTE, 0, proxy::kTagControl,
+                           l->inter_, &hello);
+        rc != MPI_SUCCESS)
+      hello = MPI_REQUEST_NULL;  // the merge or the table then fails, saying why
+  }
+  wd.step("MPI_Intercomm_merge with the proxy's ranks");
+  if (int rc = MPI_Intercomm_merge(l->inter_, 0, &l->merged_); rc != MPI_SUCCESS) {
+    l->lost_ = true;
     return mpi_failure("MPI_Intercomm_merge", rc);
+  }
   MPI_Comm_set_errhandler(l->merged_, MPI_ERRORS_RETURN);
+  if (hello != MPI_REQUEST_NULL && wait_until(&hello, deadline) != 0 && hello != MPI_REQUEST_NULL)
+    MPI_Request_free(&hello);  // constant bytes: MPI may finish it whenever
 
   std::vector<std::uint8_t> bytes;
   Status got;
   if (l->rank_ == 0) {
     auto t = receive_table(l->inter_, deadline);
-    if (t)
+    if (t) {
       bytes = std::move(*t);
-    else
+    } else {
       got = t.failure();
+      l->lost_ = true;  // no goodbye to a proxy that did not answer
+    }
+  } else {
+    wd.step("waiting for rank 0 to get the proxy's table (MPI_Bcast)");
   }
   if (Status all = share(got, comm, l->rank_); !all) return all.failure();
   if (Status s = share_bytes(&bytes, comm); !s) return s.failure();
@@ -307,19 +439,6 @@ std::vector<Nid> ProxyLink::nids(NetId net, int app_size) const {
 }
 
 namespace {
-
-// Constant bytes: MPI may still read them after a send is given up.
-const std::uint8_t* control_bytes(proxy::Control c) {
-  struct Bytes {
-    std::uint8_t heartbeat[proxy::kControlSize], bye[proxy::kControlSize];
-    Bytes() {
-      proxy::encode(proxy::Control::Heartbeat, heartbeat);
-      proxy::encode(proxy::Control::Bye, bye);
-    }
-  };
-  static const Bytes kBytes;
-  return c == proxy::Control::Bye ? kBytes.bye : kBytes.heartbeat;
-}
 
 // An 8-byte send to a live proxy completes at once; three that do not, each within
 // half a second: the proxy is gone. One a second.

@@ -100,7 +100,8 @@ Result<Control> decode_control(std::span<const std::uint8_t> in) {
   if (in.size() != kControlSize) return bad("proxy control: " + std::to_string(in.size()) + " bytes, not 8");
   if (wire::get_le32(in.data()) != kControlMagic) return bad("proxy control: bad magic");
   std::uint32_t k = wire::get_le32(in.data() + 4);
-  if (k != static_cast<std::uint32_t>(Control::Heartbeat) && k != static_cast<std::uint32_t>(Control::Bye))
+  if (k != static_cast<std::uint32_t>(Control::Heartbeat) && k != static_cast<std::uint32_t>(Control::Bye) &&
+      k != static_cast<std::uint32_t>(Control::Hello))
     return bad("proxy control: unknown kind " + std::to_string(k));
   return static_cast<Control>(k);
 }

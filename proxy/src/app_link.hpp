@@ -55,6 +55,9 @@ class AppLink final : public LndHost {
   bool polled() const { return polled_; }
   // MPI moves data of the driver's, or a send waits in it.
   bool busy() const { return !lnd_->idle(); }
+  // Messages the driver refused: malformed, or with a header lnetd would refuse (another
+  // application's pid, an oversized payload). An application that sends one is dropped.
+  std::uint64_t bad_messages() const { return lnd_->stats().bad_messages; }
 
   // The driver's host.
   int parse(NetInterface& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) override;

@@ -1,6 +1,8 @@
 // The applications' lives on a proxy rank: accept (with a rescue when the application
 // that knocked never connects), set-up (pid, NIDs, the forwarding MPI LND, the TABLE),
 // heartbeats, and the end (goodbye or silence).
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <lnet/log.hpp>
@@ -41,9 +43,24 @@ void ProxyRank::accept_app(std::uint64_t serial) {
       g.unlock();
       LNET_LOG(Warn, kLogDaemon, "proxy: application %llu knocked but did not connect within %d s",
                static_cast<unsigned long long>(serial), opts_.timeout);
-      MPI_Comm self;
-      if (MPI_Comm_connect(port_.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &self) == MPI_SUCCESS)
-        MPI_Comm_disconnect(&self);
+      // The rescue goes through the name server too: when that is gone, nothing ends the
+      // accept, and a job that answers no knock is better ended (its supervisor, or the
+      // site, starts it again with a live server) than left hanging.
+      std::thread([port = port_] {
+        MPI_Comm self;
+        if (MPI_Comm_connect(port.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &self) == MPI_SUCCESS)
+          MPI_Comm_disconnect(&self);
+      }).detach();
+      g.lock();
+      auto give_up = Clock::now() + std::chrono::seconds(opts_.timeout);
+      while (!accepted && Clock::now() < give_up) (void)g.wait_until(cv, give_up);
+      if (accepted) return;
+      LNET_LOG(Error, kLogDaemon,
+               "proxy rank 0: MPI_Comm_accept cannot be ended: connecting to its own port did not return within %d s "
+               "either (is ompi-server gone?): exiting, as this job can accept no application any more",
+               opts_.timeout);
+      std::fflush(nullptr);
+      std::_Exit(3);
     });
   }
   int rc = MPI_Comm_accept(rank_ == 0 ? port_.c_str() : nullptr, MPI_INFO_NULL, 0, comm_, &a.inter);
@@ -73,6 +90,13 @@ void ProxyRank::adopt_app(App a) {
   std::uint64_t serial = a.serial;
   MPI_Comm_set_errhandler(a.inter, MPI_ERRORS_RETURN);
   MPI_Comm_remote_size(a.inter, &a.ranks);
+  // The merge waits for the application: only one that said HELLO gets that far.
+  int hello = rank_ == 0 ? (await_hello(a) ? 1 : 0) : 0;
+  MPI_Bcast(&hello, 1, MPI_INT, 0, comm_);
+  if (!hello) {
+    MPI_Comm_free(&a.inter);  // local: a disconnect would wait for the silent side
+    return;
+  }
   if (int rc = MPI_Intercomm_merge(a.inter, 1, &a.merged); rc != MPI_SUCCESS) {
     LNET_LOG(Error, kLogDaemon, "proxy: MPI_Intercomm_merge failed: %s", mpi::mpi_error_string(rc).c_str());
     MPI_Comm_free(&a.inter);
@@ -100,6 +124,36 @@ void ProxyRank::adopt_app(App a) {
     LNET_LOG(Info, kLogDaemon, "proxy: application %llu: %d rank(s), pid %u", static_cast<unsigned long long>(serial),
              kept.ranks, kept.pid);
   }
+}
+
+// Rank 0: the application's HELLO on the intercommunicator, within --timeout.
+bool ProxyRank::await_hello(const App& a) {
+  std::uint8_t buf[mp::kControlSize] = {};
+  MPI_Request r;
+  if (int rc = MPI_Irecv(buf, mp::kControlSize, MPI_BYTE, 0, mp::kTagControl, a.inter, &r); rc != MPI_SUCCESS) {
+    LNET_LOG(Error, kLogDaemon, "proxy: application %llu: MPI_Irecv failed: %s",
+             static_cast<unsigned long long>(a.serial), mpi::mpi_error_string(rc).c_str());
+    return false;
+  }
+  MPI_Status st;
+  if (int rc = mpi::wait_until(&r, Clock::now() + std::chrono::seconds(opts_.timeout), &st); rc != 0) {
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    std::string why = rc == -ETIMEDOUT ? "sent no HELLO within " + std::to_string(opts_.timeout) + " s"
+                                       : std::string("its HELLO could not be received");
+    LNET_LOG(Warn, kLogDaemon, "proxy: application %llu (%d rank(s)) connected but %s: dropped",
+             static_cast<unsigned long long>(a.serial), a.ranks, why.c_str());
+    return false;
+  }
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  auto c = mp::decode_control(std::span<const std::uint8_t>(buf, static_cast<std::size_t>(n)));
+  if (!c || *c != mp::Control::Hello) {
+    LNET_LOG(Warn, kLogDaemon, "proxy: application %llu: %s instead of HELLO: dropped",
+             static_cast<unsigned long long>(a.serial), c ? "another control message" : c.message().c_str());
+    return false;
+  }
+  return true;
 }
 
 // Collective over the proxy's ranks: the pid (rank 0 gets it, the others register it),
@@ -209,12 +263,24 @@ void ProxyRank::check_apps() {
     if (a.ctl != MPI_REQUEST_NULL && now - a.last_heard > std::chrono::seconds(opts_.client_timeout)) {
       LNET_LOG(Warn, kLogDaemon, "proxy: application pid %u silent for %d s: gone", a.pid, opts_.client_timeout);
       ended.emplace_back(serial, false);
+    } else if (a.ctl != MPI_REQUEST_NULL && misbehaves(a, 0)) {
+      ended.emplace_back(serial, false);
     }
   }
   for (auto [serial, graceful] : ended) {
     ring("END " + std::to_string(serial) + " " + (graceful ? "1" : "0") + "\n");
     end_app(serial, graceful);
   }
+}
+
+// An application whose messages this rank's driver refused (logged once per rank).
+bool ProxyRank::misbehaves(App& a, int reported_by) {
+  std::uint64_t bad = a.link ? a.link->bad_messages() : 0;
+  if (bad == 0 || a.bad_reported) return false;
+  a.bad_reported = true;
+  LNET_LOG(Warn, kLogDaemon, "proxy rank %d: application pid %u sent %llu message(s) the MPI LND refused: dropped",
+           reported_by, a.pid, static_cast<unsigned long long>(bad));
+  return true;
 }
 
 void ProxyRank::end_app(std::uint64_t serial, bool graceful) {

@@ -138,7 +138,8 @@ Status ProxyRank::open_port() {
   if (int rc = MPI_Open_port(MPI_INFO_NULL, port); rc != MPI_SUCCESS)
     return Failure{-EOPNOTSUPP, "MPI_Open_port failed: " + mpi::mpi_error_string(rc) +
                                     ": this MPI cannot accept applications (Debian's MPICH cannot open ports; its "
-                                    "jobs reach servers with the socket LND instead: see lnet-proxy(8))"};
+                                    "jobs reach servers with the socket LND instead: see lnet-proxy(8); " +
+                                    mpi::describe_mpi() + ")"};
   port_ = port;
   return {};
 }
@@ -293,6 +294,17 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
     for (int r = 1; r < size_; ++r) {
       if (!fds[static_cast<std::size_t>(2 + r)].revents) continue;
       auto line = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
+      unsigned long long serial = 0;
+      if (line && std::sscanf(line->c_str(), "BAD %llu", &serial) == 1) {
+        // Rank r's driver refused messages of an application: it is dropped everywhere.
+        if (auto it = apps_.find(serial); it != apps_.end()) {
+          LNET_LOG(Warn, kLogDaemon, "proxy: application pid %u sent messages rank %d's MPI LND refused: dropped",
+                   it->second.pid, r);
+          ring("END " + std::to_string(serial) + " 0\n");
+          end_app(serial, false);
+        }
+        continue;
+      }
       if (line && *line == "GONE\n")
         LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
       else {
@@ -353,7 +365,11 @@ ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
   bool lnetd_gone = false;
   for (;;) {
     pollfd fds[3] = {{bell_, POLLIN, 0}, {wake_fd_, lnetd_gone ? short{0} : short{POLLIN}, 0}, {signal_fd, POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0 && errno != EINTR) return Stop::Failed;
+    // With applications attached, their refused messages are looked at twice a second.
+    if (::poll(fds, 3, apps_.empty() ? -1 : 500) < 0 && errno != EINTR) return Stop::Failed;
+    for (auto& [serial, a] : apps_)
+      if (misbehaves(a, rank_))
+        (void)mp::write_line(bell_, "BAD " + std::to_string(serial) + "\n", Clock::now() + std::chrono::seconds(5));
     if (fds[2].revents) return Stop::Quit;
     if (fds[1].revents) {
       LNET_LOG(Error, kLogDaemon, "proxy rank %d: lnetd (%s) went away", rank_, opts_.bridge.c_str());

@@ -60,6 +60,7 @@ class ProxyRank {
     MPI_Request ctl = MPI_REQUEST_NULL;
     std::uint8_t ctl_buf[mpi::proxy::kControlSize] = {};
     std::chrono::steady_clock::time_point last_heard;
+    bool bad_reported = false;  // its refused messages were reported (misbehaves())
   };
   enum class Stop { No, Quit, Failed };
 
@@ -83,6 +84,8 @@ class ProxyRank {
   bool accepts() const { return parent_ == MPI_COMM_NULL || opts_.dedicated; }
   // Collective: accept the next application and set it up.
   void accept_app(std::uint64_t serial);
+  bool await_hello(const App& a);
+  bool misbehaves(App& a, int reported_by);
   void adopt_app(App a);
   void refuse_parent(const Status& why);
   // Rank 0: the table to the application's rank 0; false when it was not taken in time.

@@ -88,8 +88,9 @@ px_server() {  # px_server IP ROUTER_IP...: lnet_xfer serve on IP@tcp, 8 MiB, ro
 }
 
 px_ompi_server() {
-  ompi-server --no-daemonize -r "$DIR/ompi.uri" >"$DIR/ompi-server.log" 2>&1 &
+  ompi-server --no-daemonize -r "$DIR/ompi.uri" >>"$DIR/ompi-server.log" 2>&1 &
   PIDS+=($!)
+  OMPI_SERVER_PID=$!
   for _ in $(seq 100); do [ -s "$DIR/ompi.uri" ] && break; sleep 0.1; done
   [ -s "$DIR/ompi.uri" ] || fail "ompi-server did not start"
   export OMPI_MCA_pmix_server_uri="file:$DIR/ompi.uri"

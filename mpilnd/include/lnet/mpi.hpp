@@ -103,6 +103,12 @@ Status check_connectable(MPI_Comm comm);
 // Open MPI's major version (from "Open MPI v4.1.4, ..."), 0 for another MPI.
 int open_mpi_major();
 
+// What this MPI offers the parallel proxy's modes, probed, in one line for the message
+// that says a mode is unavailable: "MPI: <library>; thread level <l>; ports yes|no;
+// name server <how>; universe size <n>|unknown". Local to the calling process; opens and
+// closes a port (MPI_Open_port) to see whether it can.
+std::string describe_mpi();
+
 // One process of `program` per target, spawned by root 0 of `comm` (collective over it;
 // MPI_Comm_spawn_multiple): `--bridge BRIDGE` then `args`, on the target's HOST when it
 // names one (MPI's "host" key), not bound to cores (a proxy serves every rank of its node

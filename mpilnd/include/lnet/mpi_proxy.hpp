@@ -8,6 +8,7 @@
 //   knock ──TCP──────────────────────────▶   rings every proxy rank's doorbell
 //        ◀────────────────────────── "OK"   every proxy rank enters MPI_Comm_accept
 //   MPI_Comm_connect (all ranks)  ◀──MPI──▶  MPI_Comm_accept (all ranks)
+//   HELLO (kTagControl) ─────────────────▶   within the proxy's --timeout, or dropped
 //   MPI_Intercomm_merge, low      ◀──MPI──▶  MPI_Intercomm_merge, high
 //        ◀──────────── TABLE (kTagTable)    pid, proxy NIDs, nets (or an error)
 //   HEARTBEAT … BYE (kTagControl) ───────▶
@@ -54,8 +55,11 @@ std::vector<std::uint8_t> encode(const Table& t);
 // arrived; fails with -EPROTO naming the fault.
 Result<Table> decode_table(std::span<const std::uint8_t> in);
 
-// Application rank 0 -> proxy rank 0 (kTagControl), 8 bytes: magic, kind.
-enum class Control : std::uint32_t { Heartbeat = 1, Bye = 2 };
+// Application rank 0 -> proxy rank 0 (kTagControl), 8 bytes: magic, kind. HELLO first,
+// right after the connect (or spawn): the proxy merges only with an application that
+// said it, within its --timeout, so a client that connects and goes silent cannot hold
+// it in MPI_Intercomm_merge.
+enum class Control : std::uint32_t { Heartbeat = 1, Bye = 2, Hello = 3 };
 inline constexpr std::uint32_t kControlMagic = 0x43504e4c;  // "LNPC"
 inline constexpr std::size_t kControlSize = 8;
 void encode(Control c, std::uint8_t (&out)[kControlSize]);

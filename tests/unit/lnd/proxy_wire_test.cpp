@@ -90,6 +90,11 @@ TEST(ProxyControl, RoundTripsAndRefusesGarbage) {
   ASSERT_TRUE(c);
   EXPECT_EQ(*c, Control::Bye);
   EXPECT_FALSE(decode_control(std::span<const std::uint8_t>(b, 4)));
+  for (Control k : {Control::Heartbeat, Control::Hello}) {
+    encode(k, b);
+    ASSERT_TRUE(decode_control(b));
+    EXPECT_EQ(*decode_control(b), k);
+  }
   b[4] = 9;
   EXPECT_NE(decode_control(b).message().find("unknown kind 9"), std::string::npos);
   b[0] = 0;
