@@ -158,7 +158,8 @@ int claim_pid(lnet::Pid pid) {
         m.kind = lnet::mpi::MsgKind::Immediate;
         m.nob = static_cast<std::uint32_t>(out.size());
         m.stamp = 1;
-        lnet::mpi::encode_msg_hdr(m, std::span<std::uint8_t, lnet::mpi::kMsgHdrSize>(out.data(), lnet::mpi::kMsgHdrSize));
+        lnet::mpi::encode_msg_hdr(m,
+                                  std::span<std::uint8_t, lnet::mpi::kMsgHdrSize>(out.data(), lnet::mpi::kMsgHdrSize));
         lnet::encode_header(
             h, std::span<std::uint8_t, lnet::kHeaderSize>(out.data() + lnet::mpi::kMsgHdrSize, lnet::kHeaderSize));
         return out;
