@@ -26,6 +26,29 @@ int open_mpi_major() {
   return std::atoi(std::string(v.substr(at + 10, 3)).c_str());
 }
 
+namespace {
+
+// MPI_Open_port and MPI_Lookup_name report failures on MPI_COMM_WORLD (fatal by
+// default): while one of these lives, they are returned instead.
+class ErrorsReturnOnWorld {
+ public:
+  ErrorsReturnOnWorld() {
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old_);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  ~ErrorsReturnOnWorld() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old_);
+    MPI_Errhandler_free(&old_);
+  }
+  ErrorsReturnOnWorld(const ErrorsReturnOnWorld&) = delete;
+  ErrorsReturnOnWorld& operator=(const ErrorsReturnOnWorld&) = delete;
+
+ private:
+  MPI_Errhandler old_;
+};
+
+}  // namespace
+
 std::string describe_mpi() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -39,15 +62,13 @@ std::string describe_mpi() {
   const char* levels[] = {"single", "funneled", "serialized", "multiple"};
   std::string out = "MPI: " + lib + "; thread level " +
                     (level >= MPI_THREAD_SINGLE && level <= MPI_THREAD_MULTIPLE ? levels[level] : "unknown");
-  // MPI_Open_port reports on MPI_COMM_WORLD: returned, not fatal, for the probe.
-  MPI_Errhandler old;
-  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  char port[MPI_MAX_PORT_NAME + 1] = {};
-  bool ports = MPI_Open_port(MPI_INFO_NULL, port) == MPI_SUCCESS;
-  if (ports) MPI_Close_port(port);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
-  MPI_Errhandler_free(&old);
+  bool ports = false;
+  {
+    ErrorsReturnOnWorld returned;
+    char port[MPI_MAX_PORT_NAME + 1] = {};
+    ports = MPI_Open_port(MPI_INFO_NULL, port) == MPI_SUCCESS;
+    if (ports) MPI_Close_port(port);
+  }
   out += std::string("; ports ") + (ports ? "yes" : "no");
   if (open_mpi_major() > 0)
     out +=
@@ -164,16 +185,13 @@ class DpmWatchdog {
   std::thread thread_;
 };
 
-// MPI_Lookup_name reports failures on MPI_COMM_WORLD (fatal by default): for the time of
-// the call, they return.
 Result<std::string> lookup(const std::string& service) {
-  MPI_Errhandler old;
-  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   char port[MPI_MAX_PORT_NAME + 1] = {};
-  int rc = MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, port);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
-  MPI_Errhandler_free(&old);
+  int rc = MPI_SUCCESS;
+  {
+    ErrorsReturnOnWorld returned;
+    rc = MPI_Lookup_name(service.c_str(), MPI_INFO_NULL, port);
+  }
   if (rc != MPI_SUCCESS)
     return Failure{-ENOENT,
                    "no proxy published the name '" + service + "' (MPI_Lookup_name: " + mpi_error_string(rc) + ")"};
