@@ -4,7 +4,7 @@
 # build, the TSan build, and the MPI LND against MPICH (each its own preset and build
 # directory); then, when the run has taken less than LNET_CLUSTER_BUDGET_MIN minutes
 # (default 45, so that .ci/run stays within its hour), the failure test plan on the
-# virtual cluster (the cluster preset: label cluster, about 6 minutes).
+# virtual cluster (the cluster preset: label cluster, about 7 minutes).
 #   scripts/test.sh              all of them
 #   scripts/test.sh default      just one preset (tsa | default | asan | tsan | mpich | cluster)
 #   scripts/test.sh fuzz         long libFuzzer runs (clang), not part of the default run

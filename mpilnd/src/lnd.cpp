@@ -9,6 +9,9 @@
 
 namespace lnet::mpi {
 
+// How long a shutdown lets sends and cancellations finish before leaving them to MPI.
+constexpr std::chrono::milliseconds kShutdownGrace{2000};
+
 MpiLnd::MpiLnd(MPI_Comm comm, const Options& opts) : comm_(comm), opts_(opts) {}
 
 MpiLnd::MpiLnd(MPI_Comm comm, std::vector<Nid> nids, const Options& opts)
@@ -59,7 +62,7 @@ int MpiLnd::startup(NetInterface& ni) {
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = opts_.credits;
   auto m = std::make_unique<MpiNi>(ni, comm_, nids_, opts_);
   if (int rc = m->start()) {
-    m->stop();
+    m->stop(kShutdownGrace);
     return rc;
   }
   if (on_poll_ && ni.poll) {
@@ -103,7 +106,7 @@ void MpiLnd::shutdown(NetInterface& ni) {
     MutexLock g(mutex_);
     ni_ = nullptr;
   }
-  m->stop();
+  m->stop(peers_gone_.load() ? std::chrono::milliseconds(0) : kShutdownGrace);
   delete m;
   ni.lnd_data = nullptr;
 }

@@ -152,7 +152,9 @@ class MpiNi {
   MpiNi(NetInterface& ni, MPI_Comm comm, const std::vector<Nid>& nids, const Options& opts);
   ~MpiNi();
   int start();  // posts the pool, starts progress (a thread, or ni.poll for the host)
-  void stop();  // fails what is queued, cancels what is posted, frees the requests
+  // Fails what is queued, cancels what is posted, frees the requests: those still
+  // running after `grace` are left to MPI (their messages fail).
+  void stop(std::chrono::milliseconds grace);
 
   int send(LndMessage& msg);
   int recv(void* priv, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,

@@ -142,7 +142,7 @@ Stats MpiNi::stats() const {
   return s;
 }
 
-void MpiNi::stop() {
+void MpiNi::stop(std::chrono::milliseconds grace) {
   stopping_.store(true);
   if (thread_.joinable()) {
     {
@@ -182,7 +182,7 @@ void MpiNi::stop() {
   }
   // Let sends and cancellations finish for a moment; what is left after that is
   // abandoned to MPI (its messages fail here).
-  auto deadline = Clock::now() + std::chrono::seconds(2);
+  auto deadline = Clock::now() + grace;
   for (;;) {
     MutexLock g(mu_);
     if (reqs_.size() <= opts_.pool_depth) break;

@@ -45,8 +45,9 @@ bool AppLink::poll() {
   return started_ && ni_.poll && ni_.poll(ni_.poll_ctx);
 }
 
-void AppLink::stop() {
+void AppLink::stop(bool app_gone) {
   WriteLock g(life_);
+  if (app_gone) lnd_->peers_gone();
   stop_locked();
 }
 

@@ -40,7 +40,9 @@ class AppLink final : public LndHost {
   ~AppLink() override;
 
   int start();
-  void stop();
+  // Fails what is in flight and shuts the driver down. `app_gone`: the application is
+  // dead, so nothing running in MPI will finish and the shutdown waits for none of it.
+  void stop(bool app_gone = false);
   Pid pid() const { return pid_; }
   std::uint64_t serial() const { return serial_; }
   // The application a PARSE cookie belongs to.

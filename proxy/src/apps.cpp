@@ -293,7 +293,7 @@ void ProxyRank::end_app(std::uint64_t serial, bool graceful) {
   }
   // Every message of the application's is answered (lnetd's with an error) before its
   // pid goes.
-  a.link->stop();
+  a.link->stop(!graceful);
   up_->detach(*a.link);
   if (!up_->gone())
     if (auto r = up_->call(up::PidRelease{0, a.pid}, std::chrono::seconds(opts_.timeout)); !r || r->status)

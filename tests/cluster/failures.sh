@@ -2,7 +2,7 @@
 # The white paper's failure test plan (seed 002 §3) on the virtual cluster, one scenario
 # per run (CTest label `cluster`):
 #   failures.sh gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash |
-#               proxy_kill | routed | partition | per_app
+#               proxy_kill | routed | partition | per_app | rogue | spawned_side_by_side
 # Each runs under traffic (lnet_mpi_stream: PUT+GET rounds of 256 KiB, every byte
 # checked), with deadlines, and prints what the application saw, what went on working,
 # what was freed, and the times to error and to recovery ("time:" lines). The expected
@@ -54,6 +54,10 @@ alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/n
 # max_fail_ms NAME: the longest a failed round of the job took (its error's delay).
 max_fail_ms() {
   { grep -aoE 'failed: .* after [0-9]+ ms' "$T_DIR/$1.log" || true; } | awk '{v = $(NF - 1); if (v > m) m = v} END {print m + 0}'
+}
+# max_round_ms NAME: the longest round of any rank of the job (from the ranks' summaries).
+max_round_ms() {
+  summary "$1" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^max_ms=/) {v = substr($i, 8); if (v > m) m = v}} END {print m + 0}'
 }
 # errors_in_time NAME: every failed round failed within LNet's deadline (10 s) and a
 # margin, and none hung.
@@ -214,6 +218,7 @@ app_crash() {
       t_rel=$(released_at r1 "$pid_a" "$t0")
       no_hang "$job"
       log "$how of $who rank(s): the job ends with status $STREAM_EXIT in $(secs "$t0" "$t_end") s; the proxy dropped it, r1's lnetd released its pid in $(secs "$t0" "$t_rel") s"
+      timing "$how of $who rank(s) -> job ended $(secs "$t0" "$t_end") s, pid released $(secs "$t0" "$t_rel") s ($(secs "$t_end" "$t_rel") s after the job ended; client timeout 5 s)"
     done
   done
   grows B 2
@@ -437,14 +442,142 @@ per_app() {
   stream_stop B
   [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
   local stall
-  stall=$(summary B | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^max_ms=/) {v = substr($i, 8); if (v > m) m = v}} END {print m + 0}')
+  stall=$(max_round_ms B)
   log "B streamed through all four with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
   timing "B's longest round while A died four ways: $stall ms"
   wait_until 30 "B's dedicated job ends with B" eval '[ -z "$(dedicated_on_r1)" ]'
 }
 
+# ---- applications that misbehave, through the standing proxy (mode 1c) -----------------
+# B on c3 streams through the standing proxy on r1 while rogue applications on c1
+# (tests/mpi/proxy_rogue.cpp) connect and never say HELLO, send MPI LND messages that
+# cannot be decoded, and send a well-formed PUT claiming B's pid: each is dropped and its
+# pid released, B loses no round, the proxy is the same process throughout.
+rogue() {
+  cl proxy restart r1 -- --client-timeout 5 --timeout 10 >/dev/null
+  local port plog l1 proxy_before pid_b
+  port=$(cl proxy port r1)
+  plog="/run/lnet-cluster/$LNET_CLUSTER/log/proxy-r1.log"
+  l1=$(lnetd_pid r1)
+  proxy_before=$(cl proxy status r1)
+  STREAM_OFFSET=$((4 << 20)) stream_start B "$S2" --host c3:2 -n 2 -x "LNET_PROXY=$port"
+  pid_b=$(job_pid B)
+  log "B (pid $pid_b) streams from c3 through the standing proxy on r1"
+  # rogue_start NAME MODE ARGS...: proxy_rogue MODE as job NAME on c1; waits for its line.
+  rogue_start() {
+    local name=$1 mode=$2
+    shift 2
+    (
+      set +e
+      timeout 300 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpirun "${STREAM_ENV[@]}" --host c1:2 -n 2 \
+        -x "LNET_PROXY=$port" proxy_rogue "$mode" "$@"
+      echo "exit $?"
+    ) >"$T_DIR/$name.log" 2>&1 &
+    T_BG+=($!)
+    eval "${name}_PID=$!"
+  }
+  rogue_stop() {  # NAME: kill -9 its ranks; its mpirun ends
+    local p
+    p=$(cl pids c1 | awk '$3 ~ /proxy_rogue$/ {print $1}')
+    [ -z "$p" ] || kill -KILL $p
+    wait_until 30 "the rogue job $1 ends" stream_ended "$1"
+  }
+  count_in() { grep -c "$2" "$1" || true; }
+  more_in() { [ "$(count_in "$1" "$2")" -gt "$3" ]; }   # FILE PATTERN COUNT
+  local n t0 t_drop t_rel
+
+  # A client that connects and says nothing: dropped after --timeout (10 s).
+  n=$(count_in "$plog" "sent no HELLO")
+  rogue_start S connect-only "$port"
+  wait_until 60 "the silent client connects: $(tail -n 3 "$T_DIR/S.log")" in_log "$T_DIR/S.log" "connected: silent"
+  t0=$(now)
+  wait_until 30 "the proxy drops the silent client" more_in "$plog" "sent no HELLO" "$n"
+  t_drop=$(now)
+  rogue_stop S
+  log "a client that connected and said nothing: dropped $(secs "$t0" "$t_drop") s after it connected (--timeout 10)"
+  timing "silent client dropped $(secs "$t0" "$t_drop") s after connecting (--timeout 10 s)"
+
+  # Undecodable messages, then a PUT claiming B's pid: the application is dropped.
+  local mode
+  for mode in garbage claim-pid; do
+    local args=() job pid
+    [ "$mode" = claim-pid ] && args=($((pid_b | 0x80000000)))
+    job=G${mode%%-*}
+    n=$(count_in "$plog" "the MPI LND refused: dropped")
+    rogue_start "$job" "$mode" "${args[@]}"
+    wait_until 60 "the rogue ($mode) sends: $(tail -n 3 "$T_DIR/$job.log")" in_log "$T_DIR/$job.log" "$mode: sent"
+    t0=$(now)
+    wait_until 30 "the proxy drops the rogue ($mode)" more_in "$plog" "the MPI LND refused: dropped" "$n"
+    t_drop=$(now)
+    pid=$(sed -n 's/.*application pid \([0-9]*\) sent .* refused: dropped.*/\1/p' "$plog" | tail -n 1)
+    pid=$((pid & 0x7fffffff))
+    [ "$pid" != "$pid_b" ] || fail "the proxy dropped B ($pid_b) for the rogue's messages ($mode)"
+    wait_until 30 "r1's lnetd releases the rogue's pid $pid ($mode)" has_released r1 "$pid" "$t0"
+    t_rel=$(released_at r1 "$pid" "$t0")
+    rogue_stop "$job"
+    log "$mode: the rogue (pid $pid) dropped $(secs "$t0" "$t_drop") s after it sent, its pid released in $(secs "$t0" "$t_rel") s"
+    timing "$mode -> rogue dropped $(secs "$t0" "$t_drop") s, pid released $(secs "$t0" "$t_rel") s"
+  done
+
+  grows B 2
+  [ "$(cl proxy status r1)" = "$proxy_before" ] || fail "the standing proxy changed: $(cl proxy status r1)"
+  alive "$l1" || fail "r1's lnetd died"
+  stream_stop B
+  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
+  local stall
+  stall=$(max_round_ms B)
+  log "three rogues dropped; B lost no round, every byte checked; its longest round took $stall ms"
+  timing "B's longest round while the rogues were dropped: $stall ms"
+}
+
+# ---- mode 2 side by side: one application's crash while another streams -----------------
+# A (c1, c2) and B (c3) each spawned proxy ranks of their own on r1 and r2 (mode 2). A
+# is killed two ways (kill -9 of one rank; MPI_Abort): Open MPI ends A with its spawned
+# proxy ranks, r1's and r2's lnetds release A's pid, B loses no round. (A's compute node
+# powered off: compute_poweroff.)
+spawned_side_by_side() {
+  STREAM_OFFSET=$((8 << 20)) stream_start B "$S1" --host c3:2,r1:1,r2:1 -n 2 "${SPAWN[@]}"
+  log "B streams from c3 to s1 through proxy ranks of its own on r1 and r2"
+  local l1 l2 how n=0
+  l1=$(lnetd_pid r1)
+  l2=$(lnetd_pid r2)
+  for how in kill abort; do
+    n=$((n + 1))
+    local job="A$n" pid_a pids t0 t_end t1 t2
+    stream_start "$job" "$S1" "${MODE2[@]}"
+    pid_a=$(job_pid "$job")
+    mapfile -t pids < <(cl pids c1 | awk '$3 ~ /lnet_mpi_stream$/ {print $1}')
+    [ ${#pids[@]} = 2 ] || fail "$job: ${#pids[@]} ranks on c1"
+    t0=$(now)
+    case "$how" in
+      kill) kill -KILL "${pids[1]}" ;;
+      abort) kill -USR1 "${pids[1]}" ;;
+    esac
+    wait_until 60 "$job ends after the $how (not a hang)" stream_ended "$job"
+    t_end=$(now)
+    [ "$STREAM_EXIT" != 0 ] || fail "$job ended with status 0 after the $how"
+    no_hang "$job"
+    wait_until 30 "r1's lnetd releases $job's pid" has_released r1 "$pid_a" "$t0"
+    wait_until 30 "r2's lnetd releases $job's pid" has_released r2 "$pid_a" "$t0"
+    t1=$(released_at r1 "$pid_a" "$t0")
+    t2=$(released_at r2 "$pid_a" "$t0")
+    [ "$(failures B)" = 0 ] || fail "B lost rounds when $job died ($how): $(grep -a -m 3 'failed:' "$T_DIR/B.log")"
+    log "$how: $job ended (status $STREAM_EXIT) in $(secs "$t0" "$t_end") s; its pid released at r1 in $(secs "$t0" "$t1") s, at r2 in $(secs "$t0" "$t2") s; B lost no round"
+    timing "$how -> $job ended $(secs "$t0" "$t_end") s, pid released r1 $(secs "$t0" "$t1") s, r2 $(secs "$t0" "$t2") s"
+  done
+  grows B 2
+  alive "$l1" && alive "$l2" || fail "an lnetd died"
+  stream_stop B
+  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
+  local stall
+  stall=$(max_round_ms B)
+  log "B streamed through both crashes with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
+  timing "B's longest round while A died two ways: $stall ms"
+}
+
 case "$scenario" in
-  gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash | proxy_kill | partition | per_app)
+  gateway_poweroff | proxy_node_reboot | compute_poweroff | app_crash | proxy_kill | partition | per_app | rogue | \
+    spawned_side_by_side)
     cl_setup "$scenario" "$TOPOLOGIES/failures.cluster"
     ;;
   routed) cl_setup "$scenario" "$TOPOLOGIES/routed.cluster" ;;

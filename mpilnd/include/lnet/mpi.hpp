@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -135,7 +136,12 @@ class MpiLnd final : public Lnd {
   Status check_config(const NetConfig& config) const override;
   // Sets the NID, and peer_credits (when left at 0) to the credits the driver grants.
   int startup(NetInterface& ni) override;
+  // Lets sends and cancellations finish for up to two seconds, then leaves what is still
+  // running to MPI (its messages fail); at once after peers_gone().
   void shutdown(NetInterface& ni) override;
+  // The processes at the other end are dead (a proxy dropping a crashed application):
+  // nothing running will finish, so shutdown() waits for none of it.
+  void peers_gone() { peers_gone_.store(true); }
   int send(NetInterface& ni, LndMessage& msg) override;
   int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
@@ -166,6 +172,7 @@ class MpiLnd final : public Lnd {
   MPI_Comm comm_;
   std::vector<Nid> nids_;  // by rank; empty: rank r is r@mpi<N>
   Options opts_;
+  std::atomic<bool> peers_gone_{false};
   bool (*on_poll_)(void*) = nullptr;
   void* on_poll_ctx_ = nullptr;
   PollFn ni_poll_ = nullptr;  // the NI's own poll, under the hook
