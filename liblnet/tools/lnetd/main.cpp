@@ -3,6 +3,7 @@
 // socket that only root (or a configured group) may use.
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -181,6 +182,19 @@ void run(lnetd::ControlServer& server) {
   }
 }
 
+// Sockets are descriptors: up to three per socket-LND peer (an lst console of a few
+// hundred nodes, a router of many clients). The usual soft limit (1024) is raised to the
+// hard one, as the kernel's LNet has no such limit.
+void raise_fd_limit() {
+  rlimit l{};
+  if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= l.rlim_max) return;
+  rlim_t was = l.rlim_cur;
+  l.rlim_cur = l.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &l) == 0)
+    LNET_LOG(Debug, kLogDaemon, "open files: limit raised from %llu to %llu", static_cast<unsigned long long>(was),
+             static_cast<unsigned long long>(l.rlim_max));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +216,7 @@ int main(int argc, char** argv) {
   PidFile pid(o.pid_file);
   pid.create();
   catch_signals();
+  raise_fd_limit();
 
   // The UP LND serves mpi nets (the proxies' bridge); its shared region holds the
   // router buffers, so forwarded payloads cross the bridge without a copy.

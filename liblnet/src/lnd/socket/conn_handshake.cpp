@@ -65,39 +65,56 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
 
 void Conn::start_connect(std::uint32_t ip, int port) {
   const SocketParams& p = lnd_.params();
-  set_socket_options(fd_, p, sni_.timeout.load(std::memory_order_relaxed), sni_.ni->config.lnd_tunables.tos);
+  int timeout_s = sni_.timeout.load(std::memory_order_relaxed);
+  int tos = sni_.ni->config.lnd_tunables.tos;
+  set_socket_options(fd_, p, timeout_s, tos);
   sockaddr_in local{};
   local.sin_family = AF_INET;
   local.sin_addr.s_addr = htonl(sni_.ip);
-  bool bound = false;
-  if (p.privileged_ports && geteuid() == 0) {
-    // A privileged source port tells the peer we are a kernel-like LNet (accept=secure).
-    for (int sport = 1023; sport >= 512 && !bound; --sport) {
-      local.sin_port = htons(static_cast<std::uint16_t>(sport));
-      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0) {
-        bound = true;
-      } else if (errno != EADDRINUSE && errno != EADDRNOTAVAIL) {
-        break;
-      }
-    }
-  }
-  if (!bound) {
-    local.sin_port = 0;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_.ip) + ": " + std::strerror(errno));
-      return;
-    }
-  }
   sockaddr_in remote{};
   remote.sin_family = AF_INET;
   remote.sin_addr.s_addr = htonl(ip);
   remote.sin_port = htons(static_cast<std::uint16_t>(port));
-  int rc = ::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote);
-  if (rc != 0 && errno != EINPROGRESS) {
-    int err = errno;
+  auto fail_connect = [&](int err) {
     close_now(-err, health_of_errno(err),
               "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " + std::strerror(err));
-    return;
+  };
+  bool started = false;
+  if (p.privileged_ports && geteuid() == 0) {
+    // A privileged source port tells the peer we are a kernel-like LNet (accept=secure).
+    // As ksocklnd, with SO_REUSEADDR: a port is shared by connections to different peers
+    // (only the four-tuple must be new), so the 512 ports do not bound the peers (a
+    // console of 171 nodes ran out of them with one port per connection).
+    int one = 1;
+    for (int sport = 1023; sport >= 512 && !started; --sport) {
+      setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      local.sin_port = htons(static_cast<std::uint16_t>(sport));
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        if (errno == EADDRINUSE || errno == EADDRNOTAVAIL) continue;
+        break;  // not a port matter: an unprivileged port, below
+      }
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote) == 0 || errno == EINPROGRESS) {
+        started = true;
+        break;
+      }
+      if (errno != EADDRNOTAVAIL && errno != EADDRINUSE) return fail_connect(errno);
+      // This port already has a connection to this peer: a fresh socket, the next port.
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) return fail_connect(errno);
+      ::close(fd_);
+      fd_ = fd;
+      set_socket_options(fd_, p, timeout_s, tos);
+    }
+  }
+  if (!started) {
+    sockaddr_in any = local;
+    any.sin_port = 0;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
+      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_.ip) + ": " + std::strerror(errno));
+      return;
+    }
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0 && errno != EINPROGRESS)
+      return fail_connect(errno);
   }
   watch(EPOLLOUT | EPOLLIN | EPOLLRDHUP, true);
 }
