@@ -93,6 +93,8 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
 
   std::mutex mutex;
   std::map<Service, Handler> handlers;
+  std::map<Service, unsigned> in_handler;  // calls of each service's handler running now
+  std::condition_variable handler_done;
   std::vector<std::unique_ptr<Slot>> slots;
   std::map<std::uint64_t, std::shared_ptr<Call>> calls;  // by rpyid
   std::condition_variable timer_cv;
@@ -142,11 +144,21 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
     {
       std::lock_guard g(mutex);
       h = handlers[slot->service];
+      if (h) ++in_handler[slot->service];
     }
     if (!h) {
       dropped.fetch_add(1);  // no longer served
       return;
     }
+    // unserve() waits for this call to return.
+    struct Leave {
+      Impl& i;
+      Service s;
+      ~Leave() {
+        std::lock_guard g(i.mutex);
+        if (--i.in_handler[s] == 0) i.handler_done.notify_all();
+      }
+    } leave{*this, slot->service};
     auto r = std::make_shared<ServerCall>(shared_from_this(), ev.initiator, *m);
     if (m->version != kMsgVersion) {
       Message reply{kMsgVersion, m->feats, default_body(reply_type(m->type()))};
@@ -331,8 +343,9 @@ Status RpcNode::serve(Service s, unsigned buffers, Handler h) {
 }
 
 void RpcNode::unserve(Service s) {
-  std::lock_guard g(impl_->mutex);
+  std::unique_lock g(impl_->mutex);
   impl_->handlers.erase(s);
+  impl_->handler_done.wait(g, [&] { return impl_->in_handler[s] == 0; });
 }
 
 void RpcNode::abort(std::uint64_t rpyid) {

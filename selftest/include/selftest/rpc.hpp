@@ -49,8 +49,9 @@ class RpcNode {
   // decodes as the service's request type; others are dropped (counted as errors). A
   // request of another version is answered EPROTO without calling `h`.
   Status serve(Service s, unsigned buffers, Handler h);
-  // Stops calling the service's handler: its requests are dropped from now on (a handler
-  // running now finishes). For owners of handlers that go away before the node.
+  // Stops calling the service's handler: its requests are dropped from now on; returns
+  // once no call of the handler is running (not to be called from one). For owners of
+  // handlers that go away before the node.
   void unserve(Service s);
 
   // ---- client side ----
