@@ -291,6 +291,14 @@ Result<Console::SessionInfo> Console::session(std::uint32_t key) {
   return i;
 }
 
+Result<Console::SessionInfo> Console::session_info() {
+  std::lock_guard g(mu_);
+  if (!session_) return Failure{-ESRCH, "no session (lst new_session makes one)"};
+  SessionInfo i = session_->info;
+  i.nodes = nodes_.size();
+  return i;
+}
+
 // ---------------------------------------------------------------- groups
 
 Result<std::vector<NodeStatus>> Console::add_group(const std::string& name, const std::vector<ProcessId>& ids) {
@@ -327,16 +335,30 @@ Result<std::vector<NodeStatus>> Console::refresh_group_unlocked(const std::strin
     info = session_->info;
   }
   // MKSN to the nodes that are not active yet.
-  transact(
+  auto replies = transact(
       not_active(ids), Service::MakeSession,
       [&](const ProcessId&, std::size_t) {
         return Message{kMsgVersion, info.feats, MksnReq{0, info.sid, info.force ? 1u : 0u, info.name}};
       },
       kTransTimeout);
+  std::map<std::pair<std::uint64_t, Pid>, const NodeReply*> by_id;
+  for (const auto& r : replies) by_id[key_of(r.id)] = &r;
   std::vector<NodeStatus> out;
   std::lock_guard g(mu_);
-  for (const auto& id : ids) out.push_back({id, node_locked(id)->state});
+  for (const auto& id : ids) {
+    NodeStatus st{id, node_locked(id)->state};
+    if (auto it = by_id.find(key_of(id)); it != by_id.end()) {
+      st.rc = it->second->rc;
+      st.status = it->second->status;
+    }
+    out.push_back(st);
+  }
   return out;
+}
+
+bool Console::has_group(const std::string& name) {
+  std::lock_guard g(mu_);
+  return groups_.count(name) > 0;
 }
 
 Status Console::del_group(const std::string& name) {

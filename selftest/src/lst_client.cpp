@@ -1,5 +1,8 @@
 // lst's user half: the command line, `stat` in rounds, and the output lst users know
 // (or CSV / YAML).
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -20,7 +23,7 @@ namespace lnet::selftest::lst {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kIdle = -1;  // print(): a query found the batch idle
+constexpr int kStopped = -1;  // print(): a query found the batch stopped on every node
 
 template <typename T>
 T get(const YAML::Node& n, const char* key, T dflt = T()) {
@@ -43,6 +46,71 @@ std::uint32_t number_or(const dlc::Request& r, const char* name, std::uint32_t d
 }
 
 bool active(const YAML::Node& node) { return get<std::string>(node, "state") == "Active"; }
+
+// What an lst command's refusals are about, in lst's words ("Can't find group ...").
+const char* subject_of(const std::string& cmd) {
+  if (cmd.find("session") != std::string::npos) return "session";
+  if (cmd == "add_test") return "test";
+  if (cmd.find("batch") != std::string::npos || cmd == "run" || cmd == "stop" || cmd == "query") return "batch";
+  return "group";
+}
+
+// A refusal of the console's: lst's own line for the errors it names (scripts look for
+// them), with the console's reason after it; the reason alone for the others.
+void print_failure(Io io, const std::string& cmd, const dlc::Response& r) {
+  std::string why = r.text;
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  std::string sub = subject_of(cmd), words;
+  switch (-r.rc) {
+    case ESRCH: words = "No session exists"; break;
+    case ESHUTDOWN: words = "Session is shutting down"; break;
+    case EACCES: words = "Unmatched session key or not root"; break;
+    case ENOENT: words = "Can't find " + sub + " in current session"; break;
+    case EEXIST: words = sub + " already exists"; break;
+    default: std::fprintf(io.err, "lst %s: %s\n", cmd.c_str(), why.c_str()); return;
+  }
+  std::fprintf(io.err, "%s (%s)\n", words.c_str(), why.c_str());
+}
+
+// Names as lst checks them before asking: at most 31 characters; a new session without
+// one is named after its user and host (USER@HOST), as lst names it.
+int check_names(const std::string& cmd, dlc::Request& req, Io io) {
+  constexpr std::size_t kMax = kNameSize - 1;
+  if (cmd == "new_session") {
+    auto& names = req.args["name"];
+    if (names.empty()) {
+      char host[kNameSize] = {};
+      if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown_host");
+      const passwd* pw = getpwuid(getuid());
+      std::string user = pw ? pw->pw_name : std::to_string(getuid());
+      names.push_back((user + "@" + host).substr(0, kMax));
+    } else if (names[0].size() > kMax) {
+      std::fprintf(io.err, "Name size is limited to %zu\n", kMax);
+      return 1;
+    }
+  }
+  if (cmd == "add_group" || cmd == "add_batch") {
+    auto it = req.args.find(cmd == "add_group" ? "args" : "name");
+    if (it != req.args.end() && !it->second.empty() && it->second[0].size() > kMax) {
+      std::fprintf(io.err, "Name length is limited to %zu\n", kMax);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// lst stat's --delay and --timeout: positive numbers of seconds, as lst checks them.
+bool positive(const dlc::Request& r, const char* name) {
+  const std::string* v = r.arg(name);
+  if (!v) return true;
+  try {
+    std::size_t used = 0;
+    long n = std::stol(*v, &used);
+    return used == v->size() && n > 0 && n <= 0x7fffffff;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 // ---------------------------------------------------------------- stat
 
@@ -115,6 +183,7 @@ void print_stat(std::FILE* out, const StatView& v, const std::string& group, con
   const char* unit = v.mbs ? "MB/s" : "MiB/s";
   switch (v.form) {
     case StatView::Form::Text:
+      if (failed) std::fprintf(out, "Failed to stat on %zu nodes\n", failed);
       if (v.rate) {
         std::fprintf(out, "[LNet Rates of %s]\n", group.c_str());
         if (v.recv) print_row(out, v, "[R]", g.recv_rate, "RPC/s", true);
@@ -125,7 +194,6 @@ void print_stat(std::FILE* out, const StatView& v, const std::string& group, con
         if (v.recv) print_row(out, v, "[R]", g.recv_bw, unit, false);
         if (v.send) print_row(out, v, "[W]", g.send_bw, unit, false);
       }
-      if (failed) std::fprintf(out, "Failed to stat on %zu nodes\n", failed);
       break;
     case StatView::Form::Csv:
       if (header)
@@ -170,15 +238,17 @@ void print_stat(std::FILE* out, const StatView& v, const std::string& group, con
 int stat(const dlc::Request& req, const Exec& exec, Io io) {
   StatView v = view_of(req);
   std::uint32_t delay = std::max<std::uint32_t>(1, number_or(req, "delay", 5));
-  std::uint32_t count = number_or(req, "count", 0);  // 0: until interrupted
+  // --count N: N rounds printed after the baseline; without it (or -1), until interrupted.
+  long count = -1;
+  if (const std::string* c = req.arg("count")) count = std::stol(*c);  // (checked by run())
   Samples prev;
   auto start = Clock::now();
   bool header = true;
-  for (std::uint32_t round = 0; count == 0 || round <= count; ++round) {
+  for (long round = 0; count < 0 || round <= count; ++round) {
     if (round > 0) std::this_thread::sleep_for(std::chrono::seconds(delay));
     dlc::Response r = exec(req);
     if (r.rc != 0) {
-      std::fprintf(io.err, "lst stat: %s", r.text.c_str());
+      print_failure(io, "stat", r);
       return 1;
     }
     YAML::Node doc = YAML::Load(r.text);
@@ -207,6 +277,7 @@ int stat(const dlc::Request& req, const Exec& exec, Io io) {
       }
       if (round == 0) continue;  // the first round is the baseline
       print_stat(io.out, v, name, group_rates(rates), failed, t, header, &yaml, g["nodes"]);
+      std::fflush(io.out);  // each block whole, whatever stdout is (a file, a pipe) and however lst ends
       header = false;
     }
     if (round > 0 && v.form == StatView::Form::Yaml) {
@@ -221,6 +292,48 @@ int stat(const dlc::Request& req, const Exec& exec, Io io) {
 }
 
 // ---------------------------------------------------------------- the other commands
+
+// add_group, as lst reports it: each id list added, ignored (it does not parse) or not
+// added (its nodes that did not take the session), and the group deleted when no list
+// was added. The status is the last list's, as lst's.
+int print_add_group(Io io, const YAML::Node& g) {
+  // (lst prints what was added on the standard output, the rest on the standard error.)
+  for (const auto& l : g["lists"]) {
+    std::string arg = get<std::string>(l, "arg"), result = get<std::string>(l, "result");
+    if (result == "added") {
+      std::fprintf(io.out, "%s are added to session\n", arg.c_str());
+    } else if (result == "invalid") {
+      std::fprintf(io.err, "%s\nIgnore invalid id list %s\n", get<std::string>(l, "error").c_str(), arg.c_str());
+    } else if (!l["nodes"]) {
+      std::fprintf(io.err, "Failed to add nodes %s: %s\n", arg.c_str(), get<std::string>(l, "error").c_str());
+    } else {
+      for (const auto& n : l["nodes"]) {
+        std::string id = get<std::string>(n, "id");
+        int rc = get<int>(n, "rc");
+        auto status = get<std::uint32_t>(n, "status");
+        if (rc)
+          std::fprintf(io.err, "create session RPC failed on %s: %s\n", id.c_str(), errno_string(rc).c_str());
+        else if (status)
+          std::fprintf(io.err, "operation create session failed on %s: %s\n", id.c_str(),
+                       errno_string(-static_cast<int>(status)).c_str());
+        else
+          std::fprintf(io.err, "operation create session failed on %s: %s\n", id.c_str(),
+                       get<std::string>(n, "state").c_str());
+      }
+    }
+  }
+  std::string name = get<std::string>(g, "name");
+  if (g["deleted"]) {
+    std::fprintf(io.err, "No nodes added successfully, deleting group %s\n", name.c_str());
+    if (get<bool>(g, "deleted"))
+      std::fprintf(io.out, "Group is deleted\n");
+    else
+      std::fprintf(io.err, "Failed to delete group %s.  Group is empty. (%s)\n", name.c_str(),
+                   get<std::string>(g, "delete_error").c_str());
+    return 1;
+  }
+  return get<int>(g, "rc") ? 1 : 0;
+}
 
 int print_group(std::FILE* out, const YAML::Node& g) {
   std::size_t total = 0, bad = 0;
@@ -252,7 +365,12 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
                    get<std::size_t>(s, "nodes"));
     return 0;
   }
-  if (cmd == "add_group" || cmd == "update_group") return print_group(out, doc["group"]);
+  if (cmd == "add_group") return print_add_group(io, doc["group"]);
+  if (cmd == "update_group") return print_group(out, doc["group"]);
+  if (cmd == "end_session") {
+    std::fprintf(out, "session is ended\n");
+    return 0;
+  }
   if (cmd == "list_group") {
     bool listing = req.flag("active") || req.flag("busy") || req.flag("down") || req.flag("unknown") || req.flag("all");
     bool named = req.args.count("name") > 0;
@@ -262,10 +380,14 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
       std::fprintf(out, "Total %d groups\n", i);
       return 0;
     }
+    // As lst: a table of counts, a row per group; or, with a state, each group's nodes
+    // in that state and their number.
+    if (!listing) std::fprintf(out, "\tACTIVE\tBUSY\tDOWN\tUNKNOWN\tTOTAL\n");
     for (const auto& g : doc["groups"]) {
+      std::string name = get<std::string>(g, "name");
       std::map<std::string, int> count;
       int total = 0, shown = 0;
-      if (!listing) std::fprintf(out, "Group [ %s ]\n", get<std::string>(g, "name").c_str());
+      if (listing) std::fprintf(out, "Group [ %s ]\n", name.c_str());
       for (const auto& n : g["nodes"]) {
         std::string st = get<std::string>(n, "state");
         ++count[st];
@@ -276,12 +398,15 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
           ++shown;
         }
       }
-      if (listing)
-        std::fprintf(out, "Total %d nodes\n", shown);
+      if (listing && total == 0)
+        std::fprintf(out, "No nodes found [ %s ]\n", name.c_str());
+      else if (listing)
+        std::fprintf(out, "Total %d nodes [ %s ]\n", shown, name.c_str());
       else
-        std::fprintf(out, "\tACTIVE\tBUSY\tDOWN\tUNKNOWN\tTOTAL\n\t%d\t%d\t%d\t%d\t%d\n", count["Active"],
-                     count["Busy"], count["Down"], count["Unknown"], total);
+        std::fprintf(out, "\t%d\t%d\t%d\t%d\t%d\t%s\n", count["Active"], count["Busy"], count["Down"], count["Unknown"],
+                     total, name.c_str());
     }
+    // A group that does not exist ends the list, silently and with status 0, as lst.
     return 0;
   }
   if (cmd == "run" || cmd == "stop") {
@@ -300,38 +425,62 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
                    name.c_str());
       return 1;
     }
-    std::fprintf(out, cmd == "run" ? "%s is running now\n" : "%s is stopped\n", name.c_str());
+    if (cmd == "run")
+      std::fprintf(out, "%s is running now\n", name.c_str());
+    else
+      std::fprintf(out, "Batch is stopped\n");
     return 0;
   }
   if (cmd == "query") {
+    // As lst: "BATCH [TEST] is running | is stopped | stopped: I , running: R, failed: F",
+    // with "N of M nodes are unknown, " first when some did not answer; with --all
+    // (or --active, --idle, --error) a line per node instead.
     const YAML::Node b = doc["batch"];
-    int running = 0, idle = 0, down = 0;
+    int running = 0, idle = 0, down = 0, total = 0;
+    bool verbose = req.flag("all") || req.flag("active") || req.flag("idle") || req.flag("error");
     for (const auto& n : b["nodes"]) {
-      bool ok = get<int>(n, "rc") == 0 && get<std::uint32_t>(n, "status") == 0;
+      ++total;
+      int rc = get<int>(n, "rc");
+      bool ok = rc == 0 && get<std::uint32_t>(n, "status") == 0;
+      bool is_running = ok && get<std::uint32_t>(n, "active") > 0;
       if (!ok)
         ++down;
-      else if (get<std::uint32_t>(n, "active") > 0)
+      else if (is_running)
         ++running;
       else
         ++idle;
-      if (req.flag("all"))
-        std::fprintf(out, "\t%s: %s\n", get<std::string>(n, "id").c_str(),
-                     !ok                                   ? "no reply"
-                     : get<std::uint32_t>(n, "active") > 0 ? "Running"
-                                                           : "Idle");
+      if (!verbose) continue;
+      if ((req.flag("active") && !is_running) || (req.flag("idle") && (is_running || !ok)) || (req.flag("error") && ok))
+        continue;
+      std::fprintf(out, "%s [%s]: %s\n", get<std::string>(n, "id").c_str(), get<std::string>(n, "state").c_str(),
+                   rc           ? errno_string(rc).c_str()
+                   : !ok        ? "Failed"
+                   : is_running ? "Running"
+                                : "Idle");
     }
-    std::fprintf(out, "Batch is %s: %d running, %d idle, %d not answering\n", running ? "running" : "idle", running,
-                 idle, down);
-    return running ? 0 : kIdle;
+    if (!verbose) {
+      std::fprintf(out, "%s [%u] ", get<std::string>(b, "name").c_str(), number_or(req, "test", 0));
+      if (down) std::fprintf(out, "%d of %d nodes are unknown, ", down, total);
+      if (!down && !running) {
+        std::fprintf(out, "is stopped\n");
+        return kStopped;
+      } else if (!down && !idle)
+        std::fprintf(out, "is running\n");
+      else
+        std::fprintf(out, "stopped: %d , running: %d, failed: %d\n", idle, running, down);
+    }
+    return 0;
   }
   if (cmd == "list_batch") {
     bool named = req.args.count("name") > 0;
     unsigned only = number_or(req, "test", 0);
+    if (!named) {  // as lst: the batches' names
+      int i = 0;
+      for (const auto& b : doc["batches"]) std::fprintf(out, "%d) %s\n", ++i, get<std::string>(b, "name").c_str());
+      std::fprintf(out, "Total %d batches\n", i);
+      return 0;
+    }
     for (const auto& b : doc["batches"]) {
-      if (!named) {
-        std::fprintf(out, "Batch: %s Tests: %zu\n", get<std::string>(b, "name").c_str(), b["tests"].size());
-        continue;
-      }
       for (const auto& t : b["tests"]) {
         if (only && get<unsigned>(t, "index") != only) continue;
         std::fprintf(out, "\tTest %u(%s) (loop: %ld, concurrency: %u, distribute: %s, from: %s, to: %s)\n",
@@ -352,52 +501,64 @@ int print(const std::string& cmd, const dlc::Request& req, const YAML::Node& doc
     return 0;
   }
   if (cmd == "ping") {
-    int bad = 0;
+    // As lst: each node, its state, and the session it is in (its name and console).
     for (const auto& g : doc["groups"])
       for (const auto& n : g["nodes"]) {
-        bool ok = get<int>(n, "rc") == 0;
-        if (!ok || !active(n)) ++bad;
-        std::fprintf(out, "\t%s: %s", get<std::string>(n, "id").c_str(), get<std::string>(n, "state").c_str());
-        if (ok && !get<std::string>(n, "session").empty())
-          std::fprintf(out, " [session: %s]", get<std::string>(n, "session").c_str());
-        std::fprintf(out, "\n");
+        std::string st = get<std::string>(n, "state");
+        bool in_one = st == "Active" || st == "Busy";
+        std::string session = !in_one ? "<NULL>" : get<int>(n, "rc") == 0 ? get<std::string>(n, "session") : "Unknown";
+        std::fprintf(out, "\t%s: %s [session: %s id: %s]\n", get<std::string>(n, "id").c_str(), st.c_str(),
+                     session.c_str(), get<std::string>(n, "session_nid", "<?>").c_str());
       }
-    if (bad) std::fprintf(out, "%d nodes are not active\n", bad);
     return 0;
   }
   if (cmd == "show_error") {
+    // As lst: the name on the standard output, each node with errors on the standard
+    // error, then the count. A node has errors when its RPC layer or its tests count any
+    // (--session: its tests only); the RPC layer's dropped and expired are shown with them.
     for (const auto& g : doc["groups"]) {
       int errs = 0;
+      std::string name = get<std::string>(g, "name");
+      std::fprintf(out, "%s:\n", name.c_str());
+      std::fflush(out);
       for (const auto& n : g["nodes"]) {
         std::string id = get<std::string>(n, "id");
         if (get<int>(n, "rc") != 0 || !n["counters"]) {
           ++errs;
-          std::fprintf(out, "\t%s: no reply (%s)\n", id.c_str(), get<std::string>(n, "state").c_str());
+          std::fprintf(io.err, "RPC failure, can't show error on %s\n", id.c_str());
+          continue;
+        }
+        if (get<std::uint32_t>(n, "status") != 0) {
+          ++errs;
+          std::fprintf(io.err, "Framework failure, can't show error on %s\n", id.c_str());
           continue;
         }
         const YAML::Node c = n["counters"];
-        auto brw = get<std::uint32_t>(c, "brw_errors"), ping = get<std::uint32_t>(c, "ping_errors");
-        // --session: the tests' errors of this session only, not the RPC layer's (which
-        // count since the node started).
-        bool all = !req.flag("session");
-        auto rpc = all ? get<std::uint32_t>(c, "rpc_errors") : 0,
-             dropped = all ? get<std::uint32_t>(c, "rpcs_dropped") : 0,
-             expired = all ? get<std::uint32_t>(c, "rpcs_expired") : 0;
-        if (get<std::uint32_t>(n, "status") != 0) {
-          ++errs;
-          std::fprintf(out, "\t%s: not in this session (%s)\n", id.c_str(), get<std::string>(n, "state").c_str());
-          continue;
-        }
-        if (brw + ping + rpc + dropped + expired == 0) continue;
+        auto brw = get<std::uint32_t>(c, "brw_errors"), ping = get<std::uint32_t>(c, "ping_errors"),
+             rpc = get<std::uint32_t>(c, "rpc_errors");
+        bool session_only = req.flag("session");
+        if (brw + ping == 0 && (session_only || rpc == 0)) continue;
         ++errs;
-        std::fprintf(out, "\t%s: [Session %u brw errors, %u ping errors] [RPC: %u errors, %u dropped, %u expired]\n",
-                     id.c_str(), brw, ping, rpc, dropped, expired);
+        std::fprintf(io.err, "%s: [Session %u brw errors, %u ping errors]", id.c_str(), brw, ping);
+        if (session_only)
+          std::fprintf(io.err, "\n");
+        else
+          std::fprintf(io.err, " [RPC: %u errors, %u dropped, %u expired]\n", rpc,
+                       get<std::uint32_t>(c, "rpcs_dropped"), get<std::uint32_t>(c, "rpcs_expired"));
       }
-      std::fprintf(out, "Total %d error nodes in %s\n", errs, get<std::string>(g, "name").c_str());
+      std::fprintf(out, "Total %d error nodes in %s\n", errs, name.c_str());
     }
     return 0;
   }
-  return 0;  // end_session, del_group, add_batch, add_test: silent on success
+  if (cmd == "del_group") {
+    std::fprintf(out, "Group is deleted\n");
+    return 0;
+  }
+  if (cmd == "add_test") {
+    std::fprintf(out, "Test was added successfully\n");
+    return 0;
+  }
+  return 0;  // add_batch: silent on success
 }
 
 }  // namespace
@@ -454,19 +615,31 @@ int run(const std::vector<std::string>& argv, const Exec& exec, std::optional<st
   dlc::Request req;
   req.command = std::string(kPrefix) + spec->name;
   cli::to_args(vm, req);
-  if (!key) {
-    std::fprintf(io.err, "lst %s: LST_SESSION is not set: export LST_SESSION=$$ (any number names your session)\n",
-                 spec->name);
+  if (!key && std::string(spec->name) != "show_session") {
+    std::fprintf(io.err,
+                 "Can't find env LST_SESSION or value is not valid (export LST_SESSION=$$: any number names your "
+                 "session)\n");
     return 2;
   }
-  req.args["key"] = {std::to_string(*key)};
-  if (std::string(spec->name) == "stat") return stat(req, exec, io);
+  if (key) req.args["key"] = {std::to_string(*key)};
+  if (int rc = check_names(spec->name, req, io)) return rc;
+  if (std::string(spec->name) == "stat") {
+    if (!positive(req, "delay") || !positive(req, "timeout")) {
+      std::fprintf(io.err, "Invalid timeout or delay value\n");
+      return 1;
+    }
+    if (const std::string* c = req.arg("count"); c && !(positive(req, "count") || *c == "0" || *c == "-1")) {
+      std::fprintf(io.err, "Invalid count value\n");
+      return 1;
+    }
+    return stat(req, exec, io);
+  }
   unsigned loops = std::string(spec->name) == "query" ? std::max(1u, number_or(req, "loop", 1)) : 1;
   for (unsigned i = 0; i < loops; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::seconds(std::max(1u, number_or(req, "delay", 5))));
     dlc::Response r = exec(req);
     if (r.rc != 0) {
-      std::fprintf(io.err, "lst %s: %s", spec->name, r.text.c_str());
+      print_failure(io, spec->name, r);
       return 1;
     }
     YAML::Node doc;
@@ -477,7 +650,7 @@ int run(const std::vector<std::string>& argv, const Exec& exec, std::optional<st
       return 1;
     }
     int rc = print(spec->name, req, doc, io);
-    if (rc == kIdle) break;  // query --loop: asked until the batch is idle
+    if (rc == kStopped) break;  // query --loop: asked until the batch has stopped
     if (rc != 0) return rc;
   }
   return 0;

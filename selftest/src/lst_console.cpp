@@ -1,6 +1,7 @@
 // lst's commands and the console's half of them: each request runs on the Console and
 // answers a YAML document the user's half prints (lst_client.cpp).
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 
@@ -26,14 +27,15 @@ const std::vector<dlc::CommandSpec> kCommands = {
     {"end_session", "end the session: its nodes leave it", true, {}},
     {"show_session", "the session's name, id, key, features and nodes", false, {}},
     {"add_group",
-     "add nodes to a group (made if new) and make the session on them",
+     "make a group of nodes and the session on them (an id list that cannot be added is reported, the group kept "
+     "if one was)",
      true,
      {{"args", 0, K::Positional, "NAME NODES..."}}},
     {"update_group",
      "refresh a group's nodes, or remove some",
      true,
      {{"refresh", 0, K::Flag, "make the session again on nodes that are not active"},
-      {"clean", 0, K::Value, "remove the nodes in this state: active, busy, down, unknown"},
+      {"clean", 0, K::Value, "remove the nodes in this state: active, busy, down, unknown, invalid (the last three)"},
       {"remove", 0, K::Value, "remove these nodes"},
       {"name", 0, K::Positional, "group"}}},
     {"list_group",
@@ -83,6 +85,9 @@ const std::vector<dlc::CommandSpec> kCommands = {
       {"loop", 0, K::Value, "ask this many times, or until the batch is idle"},
       {"delay", 0, K::Value, "seconds between two asks (default 5)"},
       {"all", 0, K::Flag, "list every node"},
+      {"active", 0, K::Flag, "list the nodes running it"},
+      {"idle", 0, K::Flag, "list the nodes not running it"},
+      {"error", 0, K::Flag, "list the nodes that did not answer"},
       {"name", 0, K::Positional, "batch (default: batch)"}}},
     {"ping",
      "the state of nodes (a session query)",
@@ -92,7 +97,8 @@ const std::vector<dlc::CommandSpec> kCommands = {
       {"session", 0, K::Flag, "every node of the session"},
       {"nodes", 0, K::Value, "these nodes"},
       {"timeout", 0, K::Value, "seconds to wait (default 5)"},
-      {"server", 0, K::Flag, "with --batch: its servers"}}},
+      {"server", 0, K::Flag, "with --batch: its servers"},
+      {"args", 0, K::Positional, "NODES... (as --nodes)"}}},
     {"stat",
      "LNet rates and bandwidth of groups or nodes, every --delay seconds",
      false,
@@ -177,16 +183,18 @@ Result<std::vector<Nid>> expand(const NidPattern& p) {
   return out;
 }
 
-Result<NodeState> state_named(const std::string& s) {
-  if (s == "active") return NodeState::Active;
-  if (s == "busy") return NodeState::Busy;
-  if (s == "down") return NodeState::Down;
-  if (s == "unknown") return NodeState::Unknown;
-  return Failure{-EINVAL, "bad node state '" + s + "' (active, busy, down, unknown)"};
+// update_group --clean's states; "invalid" is lst's word for busy, down and unknown at once.
+Result<std::vector<NodeState>> states_named(const std::string& s) {
+  if (s == "active") return std::vector{NodeState::Active};
+  if (s == "busy") return std::vector{NodeState::Busy};
+  if (s == "down") return std::vector{NodeState::Down};
+  if (s == "unknown") return std::vector{NodeState::Unknown};
+  if (s == "invalid") return std::vector{NodeState::Busy, NodeState::Down, NodeState::Unknown};
+  return Failure{-EINVAL, "bad node state '" + s + "' (active, busy, down, unknown, invalid)"};
 }
 
-// As lst prints nodes: the NID alone for pid 12345, else pid-NID.
-std::string shown(const ProcessId& id) { return id.pid == kPidLustre ? id.nid.to_string() : id.to_string(); }
+// As lst prints nodes: PID-NID (12345-10.0.0.1@tcp, U42-0@mpi).
+std::string shown(const ProcessId& id) { return id.to_string(); }
 
 YAML::Node node_yaml(const ProcessId& id, NodeState st) {
   YAML::Node n;
@@ -233,7 +241,7 @@ YAML::Node counters_yaml(const StatReply& s) {
 std::chrono::seconds seconds_of(const dlc::Request& r, const char* name, std::uint32_t dflt, Failure* bad) {
   const std::string* v = r.arg(name);
   if (!v) return std::chrono::seconds(dflt);
-  auto n = number(*v, name, 1, 3600);
+  auto n = number(*v, name, 1, 0x7fffffff);  // any positive number of seconds, as lst takes
   if (!n) {
     *bad = n.failure();
     return std::chrono::seconds(dflt);
@@ -262,34 +270,43 @@ Result<std::vector<std::pair<std::string, std::vector<ProcessId>>>> targets(Cons
   return out;
 }
 
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 Result<TestSpec> test_spec(const dlc::Request& r) {
   TestSpec t;
   const auto& args = values(r, "args");
   if (args.empty()) return Failure{-EINVAL, "name the test: ping or brw"};
-  if (args[0] == "ping") {
+  std::string test = lower(args[0]);
+  if (test == "ping") {
     t.service = Service::Ping;
     if (args.size() > 1) return Failure{-EINVAL, "ping takes no parameter: " + args[1]};
-  } else if (args[0] == "brw") {
+  } else if (test == "brw") {
     t.service = Service::Brw;
     for (std::size_t i = 1; i < args.size(); ++i) {
+      // As lst: keywords in any case, each with its short form.
       const std::string& a = args[i];
-      auto eq = a.find('=');
-      std::string k = a.substr(0, eq), v = eq == std::string::npos ? "" : a.substr(eq + 1);
-      if (a == "read" || a == "r") {
+      std::string low = lower(a);
+      auto eq = low.find('=');
+      std::string k = low.substr(0, eq), v = eq == std::string::npos ? "" : low.substr(eq + 1);
+      if (low == "read" || low == "r") {
         t.op = BrwOp::Read;
-      } else if (a == "write" || a == "w") {
+      } else if (low == "write" || low == "w") {
         t.op = BrwOp::Write;
-      } else if (a == "skip_rx_copy") {
+      } else if (low == "skip_rx_copy" || low == "skip-rx-copy") {
         t.check = BrwCheck::Discard;
-      } else if (k == "size" || k == "s") {
+      } else if (eq != std::string::npos && (k == "size" || k == "s")) {
         std::uint64_t mult = 1;
         std::string num = v;
-        if (!num.empty() && (num.back() == 'k' || num.back() == 'K')) mult = 1024, num.pop_back();
-        if (!num.empty() && (num.back() == 'm' || num.back() == 'M')) mult = 1 << 20, num.pop_back();
+        if (!num.empty() && num.back() == 'k') mult = 1024, num.pop_back();
+        if (!num.empty() && num.back() == 'm') mult = 1 << 20, num.pop_back();
         auto n = number(num, "size", 1, kMaxPayload);
-        if (!n || *n * mult > kMaxPayload) return Failure{-EINVAL, "bad brw size '" + v + "' (1 to 1M, with k or m)"};
+        if (!n || *n * mult > kMaxPayload)
+          return Failure{-EINVAL, "bad brw size '" + a.substr(eq + 1) + "' (1 to 1M, with k or m)"};
         t.size = static_cast<std::uint32_t>(*n * mult);
-      } else if (k == "check" || k == "c") {
+      } else if (eq != std::string::npos && (k == "check" || k == "c")) {
         if (v == "simple")
           t.check = BrwCheck::Simple;
         else if (v == "full")
@@ -297,13 +314,16 @@ Result<TestSpec> test_spec(const dlc::Request& r) {
         else if (v == "discard")
           t.check = BrwCheck::Discard;
         else
-          return Failure{-EINVAL, "bad brw check '" + v + "' (simple, full or discard)"};
-      } else if (k == "off") {
+          return Failure{-EINVAL, "bad brw check '" + a.substr(eq + 1) + "' (simple, full or discard)"};
+      } else if (eq != std::string::npos && k == "off") {
         auto n = number(v, "off", 0, kPageSize - 8);
-        if (!n || *n % 8 != 0) return Failure{-EINVAL, "bad brw off '" + v + "' (a multiple of 8 below 4096)"};
+        if (!n || *n % 8 != 0)
+          return Failure{-EINVAL, "bad brw off '" + a.substr(eq + 1) + "' (a multiple of 8 below 4096)"};
         t.offset = *n;
       } else {
-        return Failure{-EINVAL, "unknown brw parameter '" + a + "'"};
+        return Failure{-EINVAL, "unknown brw parameter '" + a +
+                                    "' (read|r, write|w, size|s=N[k|m], check|c=simple|full|discard, off=N, "
+                                    "skip_rx_copy)"};
       }
     }
   } else {
@@ -356,6 +376,66 @@ dlc::Response group_result(Console& c, const std::string& name, const Result<std
   return ok(doc);
 }
 
+// add_group NAME IDS...: as lst does it, one id list after another: a list that does not
+// parse is ignored, one whose nodes did not all take the session (down, busy) is reported
+// node by node and ends the command; the group is made here and deleted again when no
+// list was added whole. Answers each list's outcome; fails only for the group itself.
+dlc::Response add_group(Console& c, const std::vector<std::string>& args, const PidDefault& dflt) {
+  if (args.size() < 2) return fail(-EINVAL, "usage: lst add_group NAME NODES...");
+  const std::string& g = args[0];
+  if (g.empty() || g.size() >= kNameSize)
+    return fail(-EINVAL, "bad group name '" + g + "' (1 to " + std::to_string(kNameSize - 1) + " characters)");
+  if (c.has_group(g)) return fail(-EEXIST, "group '" + g + "' exists");
+  YAML::Node lists(YAML::NodeType::Sequence);
+  bool added = false;
+  int last_rc = 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    YAML::Node l;
+    l["arg"] = args[i];
+    auto ids = parse_ids(args[i], dflt);
+    if (!ids) {
+      l["result"] = "invalid";
+      l["error"] = ids.message();
+      lists.push_back(l);
+      last_rc = ids.code();
+      continue;
+    }
+    auto st = c.add_group(g, *ids);
+    if (!st) {  // the console's own refusal (no session, ...): nothing more can be added
+      l["result"] = "failed";
+      l["error"] = st.message();
+      lists.push_back(l);
+      last_rc = st.code();
+      break;
+    }
+    YAML::Node failed(YAML::NodeType::Sequence);
+    for (const auto& n : *st) {
+      if (n.state == NodeState::Active) continue;
+      if (std::find(ids->begin(), ids->end(), n.id) == ids->end()) continue;  // an earlier list's
+      YAML::Node x = node_yaml(n.id, n.state);
+      x["rc"] = n.rc;
+      x["status"] = n.status;
+      failed.push_back(x);
+    }
+    l["result"] = failed.size() ? "failed" : "added";
+    if (failed.size()) l["nodes"] = failed;
+    lists.push_back(l);
+    last_rc = failed.size() ? -EIO : 0;
+    if (failed.size()) break;  // as lst: the lists after it are not tried
+    added = true;
+  }
+  YAML::Node doc;
+  doc["group"]["name"] = g;
+  doc["group"]["lists"] = lists;
+  doc["group"]["rc"] = last_rc;
+  if (!added) {
+    Status s = c.del_group(g);
+    doc["group"]["deleted"] = s.ok();
+    if (!s) doc["group"]["delete_error"] = s.message();
+  }
+  return ok(doc);
+}
+
 }  // namespace
 
 const std::vector<dlc::CommandSpec>& commands() { return kCommands; }
@@ -366,7 +446,35 @@ const dlc::CommandSpec* find(std::string_view name) {
   return nullptr;
 }
 
+// lst's ranges are stricter than LNet's NID ranges: in "[lo-hi]" (and "[lo-hi/step]") lo
+// must be below hi, so "[5-5]" and "[7-3]" are syntax errors, as lst's own expander has it.
+static Status check_ranges(std::string_view text) {
+  for (std::size_t open = text.find('['); open != std::string_view::npos; open = text.find('[', open + 1)) {
+    std::size_t close = text.find(']', open);
+    if (close == std::string_view::npos) return {};  // NidPattern names this one
+    std::string_view inside = text.substr(open + 1, close - open - 1);
+    while (!inside.empty()) {
+      std::size_t comma = inside.find(',');
+      std::string_view tok = inside.substr(0, comma);
+      inside = comma == std::string_view::npos ? std::string_view() : inside.substr(comma + 1);
+      std::size_t dash = tok.find('-');
+      if (dash == std::string_view::npos) continue;
+      std::uint64_t lo = 0, hi = 0;
+      std::string_view hi_text = tok.substr(dash + 1);
+      hi_text = hi_text.substr(0, hi_text.find('/'));
+      auto [p1, e1] = std::from_chars(tok.data(), tok.data() + dash, lo);
+      auto [p2, e2] = std::from_chars(hi_text.data(), hi_text.data() + hi_text.size(), hi);
+      if (e1 != std::errc() || e2 != std::errc()) continue;  // NidPattern names this one
+      if (lo >= hi)
+        return Failure{-EINVAL, "Syntax error in \"" + std::string(text) + "\" (in range '" + std::string(tok) +
+                                    "' the low end must be below the high end)"};
+    }
+  }
+  return {};
+}
+
 Result<std::vector<ProcessId>> parse_ids(std::string_view text, const PidDefault& dflt) {
+  if (Status s = check_ranges(text); !s) return s.failure();
   std::optional<Pid> pid;
   std::string_view nid = text;
   // A pid prefix: digits (or U and digits) and a '-' before any '.', '[' or '@'.
@@ -409,20 +517,23 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
     if (!known) return fail(-EINVAL, "lst " + name + " has no option --" + k);
   }
   const std::string* key_text = req.arg("key");
-  if (!key_text) return fail(-EINVAL, "LST_SESSION is not set: export LST_SESSION=$$ (any number names your session)");
-  auto key = number(*key_text, "LST_SESSION", 0, 0xFFFFFFFF);
+  if (!key_text && name != "show_session")  // (as lst: show_session is how a script finds the key)
+    return fail(-EINVAL,
+                "Can't find env LST_SESSION or value is not valid: export LST_SESSION=$$ (any number names your "
+                "session)");
+  auto key = number(key_text ? *key_text : "0", "LST_SESSION", 0, 0xFFFFFFFF);
   if (!key) return fail(key.failure());
   Failure bad{0, ""};
 
   if (name == "new_session") {
     auto timeout = seconds_of(req, "timeout", 300, &bad);
-    if (bad.code) return fail(bad);
+    if (bad.code) return fail(-EINVAL, "Invalid timeout value: '" + *req.arg("timeout") + "' (seconds, above 0)");
     std::string sname = one_name(req, "");
     if (sname.empty()) sname = "lst-" + std::to_string(*key);
     if (Status s = c.new_session(sname, *key, timeout, req.flag("force")); !s) return fail(s.failure());
   }
   if (name == "new_session" || name == "show_session") {
-    auto s = c.session(*key);
+    auto s = name == "show_session" ? c.session_info() : c.session(*key);
     if (!s) return fail(s.failure());
     YAML::Node n;
     n["name"] = s->name;
@@ -443,18 +554,7 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
     doc["session"] = "ended";
     return ok(doc);
   }
-  if (name == "add_group") {
-    const auto& args = values(req, "args");
-    if (args.size() < 2) return fail(-EINVAL, "usage: lst add_group NAME NODES...");
-    std::vector<ProcessId> ids;
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      auto more = parse_ids(args[i], dflt);
-      if (!more) return fail(more.failure());
-      ids.insert(ids.end(), more->begin(), more->end());
-      if (ids.size() > kMaxIds) return fail(-E2BIG, "more than 4096 nodes in one add_group");
-    }
-    return group_result(c, args[0], c.add_group(args[0], ids));
-  }
+  if (name == "add_group") return add_group(c, values(req, "args"), dflt);
   if (name == "update_group") {
     std::string g = one_name(req, "");
     if (g.empty()) return fail(-EINVAL, "usage: lst update_group NAME --refresh|--clean STATE|--remove NODES");
@@ -462,9 +562,10 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
     if (how != 1) return fail(-EINVAL, "give one of --refresh, --clean STATE, --remove NODES");
     if (req.flag("refresh")) return group_result(c, g, c.refresh_group(g));
     if (const std::string* st = req.arg("clean")) {
-      auto s = state_named(*st);
-      if (!s) return fail(s.failure());
-      if (Status r = c.clean_group(g, *s); !r) return fail(r.failure());
+      auto states = states_named(*st);
+      if (!states) return fail(states.failure());
+      for (NodeState s : *states)
+        if (Status r = c.clean_group(g, s); !r) return fail(r.failure());
     } else {
       auto ids = parse_ids(*req.arg("remove"), dflt);
       if (!ids) return fail(ids.failure());
@@ -476,8 +577,13 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
     std::vector<std::string> names = values(req, "name");
     if (names.empty()) names = c.groups();
     YAML::Node list(YAML::NodeType::Sequence);
+    YAML::Node doc;
     for (const auto& g : names) {
       auto st = c.group_nodes(g);
+      if (!st && st.code() == -ENOENT) {  // as lst: the groups before it are listed, and no error
+        doc["missing"] = g;
+        break;
+      }
       if (!st) return fail(st.failure());
       YAML::Node n;
       n["name"] = g;
@@ -486,7 +592,6 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
       n["nodes"] = nodes;
       list.push_back(n);
     }
-    YAML::Node doc;
     doc["groups"] = list;
     return ok(doc);
   }
@@ -618,10 +723,16 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
         for (const auto& t : *tests)
           for (const auto& id : req.flag("server") ? t.servers : t.clients)
             if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-      } else if (const std::string* n = req.arg("nodes")) {
-        auto r = parse_ids(*n, dflt);
-        if (!r) return fail(r.failure());
-        ids = *r;
+      } else if (req.arg("nodes") || !values(req, "args").empty()) {
+        // --nodes LIST, and node lists after the command (lst ping 10.0.0.[1-4]@tcp).
+        std::vector<std::string> lists = values(req, "nodes");
+        for (const auto& a : values(req, "args")) lists.push_back(a);
+        for (const auto& l : lists) {
+          auto r = parse_ids(l, dflt);
+          if (!r) return fail(r.failure());
+          for (const auto& id : *r)
+            if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        }
       } else {
         auto r = c.resolve(c.groups(), {});
         if (!r) return fail(r.failure());
@@ -641,7 +752,11 @@ dlc::Response execute(Console& c, const dlc::Request& req, const PidDefault& dfl
       YAML::Node nodes(YAML::NodeType::Sequence);
       for (const auto& r : rs) {
         YAML::Node x = reply_yaml(c, r);
-        if (r.rc == 0 && name == "ping") x["session"] = std::get<DebugReply>(r.msg.body).name;
+        if (r.rc == 0 && name == "ping") {
+          const auto& d = std::get<DebugReply>(r.msg.body);
+          x["session"] = d.name;
+          x["session_nid"] = d.sid.is_invalid() ? std::string("<?>") : Nid(d.sid.nid).to_string();
+        }
         if (r.rc == 0 && name != "ping") x["counters"] = counters_yaml(std::get<StatReply>(r.msg.body));
         nodes.push_back(x);
       }

@@ -2,6 +2,7 @@
 // socket (--socket, else $LNET_CTL_SOCKET, else /run/lnet/lnetd.sock); LST_SESSION
 // names the user's session, as with the real lst.
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 using namespace lnet;
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // as lst: each line out as it is printed, to a terminal, a file or a pipe
   std::string socket_path = std::getenv("LNET_CTL_SOCKET") ? std::getenv("LNET_CTL_SOCKET") : "/run/lnet/lnetd.sock";
   std::vector<std::string> args(argv + 1, argv + argc);
   std::size_t i = 0;
@@ -36,22 +38,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::optional<std::uint32_t> key;
-  if (const char* k = std::getenv("LST_SESSION")) {
+  if (const char* k = std::getenv("LST_SESSION"); k && *k) {  // (empty: not set)
     char* end = nullptr;
     errno = 0;
     unsigned long v = std::strtoul(k, &end, 10);
     if (errno || end == k || *end || v > 0xFFFFFFFFul) {
-      std::fprintf(stderr, "lst: LST_SESSION='%s' is not a number\n", k);
+      std::fprintf(stderr, "Can't find env LST_SESSION or value is not valid (LST_SESSION='%s' is not a number)\n", k);
       return 2;
     }
     key = static_cast<std::uint32_t>(v);
   }
   auto exec = [&](const dlc::Request& req) -> dlc::Response {
     dlc::Response resp;
+    // (Reported as not connected: the console's own errnos have lst's words.)
     if (int rc = cli::talk(socket_path, req, resp))
-      return {rc, "cannot reach lnetd at " + socket_path + ": " + std::strerror(-rc) +
-                      (rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET)" : "") +
-                      "\n"};
+      return {-ENOTCONN,
+              "cannot reach lnetd at " + socket_path + ": " + std::strerror(-rc) +
+                  (rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET)" : "") +
+                  "\n"};
     return resp;
   };
   return selftest::lst::run(std::vector<std::string>(args.begin() + static_cast<long>(i), args.end()), exec, key);

@@ -8,6 +8,7 @@ T_PIDS=()
 T_DAEMONS=()
 T_NS=()
 T_LINKS=()  # veth names while they are still in the root namespace
+T_AT_EXIT=()  # commands the clean-up runs last (restoring what a test changed on the host)
 T_NAME="$(basename "$0" .sh)"
 
 log() { echo "[$T_NAME] $*"; }
@@ -39,6 +40,7 @@ cleanup() {
   for ns in "${T_NS[@]}"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL; ip netns del "$ns" 2>/dev/null; done
   # A veth pair still in the root namespace (a test that failed half-way through link).
   for l in "${T_LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
+  for c in "${T_AT_EXIT[@]}"; do eval "$c"; done
   if [ $rc != 0 ] && [ -n "$T_DIR" ]; then
     for f in "$T_DIR"/*.log; do [ -f "$f" ] && { echo "----- $f"; tail -n 40 "$f"; }; done
   fi

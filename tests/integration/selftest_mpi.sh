@@ -51,7 +51,7 @@ timeout 120 "$MPIEXEC" -n 3 "$LST_NODE" --script "$DIR/script.lst" >"$DIR/run.lo
 grep -q "lst-node: 3 ranks serve self-test" "$DIR/run.log" || fail "no start line"
 grep -qP "^\t2\t0\t0\t0\t2" "$DIR/run.log" || fail "the servers were not both active"
 grep -q "bulk is running now" "$DIR/run.log" || fail "the batch did not run"
-grep -q "Batch is idle" "$DIR/run.log" || fail "the batch did not end"
+grep -q "^bulk \[0\] is stopped" "$DIR/run.log" || fail "the batch did not end"
 grep -q "Total 0 error nodes in clients" "$DIR/run.log" || fail "errors on the client"
 grep -q "Total 0 error nodes in servers" "$DIR/run.log" || fail "errors on the servers"
 grep -q "\[LNet Bandwidth of servers\]" "$DIR/run.log" || fail "no stat block"

@@ -63,7 +63,7 @@ lst add_group self $SERVER@tcp >/dev/null || fail "add_group self"
 lst add_test --loop 20 --concurrency 2 --from ranks --to self brw write size=1M check=full || fail "add_test"
 lst add_test --loop 50 --from self --to ranks brw read size=4k check=full || fail "add_test from the server"
 lst run | grep -q "running now" || fail "run"
-for _ in $(seq 120); do lst query | grep -q "Batch is idle" && break; sleep 0.5; done
+for _ in $(seq 120); do lst query | grep -q "is stopped" && break; sleep 0.5; done
 lst show_error ranks self | tee "$DIR/join_err.out"
 grep -q "Total 0 error nodes in ranks" "$DIR/join_err.out" || fail "errors on the ranks"
 grep -q "Total 0 error nodes in self" "$DIR/join_err.out" || fail "errors on the server"

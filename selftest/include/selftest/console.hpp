@@ -32,6 +32,10 @@ inline constexpr std::chrono::seconds kConsoleTimeout{300};  // lst new_session'
 struct NodeStatus {
   ProcessId id;
   NodeState state = NodeState::Unknown;
+  // What the command's own transaction got from the node, when it sent one: 0, or the
+  // RPC's error (rc), or the reply's status (a positive errno: EBUSY, another session's).
+  int rc = 0;
+  std::uint32_t status = 0;
 };
 
 // What a transaction got from one node.
@@ -81,14 +85,17 @@ class Console {
   // RMSN to the active nodes; -ESRCH without a session.
   Status end_session(std::uint32_t key);
   Result<SessionInfo> session(std::uint32_t key);
+  // The session whoever asks (lst show_session: how a script finds the key to use).
+  Result<SessionInfo> session_info();
   // Every command but new_session passes the caller's key: -EACCES when it is not the
   // session's, -ESRCH without a session. A command keeps the session from expiring.
   Status check_key(std::uint32_t key);
 
   // ---- groups ----
-  // Adds nodes (made if new) to the group (made if new) and makes the session on those
-  // not active; each node's state after. -EEXIST for a node already in the group.
+  // Adds nodes to the group (made if new; a node already in it is left as it is) and
+  // makes the session on those not active; each node's state after.
   Result<std::vector<NodeStatus>> add_group(const std::string& name, const std::vector<ProcessId>& ids);
+  bool has_group(const std::string& name);
   Status del_group(const std::string& name);  // -EBUSY while a test uses it
   // --refresh: MKSN again to the nodes not active; --clean STATE: removes nodes in that
   // state; --remove: removes these nodes.
