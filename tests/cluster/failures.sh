@@ -59,6 +59,17 @@ max_fail_ms() {
 max_round_ms() {
   summary "$1" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^max_ms=/) {v = substr($i, 8); if (v > m) m = v}} END {print m + 0}'
 }
+# b_streamed_through WHAT: job B streams on, then stops cleanly with no failed round;
+# its longest round (the stall what happened to A cost it) is printed.
+b_streamed_through() {
+  grows B 2
+  stream_stop B
+  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
+  local stall
+  stall=$(max_round_ms B)
+  log "B streamed through $1 with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
+  timing "B's longest round through $1: $stall ms"
+}
 # errors_in_time NAME: every failed round failed within LNet's deadline (10 s) and a
 # margin, and none hung.
 errors_in_time() {
@@ -438,13 +449,7 @@ per_app() {
     log "$how: $job's dedicated job gone in $(secs "$t0" "$t_gone") s, its pid released in $(secs "$t0" "$t_rel") s; B lost no round"
     timing "$how -> $job's dedicated job gone $(secs "$t0" "$t_gone") s, pid released $(secs "$t0" "$t_rel") s (heartbeat deadline 5 s)"
   done
-  grows B 2
-  stream_stop B
-  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
-  local stall
-  stall=$(max_round_ms B)
-  log "B streamed through all four with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
-  timing "B's longest round while A died four ways: $stall ms"
+  b_streamed_through "A's four deaths"
   wait_until 30 "B's dedicated job ends with B" eval '[ -z "$(dedicated_on_r1)" ]'
 }
 
@@ -519,15 +524,9 @@ rogue() {
     timing "$mode -> rogue dropped $(secs "$t0" "$t_drop") s, pid released $(secs "$t0" "$t_rel") s"
   done
 
-  grows B 2
   [ "$(cl proxy status r1)" = "$proxy_before" ] || fail "the standing proxy changed: $(cl proxy status r1)"
   alive "$l1" || fail "r1's lnetd died"
-  stream_stop B
-  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
-  local stall
-  stall=$(max_round_ms B)
-  log "three rogues dropped; B lost no round, every byte checked; its longest round took $stall ms"
-  timing "B's longest round while the rogues were dropped: $stall ms"
+  b_streamed_through "three rogues dropped"
 }
 
 # ---- mode 2 side by side: one application's crash while another streams -----------------
@@ -565,14 +564,8 @@ spawned_side_by_side() {
     log "$how: $job ended (status $STREAM_EXIT) in $(secs "$t0" "$t_end") s; its pid released at r1 in $(secs "$t0" "$t1") s, at r2 in $(secs "$t0" "$t2") s; B lost no round"
     timing "$how -> $job ended $(secs "$t0" "$t_end") s, pid released r1 $(secs "$t0" "$t1") s, r2 $(secs "$t0" "$t2") s"
   done
-  grows B 2
   alive "$l1" && alive "$l2" || fail "an lnetd died"
-  stream_stop B
-  [ "$STREAM_EXIT" = 0 ] && [ "$(failures B)" = 0 ] || fail "B: status $STREAM_EXIT, $(failures B) failed rounds"
-  local stall
-  stall=$(max_round_ms B)
-  log "B streamed through both crashes with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
-  timing "B's longest round while A died two ways: $stall ms"
+  b_streamed_through "A's two crashes"
 }
 
 case "$scenario" in
