@@ -650,6 +650,7 @@ int run(const std::vector<std::string>& argv, const Exec& exec, std::optional<st
       return 1;
     }
     int rc = print(spec->name, req, doc, io);
+    std::fflush(io.out);        // each round of query --loop whole, as it comes (stat flushes its blocks)
     if (rc == kStopped) break;  // query --loop: asked until the batch has stopped
     if (rc != 0) return rc;
   }

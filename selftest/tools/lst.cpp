@@ -14,7 +14,6 @@
 using namespace lnet;
 
 int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // as lst: each line out as it is printed, to a terminal, a file or a pipe
   std::string socket_path = std::getenv("LNET_CTL_SOCKET") ? std::getenv("LNET_CTL_SOCKET") : "/run/lnet/lnetd.sock";
   std::vector<std::string> args(argv + 1, argv + argc);
   std::size_t i = 0;

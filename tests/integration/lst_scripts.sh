@@ -37,9 +37,11 @@ script() {
 # that counts nodes has 0 as its second word.
 no_errors_in() { ! awk '/^Total.*nodes/ {print $2}' "$1" | grep -vq '^0$'; }
 
-log "lnet-selftest.sh's smoke test (sh, set -e; 20 tests, 10 s of stat)"
+# The durations leave room for a sanitizer build, where a stat round over nodes busy with
+# 20 tests may take up to its --timeout (10 s) before the first block is printed.
+log "lnet-selftest.sh's smoke test (sh, set -e; 20 tests, 35 s of stat every 10 s)"
 smoke=$(script smoke.sh CLIENTS="10.79.1.20@tcp 10.79.1.21@tcp 10.79.1.22@tcp 10.79.1.23@tcp" \
-  SERVERS="10.79.1.10@tcp 10.79.1.11@tcp" NC=4 NS=2 LOOP=1000 DURATION=12)
+  SERVERS="10.79.1.10@tcp 10.79.1.11@tcp" NC=4 NS=2 LOOP=1000 DURATION=35)
 export LST_SESSION=$$
 # Through a pipe, as the framework runs it (`sh $file | tee $log`): the stat blocks printed
 # before the script kills lst must all be there.
@@ -68,7 +70,7 @@ log "smoke: $(grep -c '^\[LNet Rates of' "$T_DIR/smoke.out") stat blocks, no err
 
 log "the manual's sample script (stat in the background, killed; output to a file)"
 rw=$(script manual_rw.sh SERVERS="10.79.1.[10-11]@tcp" READERS="10.79.1.[21-23/2]@tcp" \
-  WRITERS="10.79.1.[20-22/2]@tcp" DURATION=12)
+  WRITERS="10.79.1.[20-22/2]@tcp" DURATION=25)
 timeout 120 bash "$rw" >"$T_DIR/rw.out" 2>"$T_DIR/rw.err" || fail "the manual's script failed: $(tail "$T_DIR/rw.err")"
 blocks=$(grep -c "^\[LNet Bandwidth of servers\]" "$T_DIR/rw.out" || true)
 [ "$blocks" -ge 1 ] || fail "no stat block in the file after the kill: $(cat "$T_DIR/rw.out")"
