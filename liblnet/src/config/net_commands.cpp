@@ -114,7 +114,15 @@ Response add_ip2net(Control& c, const std::string& text, const NetConfig& tunabl
 Response net_add(Instance& lnet, const Request& r, const Hooks&) {
   const std::string* net = r.arg("net");
   const std::string* ip2net = r.arg("ip2net");
-  if (!net && !ip2net) return error_block("add", "net", -EINVAL, "net add needs --net or --ip2net");
+  // As the kernel's lnetctl: --nid alone names the net too.
+  std::string net_of_nid;
+  if (!net && !ip2net && r.arg("nid")) {
+    auto n = Nid::parse(*r.arg("nid"));
+    if (!n) return error_block("add", "net", -EINVAL, n.message());
+    net_of_nid = n->net().to_string();
+    net = &net_of_nid;
+  }
+  if (!net && !ip2net) return error_block("add", "net", -EINVAL, "net add needs --net, --nid or --ip2net");
   if (net && ip2net) return error_block("add", "net", -EINVAL, "net add takes --net or --ip2net, not both");
   NetConfig nc;
   if (net) {
@@ -138,7 +146,7 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
     const char* name;
     int* field;
     long lo, hi;
-  } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, 0, 1 << 20},
+  } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, -1, 1 << 20},  // -1: the default, as in YAML
               {"peer-credits", &nc.tunables.peer_credits, 0, 65535},
               {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 65535},
               {"credits", &nc.tunables.credits, 1, 1 << 20},
@@ -149,6 +157,7 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
     if (!v) return error_block("add", "net", v.code(), v.message());
     *a.field = static_cast<int>(*v);
   }
+  if (nc.tunables.peer_timeout < 0) nc.tunables.peer_timeout = NetTunables{}.peer_timeout;
   if (const std::string* cpt = r.arg("cpt")) {
     auto parsed = parse_cpt_list(*cpt);
     if (!parsed) return error_block("add", "net", -EINVAL, "--cpt: " + parsed.message());

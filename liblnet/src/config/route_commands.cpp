@@ -1,4 +1,6 @@
 // lnetctl route show | add | del, and routing show.
+#include <lnet/nid_range.hpp>
+
 #include "commands.hpp"
 #include "yaml_print.hpp"
 
@@ -6,15 +8,18 @@ namespace lnet::dlc {
 
 namespace {
 
-Result<std::pair<NetId, Nid>> route_args(const Request& r, const char* verb) {
+// --net and --gateway: a NID or, as the kernel's lnetctl takes it, a range of them
+// (192.168.50.[11-15]@tcp, [11-16/2]): one route per gateway, at most as many as a
+// peer has NIDs.
+Result<std::pair<NetId, std::vector<Nid>>> route_args(const Request& r, const char* verb) {
   const std::string* net = r.arg("net");
   const std::string* gw = r.arg("gateway");
   if (!net || !gw) return Failure{-EINVAL, std::string("route ") + verb + " needs --net and --gateway"};
   auto n = NetId::parse(*net);
   if (!n) return n.failure();
-  auto g = Nid::parse(*gw);
-  if (!g) return g.failure();
-  return std::make_pair(*n, *g);
+  auto g = expand_nid_list(*gw, kMaxNidsPerPeer);
+  if (!g) return Failure{g.code(), "--gateway '" + *gw + "': " + g.message()};
+  return std::make_pair(*n, std::move(*g));
 }
 
 }  // namespace
@@ -71,16 +76,35 @@ Response route_add(Instance& lnet, const Request& r, const Hooks&) {
   if (!hop) return error_block("add", "route", hop.code(), hop.message());
   if (!prio) return error_block("add", "route", prio.code(), prio.message());
   if (*hop == 0) return error_block("add", "route", -EINVAL, "--hop 0 is not 1..255");
-  RouteConfig rc{ng->first, ng->second, static_cast<int>(*hop), static_cast<unsigned>(*prio)};
-  if (Status s = lnet.control().add_route(rc); !s) return error_block("add", "route", s.code(), s.message());
+  // One route per gateway; when one is refused, those added before it are taken back.
+  std::vector<Nid> added;
+  for (Nid gw : ng->second) {
+    RouteConfig rc{ng->first, gw, static_cast<int>(*hop), static_cast<unsigned>(*prio)};
+    if (Status s = lnet.control().add_route(rc); !s) {
+      for (Nid back : added) (void)lnet.control().del_route(ng->first, back);
+      std::string why = ng->second.size() > 1 ? "via " + gw.to_string() + ": " + s.message() : s.message();
+      return error_block("add", "route", s.code(), why);
+    }
+    added.push_back(gw);
+  }
   return ok(YAML::Node());
 }
 
 Response route_del(Instance& lnet, const Request& r, const Hooks&) {
   auto ng = route_args(r, "del");
   if (!ng) return error_block("del", "route", ng.code(), ng.message());
-  if (Status s = lnet.control().del_route(ng->first, ng->second); !s)
-    return error_block("del", "route", s.code(), s.message());
+  // Every route named must exist before any goes.
+  auto routes = lnet.control().route_info();
+  for (Nid gw : ng->second)
+    if (std::none_of(routes.begin(), routes.end(),
+                     [&](const RouteInfo& ri) { return ri.net == ng->first && ri.gateway == gw; }))
+      return error_block("del", "route", -ENOENT,
+                         "no route to " + ng->first.to_string() + " via " + gw.to_string() +
+                             (ng->second.size() > 1 ? " (none of the range deleted)" : ""));
+  for (Nid gw : ng->second)
+    if (Status s = lnet.control().del_route(ng->first, gw); !s)
+      return error_block("del", "route", s.code(),
+                         ng->second.size() > 1 ? "via " + gw.to_string() + ": " + s.message() : s.message());
   return ok(YAML::Node());
 }
 

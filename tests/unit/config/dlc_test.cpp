@@ -217,6 +217,44 @@ TEST_F(Commands, ErrorsAreLnetctlErrorBlocks) {
   EXPECT_EQ(s.rc, -EINVAL);
 }
 
+// lnetctl route add --gateway 192.168.50.[11-15]@tcp: one route per gateway; a range that
+// fails part-way adds none, a deletion of a range deletes all or none.
+TEST_F(Commands, AGatewayRangeIsOneRoutePerGateway) {
+  a->control().set_global("alive_router_check_interval", 0).or_throw();
+  auto r = run(*a, "route add", {{"net", {"tcp1"}}, {"gateway", {"[40-44/2]@gni"}}});
+  ASSERT_EQ(r.rc, 0) << r.text;
+  auto routes = a->control().route_info();
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[0].gateway, *Nid::parse("40@gni"));
+  EXPECT_EQ(routes[2].gateway, *Nid::parse("44@gni"));
+  // 42 has its route already: the range is refused as a whole.
+  auto again = run(*a, "route add", {{"net", {"tcp1"}}, {"gateway", {"[45-47]@gni,42@gni"}}});
+  EXPECT_NE(again.rc, 0);
+  EXPECT_NE(again.text.find("via 42@gni"), std::string::npos) << again.text;
+  EXPECT_EQ(a->control().route_info().size(), 3u) << "45..47 taken back";
+  auto big = run(*a, "route add", {{"net", {"tcp2"}}, {"gateway", {"[1-200]@gni"}}});
+  EXPECT_EQ(big.rc, -E2BIG) << big.text;
+  EXPECT_NE(big.text.find("[1-200]@gni"), std::string::npos) << big.text;
+  auto part = run(*a, "route del", {{"net", {"tcp1"}}, {"gateway", {"[40-46/2]@gni"}}});
+  EXPECT_EQ(part.rc, -ENOENT) << part.text;
+  EXPECT_NE(part.text.find("via 46@gni"), std::string::npos) << part.text;
+  EXPECT_EQ(a->control().route_info().size(), 3u) << "nothing deleted";
+  ASSERT_EQ(run(*a, "route del", {{"net", {"tcp1"}}, {"gateway", {"[40-44/2]@gni"}}}).rc, 0);
+  EXPECT_TRUE(a->control().route_info().empty());
+}
+
+// The kernel's lnetctl: --nid alone names the net; --peer-timeout -1 is the default, as in
+// YAML.
+TEST_F(Commands, NetAddByNidAloneAndPeerTimeoutMinusOne) {
+  auto r = run(*a, "net add", {{"nid", {"37@gni6"}}, {"peer-timeout", {"-1"}}});
+  ASSERT_EQ(r.rc, 0) << r.text;
+  auto v = run(*a, "net show", {{"verbose", {"1"}}, {"net", {"gni6"}}});
+  EXPECT_NE(v.text.find("nid: 37@gni6"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("peer_timeout: 180"), std::string::npos) << v.text;
+  EXPECT_NE(run(*a, "net add", {{"nid", {"37@"}}}).rc, 0);
+  EXPECT_NE(run(*a, "net add", {{"nid", {"38@gni7"}}, {"peer-timeout", {"-2"}}}).rc, 0);
+}
+
 TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   // Options the real lnetctl has and this build does not take: refused, named.
   struct Case {
