@@ -56,6 +56,9 @@ struct RouteConfig {
   Nid gateway;
   int hops = -1;          // -1: undefined (counts as 1)
   unsigned priority = 0;  // lower is preferred
+  // What a failure takes off the health of the gateway's NIs (instead of the global
+  // health_sensitivity); 0 asks for the default, 1, as LNet's.
+  unsigned health_sensitivity = 1;
   friend bool operator==(const RouteConfig&, const RouteConfig&) = default;
 };
 
@@ -65,6 +68,9 @@ struct PeerConfig {
   bool multi_rail = true;
   std::vector<Nid> nids;      // besides the primary
   bool lock_primary = false;  // discovery keeps `primary` (lnetctl peer add --lock_prim)
+  // The document's NID list named the primary too (import --del then deletes the whole
+  // peer, as lnetctl peer del does).
+  bool lists_primary = false;
   friend bool operator==(const PeerConfig&, const PeerConfig&) = default;
 };
 

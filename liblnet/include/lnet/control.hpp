@@ -68,6 +68,10 @@ class Control {
   // -EOPNOTSUPP when the net's driver fixes it when an NI comes up.
   virtual Status set_lnd_timeout(NetId net, int seconds) = 0;
   virtual Status set_peer_ni_health(Nid nid, int value) = 0;
+  // Sets the state bits of the peer that has `nid` (as `peer show -v 4` prints them; the
+  // kernel's test-only `peer set --state`): multi-rail, configured, locked primary, no
+  // discovery, router. Bits that discovery owns must stay as they are (-EOPNOTSUPP).
+  virtual Status set_peer_state(Nid nid, std::uint32_t state) = 0;
   // The NIDs on the local NI or the peer NI recovery queue.
   virtual std::vector<Nid> recovery_queue(bool local) const = 0;
 

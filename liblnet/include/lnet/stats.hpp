@@ -77,6 +77,9 @@ struct NiInfo {
 struct PeerNiInfo {
   Nid nid;
   bool up = true;
+  // Whether LNet judges its aliveness (`state` up/down, else NA): the NIs of a gateway,
+  // and on a router those of a net with a peer_timeout.
+  bool aliveness = false;
   int max_tx_credits = 0;
   int tx_credits = 0;
   int min_tx_credits = 0;
@@ -101,8 +104,9 @@ struct RouteInfo {
   int hops = -1;
   unsigned priority = 0;
   bool up = true;
-  bool multi_hop = false;  // more than one hop, or the gateway lists no NI on `net`
-  int gateway_health = 0;  // the health of the gateway's best NI on our side
+  bool multi_hop = false;           // more than one hop, or the gateway lists no NI on `net`
+  int gateway_health = 0;           // the health of the gateway's best NI on our side
+  unsigned health_sensitivity = 1;  // of the route (its gateway's)
 };
 
 struct RouterPoolInfo {

@@ -46,7 +46,8 @@ Status delete_named(Control& c, const SystemConfig& cfg) {
     if (!found) return Failure{-ENOENT, "no route to " + r.net.to_string() + " via " + r.gateway.to_string()};
   }
   for (const auto& r : cfg.routes) (void)c.del_route(r.net, r.gateway);
-  for (const auto& p : cfg.peers) (void)c.del_peer(p.primary, p.nids);
+  // A list that names the primary deletes the peer (as lnetctl peer del --prim_nid P --nid P,...).
+  for (const auto& p : cfg.peers) (void)c.del_peer(p.primary, p.lists_primary ? std::vector<Nid>{} : p.nids);
   for (const auto& f : cfg.faults) (void)c.del_faults(f.delay, f.source, f.dest);
   for (const auto& nc : cfg.nets) {
     for (const auto& i : nis) {

@@ -2,6 +2,7 @@
 // and what they share: argument parsing and the YAML of answers and error blocks.
 #pragma once
 
+#include <climits>
 #include <string>
 #include <vector>
 

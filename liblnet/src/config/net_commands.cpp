@@ -46,7 +46,7 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
     if (!net) return error_block("show", "net", -EINVAL, net.message());
     filter = *net;
   }
-  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  auto verbose = int_arg(r, "verbose", 0, 0, INT_MAX);
   if (!verbose) return error_block("show", "net", verbose.code(), verbose.message());
   const Control& c = lnet.control();
   std::vector<NetId> order;

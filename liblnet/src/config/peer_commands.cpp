@@ -16,7 +16,7 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
   e["nid"] = i.nid.to_string();
   if (verbose > 3)
     e["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, i.preferred_gateways, i.preferred_sources);
-  e["state"] = i.up ? "up" : "down";
+  e["state"] = !i.aliveness ? "NA" : i.up ? "up" : "down";
   if (verbose > 0) {
     e["max_ni_tx_credits"] = int_node(i.max_tx_credits);
     e["available_tx_credits"] = int_node(i.tx_credits);
@@ -184,7 +184,7 @@ Response peer_show(Instance& lnet, const Request& r, const Hooks&) {
     if (!p) return error_block("show", "peer", -EINVAL, p.message());
     filter = *p;
   }
-  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  auto verbose = int_arg(r, "verbose", 0, 0, INT_MAX);
   if (!verbose) return error_block("show", "peer", verbose.code(), verbose.message());
   YAML::Node list(YAML::NodeType::Sequence);
   for (const PeerInfo& p : lnet.control().peer_info()) {
@@ -245,7 +245,10 @@ Response discover(Instance& lnet, const Request& r, const Hooks&) { return disco
 Response peer_set(Instance& lnet, const Request& r, const Hooks&) {
   auto health = int_arg(r, "health", -1, 0, 1000);
   if (!health) return error_block("set", "peer", -EINVAL, health.message());
-  if (*health < 0) return error_block("set", "peer", -EINVAL, "peer set needs --health (0..1000)");
+  auto state = int_arg(r, "state", -1, 0, 0xffffffffL);
+  if (!state) return error_block("set", "peer", -EINVAL, state.message());
+  if (*health < 0 && *state < 0)
+    return error_block("set", "peer", -EINVAL, "peer set needs --health (0..1000) or --state");
   std::vector<Nid> nids;
   if (r.flag("all")) {
     nids.push_back(Nid::any());
@@ -257,9 +260,16 @@ Response peer_set(Instance& lnet, const Request& r, const Hooks&) {
     }
     if (nids.empty()) return error_block("set", "peer", -EINVAL, "peer set needs --nid or --all");
   }
-  for (Nid nid : nids)
-    if (Status s = lnet.control().set_peer_ni_health(nid, static_cast<int>(*health)); !s)
-      return error_block("set", "peer", s.code(), s.message());
+  if (*state >= 0 && (nids.size() != 1 || nids[0].is_any()))
+    return error_block("set", "peer", -EINVAL, "peer set --state needs one --nid");
+  for (Nid nid : nids) {
+    if (*state >= 0)
+      if (Status s = lnet.control().set_peer_state(nid, static_cast<std::uint32_t>(*state)); !s)
+        return error_block("set", "peer", s.code(), s.message());
+    if (*health >= 0)
+      if (Status s = lnet.control().set_peer_ni_health(nid, static_cast<int>(*health)); !s)
+        return error_block("set", "peer", s.code(), s.message());
+  }
   return ok(YAML::Node());
 }
 

@@ -39,7 +39,7 @@ Response route_show(Instance& lnet, const Request& r, const Hooks&) {
   }
   auto hop = int_arg(r, "hop", -2, -1, 255);
   auto prio = int_arg(r, "priority", -1, 0, UINT32_MAX);
-  auto verbose = int_arg(r, "verbose", 0, 0, 4);
+  auto verbose = int_arg(r, "verbose", 0, 0, INT_MAX);
   for (const auto* a : {&hop, &prio, &verbose})
     if (!*a) return error_block("show", "route", a->code(), a->message());
   YAML::Node list(YAML::NodeType::Sequence);
@@ -54,6 +54,7 @@ Response route_show(Instance& lnet, const Request& r, const Hooks&) {
     if (*verbose > 0) {
       e["hop"] = int_node(ri.hops);
       e["priority"] = int_node(ri.priority);
+      e["health_sensitivity"] = int_node(ri.health_sensitivity);
       e["state"] = ri.up ? "up" : "down";
       e["type"] = ri.multi_hop ? "multi-hop" : "single-hop";
       e["gateway health"] = int_node(ri.gateway_health);
@@ -73,13 +74,15 @@ Response route_add(Instance& lnet, const Request& r, const Hooks&) {
   if (hop_text) hr.args["hop"] = {*hop_text};
   auto hop = int_arg(hr, "hop", -1, -1, 255);
   auto prio = int_arg(r, "priority", 0, 0, UINT32_MAX);
+  auto sens = int_arg(r, "health_sensitivity", 1, 0, 1000);
   if (!hop) return error_block("add", "route", hop.code(), hop.message());
   if (!prio) return error_block("add", "route", prio.code(), prio.message());
+  if (!sens) return error_block("add", "route", sens.code(), sens.message());
   if (*hop == 0) return error_block("add", "route", -EINVAL, "--hop 0 is not 1..255");
   // One route per gateway; when one is refused, those added before it are taken back.
   std::vector<Nid> added;
   for (Nid gw : ng->second) {
-    RouteConfig rc{ng->first, gw, static_cast<int>(*hop), static_cast<unsigned>(*prio)};
+    RouteConfig rc{ng->first, gw, static_cast<int>(*hop), static_cast<unsigned>(*prio), static_cast<unsigned>(*sens)};
     if (Status s = lnet.control().add_route(rc); !s) {
       for (Nid back : added) (void)lnet.control().del_route(ng->first, back);
       std::string why = ng->second.size() > 1 ? "via " + gw.to_string() + ": " + s.message() : s.message();

@@ -60,6 +60,7 @@ YAML::Node route_node(const RouteConfig& r) {
   n["gateway"] = r.gateway.to_string();
   n["hop"] = int_node(r.hops);
   n["priority"] = int_node(r.priority);
+  n["health_sensitivity"] = int_node(r.health_sensitivity);
   return n;
 }
 

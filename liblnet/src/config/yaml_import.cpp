@@ -25,33 +25,40 @@ std::string where(const YAML::Node& n) {
 
 Failure bad(const YAML::Node& n, const std::string& what) { return Failure{-EINVAL, what + where(n)}; }
 
+// lnetctl's words lead each failure, as its scripts grep for them: "invalid key",
+// "no value", "invalid value"; our detail follows.
+Failure no_value(const YAML::Node& n, const std::string& key) { return bad(n, "no value for '" + key + "'"); }
+
 Result<long> as_int(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be a number");
+  if (n.IsNull()) return no_value(n, key);
+  if (!n.IsScalar()) return bad(n, "invalid value for '" + key + "': it must be a number");
   const std::string& s = n.Scalar();
   char* end = nullptr;
   errno = 0;
   long v = std::strtol(s.c_str(), &end, 0);
-  if (s.empty() || *end || errno) return bad(n, "'" + key + "': '" + s + "' is not a number");
+  if (s.empty() || *end || errno) return bad(n, "invalid value '" + s + "' for '" + key + "': not a number");
   return v;
 }
 
 // A flag as lnetctl reads one: yes/true/on/y or no/false/off/n in any case, or 1/0.
 Result<bool> as_bool(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be True or False");
+  if (n.IsNull()) return no_value(n, key);
+  if (!n.IsScalar()) return bad(n, "invalid value for '" + key + "': it must be True or False");
   std::string s = n.Scalar();
   std::string low;
   for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (low == "true" || low == "yes" || low == "on" || low == "y" || low == "1") return true;
   if (low == "false" || low == "no" || low == "off" || low == "n" || low == "0") return false;
-  return bad(n, "'" + key + "': '" + s + "' is not True or False");
+  return bad(n, "invalid value '" + s + "' for '" + key + "': not True or False");
 }
 
 // A NID or a network: what `T::parse` takes.
 template <class T>
 Result<T> as_parsed(const YAML::Node& n, const std::string& key, const char* kind) {
-  if (!n.IsScalar()) return bad(n, "'" + key + "' must be " + kind);
+  if (n.IsNull()) return no_value(n, key);
+  if (!n.IsScalar()) return bad(n, "invalid value for '" + key + "': it must be " + kind);
   auto r = T::parse(n.Scalar());
-  if (!r) return bad(n, "'" + key + "': " + r.message());
+  if (!r) return bad(n, "invalid value for '" + key + "': " + r.message());
   return *r;
 }
 
@@ -107,7 +114,7 @@ Status parse_int_field(const YAML::Node& value, const IntField& f) {
   auto v = as_int(value, f.key);
   if (!v) return v.failure();
   if (*v < f.lo || *v > f.hi)
-    return bad(value, "'" + std::string(f.key) + "': " + std::to_string(*v) + " is out of range (" +
+    return bad(value, "invalid value " + std::to_string(*v) + " for '" + std::string(f.key) + "': out of range (" +
                           std::to_string(f.lo) + ".." + std::to_string(f.hi) + ")");
   *f.field = static_cast<int>(*v);
   return {};
@@ -118,7 +125,7 @@ Status parse_int_fields(const YAML::Node& n, const std::string& what, std::initi
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
     auto f = std::find_if(fields.begin(), fields.end(), [&](const IntField& i) { return k == i.key; });
-    if (f == fields.end()) return bad(kv.first, "unknown key '" + k + "' in " + what);
+    if (f == fields.end()) return bad(kv.first, "invalid key \'" + k + "' in " + what);
     if (auto r = parse_int_field(kv.second, *f); !r) return r;
   }
   return {};
@@ -280,7 +287,7 @@ Status parse_ni_item(const YAML::Node& ni, const NetConfig& entry, SystemConfig&
       });
       if (!r) return r;
     } else if (!runtime_key(k)) {
-      return bad(kv.first, "unknown key '" + k + "' in a 'local NI(s)' entry");
+      return bad(kv.first, "invalid key \'" + k + "' in a 'local NI(s)' entry");
     }
   }
   if (ifs.size() > 1 && nc.nid)
@@ -337,7 +344,7 @@ Status parse_ip2nets(const YAML::Node& n, SystemConfig& cfg) {
         return bad(kv.first,
                    "'local NI(s)' belongs in 'net', not in an 'ip2nets' rule (it has interfaces and ip-range)");
       } else if (k != "seq_no") {
-        return bad(kv.first, "unknown key '" + k + "' in an 'ip2nets' rule");
+        return bad(kv.first, "invalid key \'" + k + "' in an 'ip2nets' rule");
       }
     }
     cfg.ip2nets.push_back(rule);
@@ -365,7 +372,7 @@ Status parse_nets(const YAML::Node& n, SystemConfig& cfg) {
       if (k == "local NI(s)")
         nis.emplace(kv.second);
       else if (!runtime_key(k))
-        return bad(kv.first, "unknown key '" + k + "' in a 'net' entry");
+        return bad(kv.first, "invalid key \'" + k + "' in a 'net' entry");
     }
     if (!nis) {
       cfg.nets.push_back(entry);
@@ -410,11 +417,12 @@ Status parse_routes(const YAML::Node& n, SystemConfig& cfg) {
         if (*p < 0) return bad(v, "'priority' cannot be negative");
         rc.priority = static_cast<unsigned>(*p);
       } else if (k == "health_sensitivity") {
-        return Failure{
-            -EOPNOTSUPP,
-            "not supported yet: a route's health_sensitivity (routes follow their gateway's health)" + where(kv.first)};
+        auto hs = as_int(v, k);
+        if (!hs) return hs.failure();
+        if (*hs < 0 || *hs > 1000) return bad(v, "'health_sensitivity' " + std::to_string(*hs) + " is not 0..1000");
+        rc.health_sensitivity = *hs == 0 ? 1 : static_cast<unsigned>(*hs);
       } else if (!runtime_key(k)) {
-        return bad(kv.first, "unknown key '" + k + "' in a 'route' entry");
+        return bad(kv.first, "invalid key \'" + k + "' in a 'route' entry");
       }
     }
     if (!has_net || !has_gw) return bad(e, "a 'route' entry needs 'net' and 'gateway'");
@@ -458,15 +466,16 @@ Status parse_peers(const YAML::Node& n, SystemConfig& cfg) {
           if (auto r = peer_nids(p["nid"], pc.nids); !r) return r;
           for (const auto& i2 : p) {
             std::string k2 = i2.first.Scalar();
-            if (k2 != "nid" && !runtime_key(k2)) return bad(i2.first, "unknown key '" + k2 + "' in a 'peer ni' entry");
+            if (k2 != "nid" && !runtime_key(k2)) return bad(i2.first, "invalid key \'" + k2 + "' in a 'peer ni' entry");
           }
         }
       } else if (!runtime_key(k)) {
-        return bad(kv.first, "unknown key '" + k + "' in a 'peer' entry");
+        return bad(kv.first, "invalid key \'" + k + "' in a 'peer' entry");
       }
     }
     if (!has_primary) return bad(e, "a 'peer' entry without 'primary nid'");
     if (pc.primary.is_lo()) return bad(e, "'primary nid' 0@lo is this node, not a peer");
+    pc.lists_primary = std::find(pc.nids.begin(), pc.nids.end(), pc.primary) != pc.nids.end();
     pc.nids.erase(std::remove(pc.nids.begin(), pc.nids.end(), pc.primary), pc.nids.end());
     std::vector<Nid> unique;
     for (Nid x : pc.nids)
@@ -503,7 +512,7 @@ Status parse_selftest(const YAML::Node& n, SystemConfig& cfg) {
       if (*v < 0 || *v > 86400) return bad(kv.second, "'" + k + "' must be 0..86400 seconds");
       (k == "session_timeout" ? st.session_timeout : st.rpc_timeout) = static_cast<unsigned>(*v);
     } else {
-      return bad(kv.first, "unknown key '" + k + "' in 'selftest'");
+      return bad(kv.first, "invalid key \'" + k + "' in 'selftest'");
     }
   }
   cfg.selftest = st;
@@ -517,7 +526,7 @@ Status parse_routing(const YAML::Node& n, SystemConfig& cfg) {
     for (const auto& kv : map) {
       std::string k = kv.first.Scalar();
       if (k.rfind("cpt[", 0) == 0) continue;
-      if (k != "enable") return bad(kv.first, "unknown key '" + k + "' in 'routing'");
+      if (k != "enable") return bad(kv.first, "invalid key \'" + k + "' in 'routing'");
       auto v = as_int(kv.second, k);
       if (!v) return v.failure();
       if (*v != 0 && *v != 1) return bad(kv.second, "'enable' must be 0 or 1");
@@ -552,11 +561,16 @@ Status global_key(const YAML::Node& key, const YAML::Node& value, SystemConfig& 
     warn(cfg, key, "'max_intf' is the old spelling of 'max_interfaces' (lnetctl before 2.14): read as max_interfaces");
     k = "max_interfaces";
   }
+  if (value.IsNull()) return Failure{-EINVAL, section + "no value for '" + k + "'" + where(key)};  // no line of its own
   auto v = as_int(value, k);
   if (!v) return v.failure();
   GlobalTunables probe;
   // Unknown tunables and those of features not built fail here, naming the key.
-  if (Status r = probe.set(k, *v); !r) return Failure{r.code(), section + r.message() + where(key)};
+  if (Status r = probe.set(k, *v); !r) {
+    bool unknown = !probe.get(k) && r.code() == -EINVAL;
+    const char* word = r.code() == -EOPNOTSUPP ? "" : unknown ? "invalid key: " : "invalid value: ";
+    return Failure{r.code(), section + word + r.message() + where(unknown ? key : value)};
+  }
   if (!cfg.global) cfg.global = GlobalTunables{};
   (void)cfg.global->set(k, *v);
   cfg.global_keys.emplace_back(k, *v);
@@ -576,7 +590,7 @@ Status parse_numa(const YAML::Node& n, SystemConfig& cfg) {
   if (auto r = check_map(n, "'numa'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    if (k != "range") return bad(kv.first, "unknown key '" + k + "' in 'numa' (it has 'range')");
+    if (k != "range") return bad(kv.first, "invalid key \'" + k + "' in 'numa' (it has 'range')");
     YAML::Node key = YAML::Node("numa_range");
     if (Status r = global_key(key, kv.second, cfg, "'numa': "); !r) return r;
   }
@@ -686,7 +700,7 @@ Status parse_udsp(const YAML::Node& n, SystemConfig& cfg) {
           }
         }
       } else if (k != "idx" && k != "src_nid" && k != "dst_nid") {
-        return bad(kv.first, "unknown key '" + k + "' in a 'udsp' entry");
+        return bad(kv.first, "invalid key \'" + k + "' in a 'udsp' entry");
       }
     }
     cfg.udsp.push_back(u);
@@ -736,7 +750,8 @@ Status drop_repeats(SystemConfig& cfg) {
     else if (*it == r)
       cfg.warnings.push_back(name + " appears twice in the document, the same: added once");
     else
-      return Failure{-EINVAL, name + " appears twice in the document with different hop or priority"};
+      return Failure{-EINVAL,
+                     name + " appears twice in the document with different hop, priority or health_sensitivity"};
   }
   cfg.routes = std::move(routes);
   std::vector<PeerConfig> peers;
@@ -779,8 +794,9 @@ Status parse_section(const std::string& k, const YAML::Node& key, const YAML::No
   if (k == "statistics") return {};  // stats show: counters, nothing to configure
   // A tunable of `global` written at the top level, as lnetctl takes it too.
   if (k == "max_intf" || GlobalTunables{}.get(k)) return global_key(key, v, cfg, "");
-  return bad(key, "unknown section '" + k +
-                      "' (net, ip2nets, route, peer, routing, buffers, global, numa, udsp, ping, discover, fault)");
+  return bad(key, "invalid key '" + k +
+                      "': not a section (net, ip2nets, route, peer, routing, buffers, global, numa, udsp, ping, "
+                      "discover, fault)");
 }
 
 // The line of a second document ("---" after content), 0 when there is one document.

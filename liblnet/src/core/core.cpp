@@ -202,7 +202,6 @@ Status Core::add_peer(const PeerConfig& p, bool configured) {
   all.insert(all.end(), p.nids.begin(), p.nids.end());
   for (Nid nid : all) {
     if (nid.is_any() || nid.is_lo()) return Failure{-EINVAL, "bad peer NID " + nid.to_string()};
-    if (is_local_nid(nid)) return Failure{-EINVAL, nid.to_string() + " is one of our own NIDs"};
   }
   ExclusiveLock x(net_locks_);
   for (Nid nid : all) {
@@ -269,9 +268,16 @@ std::vector<PeerConfig> Core::configured_peers() const {
 
 std::vector<PeerInfo> Core::peer_info() const {
   std::vector<PeerInfo> out;
+  std::vector<Nid> gateways;
+  if (const net::RouteTable* rt = routes_.table())
+    for (const auto& e : rt->routes) gateways.push_back(e.cfg.gateway);
+  bool routing = routing_.load(std::memory_order_relaxed);
   ExclusiveLock x(const_cast<CptLocks&>(net_locks_));
   for (const auto& p : peers_.peers()) {
     PeerInfo pi;
+    bool gateway = false;
+    for (const auto& lpni : p->nis)
+      gateway = gateway || (!lpni->removed && std::find(gateways.begin(), gateways.end(), lpni->nid) != gateways.end());
     pi.primary_nid = p->primary;
     pi.multi_rail = p->multi_rail;
     pi.state = p->state_bits();
@@ -280,6 +286,12 @@ std::vector<PeerInfo> Core::peer_info() const {
       PeerNiInfo n;
       n.nid = lpni->nid;
       n.up = lpni->alive.load();
+      if (gateway) {
+        n.aliveness = true;
+      } else if (routing) {
+        const net::NetView* v = find_net(lpni->nid.net());
+        n.aliveness = v && !v->nis.empty() && v->nis.front()->config.tunables.peer_timeout > 0;
+      }
       n.max_tx_credits = lpni->max_tx_credits;
       n.tx_credits = lpni->tx_credits.load();
       n.min_tx_credits = lpni->min_tx_credits;

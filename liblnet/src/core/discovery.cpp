@@ -458,6 +458,7 @@ void Core::send_push(Peer* peer) {
 // ---------------------------------------------------------------- merging
 
 void Core::absorb_locked(Peer* into, Peer* victim, MsgQueue& resend) {
+  if (into->health_sensitivity.load() == 0) into->health_sensitivity.store(victim->health_sensitivity.load());
   std::vector<PeerNi*> nis;
   for (auto& lpni : victim->nis)
     if (!lpni->removed) nis.push_back(lpni.get());
@@ -496,9 +497,27 @@ Peer* Core::merge_ping_info(Peer* peer, const PingInfo& info, bool from_ping, Ms
   if (from_ping && peer_mr && primary == peer->primary) peer->dc.peer_seqno = info.nis[0].status;
 
   // Status only unless discovery runs on both sides for a multi-rail peer.
-  bool full = local_dc && peer_mr && !no_dc && !primary.is_any() && !primary.is_lo();
+  // 0@lo stays what it is: the loopback NID never joins the node's other NIDs.
+  bool full = local_dc && peer_mr && !no_dc && !primary.is_any() && !primary.is_lo() && !peer->primary.is_lo();
   Peer* target = peer;
-  if (full && primary != peer->primary) {
+  if (full && !peer->configured && !has(peer, ps::kLockPrimary)) {
+    // A peer that holds one of the listed NIDs as a locked primary keeps it: this one
+    // joins that peer rather than the other way round.
+    for (std::size_t i = 1; i < info.nis.size() && target == peer; ++i) {
+      PeerNi* o = peers_.find(info.nis[i].nid);
+      if (o && o->peer != peer && o->nid == o->peer->primary && has(o->peer, ps::kLockPrimary) && !o->peer->configured)
+        target = o->peer;
+    }
+    if (target != peer) {
+      constexpr std::uint32_t kLearned = ps::kNoDiscovery | ps::kRouterEnabled;
+      target->dc.flags.store((target->dc.flags.load() & ~kLearned) | (peer->dc.flags.load() & kLearned));
+      target->multi_rail = true;
+      target->dc.peer_seqno = peer->dc.peer_seqno;
+      target->dc.ping_bytes = peer->dc.ping_bytes;
+      absorb_locked(target, peer, resend);
+    }
+  }
+  if (full && target == peer && primary != peer->primary) {
     PeerNi* owner = peers_.find(primary);
     if (owner && owner->peer != peer) {
       target = owner->peer;  // the peer that has its primary NID goes on, with what we learned
@@ -524,9 +543,12 @@ Peer* Core::merge_ping_info(Peer* peer, const PingInfo& info, bool from_ping, Ms
     }
   }
   if (full) {
+    // The node's own NIDs are a peer like any other (as LNet makes one for any
+    // destination); they join no peer but that one.
+    bool self = is_local_nid(target->primary);
     for (std::size_t i = 1; i < info.nis.size(); ++i) {
       const NiStatus& ns = info.nis[i];
-      if (ns.nid.is_any() || ns.nid.is_lo() || is_local_nid(ns.nid)) continue;
+      if (ns.nid.is_any() || ns.nid.is_lo() || (!self && is_local_nid(ns.nid))) continue;
       PeerNi* lpni = peers_.find(ns.nid);
       if (!lpni) {
         lpni = peers_.make_ni(target, ns.nid, peer_credits_for(ns.nid.net()), peer_rtr_credits_for(ns.nid.net()));
@@ -634,9 +656,32 @@ Result<Peer*> Core::wait_round_locked(Peer* peer, unsigned round, Nid nid, Mutex
   }
 }
 
+Status Core::set_peer_state(Nid nid, std::uint32_t state) {
+  constexpr std::uint32_t kSettable =
+      ps::kMultiRail | ps::kNoDiscovery | ps::kRouterEnabled | ps::kConfigured | ps::kLockPrimary;
+  MutexLock g(dc_mutex_);
+  ExclusiveLock x(net_locks_);
+  PeerNi* lpni = peers_.find(nid);
+  if (!lpni || lpni->removed) return Failure{-ENOENT, "no peer has NID " + nid.to_string()};
+  Peer* peer = lpni->peer;
+  std::uint32_t now = peer->state_bits();
+  if (std::uint32_t odd = (state ^ now) & ~kSettable; odd) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%x", odd);
+    return Failure{-EOPNOTSUPP, std::string("not supported yet: peer state bits ") + hex +
+                                    " (discovery's own; settable: MULTI_RAIL, NO_DISCOVERY, ROUTER_ENABLED, "
+                                    "CONFIGURED, LOCK_PRIMARY)"};
+  }
+  peer->multi_rail = (state & ps::kMultiRail) != 0;
+  peer->configured = (state & ps::kConfigured) != 0;
+  constexpr std::uint32_t kFlags = ps::kNoDiscovery | ps::kRouterEnabled | ps::kLockPrimary;
+  peer->dc.flags.store((peer->dc.flags.load() & ~kFlags) | (state & kFlags));
+  config_gen_.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
 Result<PeerInfo> Core::discover(Nid nid, bool force, std::chrono::milliseconds timeout) {
-  if (nid.is_any() || nid.is_lo()) return Failure{-EINVAL, "cannot discover " + nid.to_string()};
-  if (is_local_nid(nid)) return Failure{-EINVAL, nid.to_string() + " is one of our own NIDs"};
+  if (nid.is_any()) return Failure{-EINVAL, "cannot discover " + nid.to_string()};
   if (!started_.load() || stopping_.load()) return Failure{-ESHUTDOWN, "LNet is not running"};
   PeerNi* lpni = peer_ni_for(nid);
   if (!lpni) return Failure{-ENOMEM, "cannot make the peer of " + nid.to_string()};

@@ -78,15 +78,20 @@ void Core::account_health(Message* msg) {
   bool local = !remote || h == HealthStatus::NetworkTimeout;
   if (local && ni) ni->failures.add(h);
   if (remote && lpni) lpni->failures.add(h);
-  if (by == 0) return;
-  if (local && ni) {
+  if (local && ni && by) {
     lower(ni->health, by);
     queue_recovery(ni);
   }
-  if (remote && lpni && remote_health_applies(lpni)) {
-    lower(lpni->health, by);
-    queue_recovery(lpni);
-  }
+  if (remote && lpni) lower_peer_ni(lpni);
+}
+
+void Core::lower_peer_ni(PeerNi* lpni) {
+  // A gateway's routes may set what a failure costs it (LNet's route health_sensitivity).
+  unsigned own = lpni->peer->health_sensitivity.load(std::memory_order_relaxed);
+  int by = own ? static_cast<int>(own) : health_sensitivity_.load(std::memory_order_relaxed);
+  if (by == 0 || !remote_health_applies(lpni)) return;
+  lower(lpni->health, by);
+  queue_recovery(lpni);
 }
 
 // A failed PUT or GET of ours goes again, on the path selection now prefers (the failure
@@ -129,12 +134,7 @@ void Core::resend(Message* msg) {
 void Core::response_timed_out(Nid next_hop) {
   counters_.add(next_hop.is_any() ? 0 : cpts_.of_nid(next_hop), kResponseTimeout);
   if (next_hop.is_any()) return;  // sent to ourselves, or never handed to a driver
-  PeerNi* lpni = find_peer_ni(next_hop);
-  int by = health_sensitivity_.load(std::memory_order_relaxed);
-  if (lpni && by && remote_health_applies(lpni)) {
-    lower(lpni->health, by);
-    queue_recovery(lpni);
-  }
+  if (PeerNi* lpni = find_peer_ni(next_hop)) lower_peer_ni(lpni);
 }
 
 void Core::note_received_from(PeerNi* lpni) {

@@ -17,13 +17,22 @@ Status Core::add_route(const RouteConfig& r) {
   if (r.net.is_any() || r.net.type() == kLoLnd) return Failure{-EINVAL, "bad route network " + r.net.to_string()};
   if (r.hops != -1 && (r.hops < 1 || r.hops > 255))
     return Failure{-EINVAL, "route hop count " + std::to_string(r.hops) + " is outside 1..255"};
+  if (r.health_sensitivity > static_cast<unsigned>(kMaxHealth))
+    return Failure{-EINVAL, "route health_sensitivity " + std::to_string(r.health_sensitivity) + " is outside 0..1000"};
+  RouteConfig cfg = r;
+  if (cfg.health_sensitivity == 0) cfg.health_sensitivity = 1;  // LNet's default for a route
   MutexLock g(config_mutex_);
   if (find_net(r.net)) return Failure{-EINVAL, "cannot route to " + r.net.to_string() + ": it is a local network"};
   if (r.gateway.is_any() || !find_net(r.gateway.net()) || r.gateway.is_lo())
     return Failure{-EHOSTUNREACH, "gateway " + r.gateway.to_string() + " is not on a local network"};
   if (is_local_nid(r.gateway)) return Failure{-EINVAL, "gateway " + r.gateway.to_string() + " is one of our NIDs"};
-  if (Status s = routes_.add(r); !s) return s;
-  if (!peer_ni_for(r.gateway)) return Failure{-ENOMEM, "cannot make the peer of " + r.gateway.to_string()};
+  if (Status s = routes_.add(cfg); !s) return s;
+  PeerNi* gw = peer_ni_for(r.gateway);
+  if (!gw) return Failure{-ENOMEM, "cannot make the peer of " + r.gateway.to_string()};
+  {
+    MutexLock n(net_locks_[cpts_.of_nid(r.gateway)]);
+    gw->peer->health_sensitivity.store(cfg.health_sensitivity, std::memory_order_relaxed);
+  }
   LNET_LOG(Info, kLogRouter, "route to %s via %s (hops %d, priority %u)", r.net.to_string().c_str(),
            r.gateway.to_string().c_str(), r.hops, r.priority);
   return {};
@@ -46,6 +55,7 @@ std::vector<RouteInfo> Core::route_info() const {
     ri.gateway = e.cfg.gateway;
     ri.hops = e.cfg.hops;
     ri.priority = e.cfg.priority;
+    ri.health_sensitivity = e.cfg.health_sensitivity;
     {
       MutexLock g(const_cast<CptLocks&>(net_locks_)[cpts_.of_nid(e.cfg.gateway)]);
       PeerNi* gw = peers_.find(e.cfg.gateway);

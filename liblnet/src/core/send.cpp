@@ -121,7 +121,11 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     if (!src_ni) return -EINVAL;  // not one of our NIDs
   }
   bool forward = msg->routing;
-  if (!forward && (dst == Nid::lo() || find_ni(dst))) return send_local(msg, dst);
+  if (!forward && dst == Nid::lo()) return send_local(msg, dst);
+  if (!forward && find_ni(dst)) {
+    (void)peer_ni_for(dst);  // one of our own NIDs is a peer like any destination
+    return send_local(msg, dst);
+  }
   if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
   unsigned cpt = cpts_.of_nid(dst);

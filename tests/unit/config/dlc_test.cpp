@@ -92,9 +92,18 @@ TEST(DlcParse, RealExportsNameWhatIsNotBuilt) {
   auto rt = dlc::parse_config("global:\n    response_tracking: 4\n");
   ASSERT_FALSE(rt);
   EXPECT_NE(rt.message().find("response_tracking 4 is outside 0..3"), std::string::npos) << rt.message();
-  auto hs = dlc::parse_config("route:\n    - net: tcp7\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 1\n");
-  ASSERT_FALSE(hs);
-  EXPECT_NE(hs.message().find("not supported yet: a route's health_sensitivity"), std::string::npos) << hs.message();
+  // A route's health_sensitivity (route show -v and older exports write it); 0 is the
+  // default, 1.
+  auto hs = dlc::parse_config(
+      "route:\n    - net: tcp7\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 7\n"
+      "    - net: tcp8\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 0\n");
+  ASSERT_TRUE(hs) << hs.message();
+  EXPECT_EQ(hs->routes.at(0).health_sensitivity, 7u);
+  EXPECT_EQ(hs->routes.at(1).health_sensitivity, 1u);
+  auto hs_bad =
+      dlc::parse_config("route:\n    - net: tcp7\n      gateway: 10.9.0.1@tcp\n      health_sensitivity: 1001\n");
+  ASSERT_FALSE(hs_bad);
+  EXPECT_NE(hs_bad.message().find("'health_sensitivity' 1001 is not 0..1000"), std::string::npos) << hs_bad.message();
 }
 
 TEST(DlcParse, TheFactsExample) {
@@ -142,18 +151,23 @@ TEST(DlcParse, ErrorsNameTheKeyAndLine) {
     std::string yaml;
     const char* names;
   } cases[] = {
-      {"net:\n    - net type: tcp\n      bogus: 1\n", "unknown key 'bogus' in a 'net' entry (line 3)"},
-      {"route:\n    - net: tcp7\n      gateway: 10.9.0@tcp\n", "'gateway': bad NID '10.9.0@tcp'"},
+      {"net:\n    - net type: tcp\n      bogus: 1\n", "invalid key 'bogus' in a 'net' entry (line 3)"},
+      {"route:\n    - net: tcp7\n      gateway: 10.9.0@tcp\n", "invalid value for 'gateway': bad NID '10.9.0@tcp'"},
       {"route:\n    - net: tcp7\n", "needs 'net' and 'gateway'"},
-      {"global:\n    numa_range: -1\n", "numa_range -1 is outside 0.."},
-      {"buffers:\n    tiny: -4\n", "'tiny': -4 is out of range (0..16777216) (line 2)"},
+      {"global:\n    numa_range: -1\n", "invalid value: numa_range -1 is outside 0.."},
+      // The words of lnetctl (Lustre's test suite greps for them).
+      {"foobar:\n", "invalid key 'foobar'"},
+      {"global:\n    discovery:\n", "'global': no value for 'discovery' (line 2)"},
+      {"global:\n    discovery: foo\n", "invalid value 'foo' for 'discovery'"},
+      {"global:\n    bogus_tunable: 1\n", "invalid key: unknown tunable 'bogus_tunable' (line 2)"},
+      {"buffers:\n    tiny: -4\n", "invalid value -4 for 'tiny': out of range (0..16777216) (line 2)"},
       {"routing:\n    enable: 7\n", "'enable' must be 0 or 1"},
       {"net: [\n", "bad YAML at line"},
-      {"nets:\n  - x\n", "unknown section 'nets'"},
+      {"nets:\n  - x\n", "invalid key 'nets': not a section"},
       {"peer:\n    - Multi-Rail: True\n", "without 'primary nid'"},
       {"udsp:\n    - src: tcp[1-x]\n", "'src'"},
       {"net:\n    - net type: tcp\n      local NI(s):\n        - tunables:\n              credits: many\n",
-       "'credits': 'many' is not a number (line 5)"},
+       "invalid value 'many' for 'credits': not a number (line 5)"},
       // Found by fuzz_dlc: a quoted name with NULs parsed, then printed as YAML that did not.
       {"net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: 'th1\0x'\n"s,
        "interface name 'th1\\x00x' has a character that is not allowed"},
@@ -255,6 +269,26 @@ TEST_F(Commands, NetAddByNidAloneAndPeerTimeoutMinusOne) {
   EXPECT_NE(run(*a, "net add", {{"nid", {"38@gni7"}}, {"peer-timeout", {"-2"}}}).rc, 0);
 }
 
+TEST_F(Commands, ARouteHasItsHealthSensitivity) {
+  ASSERT_EQ(run(*a, "route add", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"health_sensitivity", {"2"}}}).rc, 0);
+  ASSERT_EQ(run(*a, "route add", {{"net", {"gni8"}}, {"gateway", {"32@gni"}}}).rc, 0);
+  auto show = run(*a, "route show", {{"verbose", {"1"}}});
+  EXPECT_NE(show.text.find("net: gni9\n      gateway: 32@gni\n      hop: -1\n      priority: 0\n"
+                           "      health_sensitivity: 2\n      state: "),
+            std::string::npos)
+      << show.text;
+  auto exported = run(*a, "export", {{"backup", {}}});
+  EXPECT_NE(exported.text.find("gateway: 32@gni\n      hop: -1\n      priority: 0\n      health_sensitivity: 2\n"),
+            std::string::npos)
+      << exported.text;
+  EXPECT_NE(exported.text.find("gateway: 32@gni\n      hop: -1\n      priority: 0\n      health_sensitivity: 1\n"),
+            std::string::npos)
+      << "the default is 1: " << exported.text;
+  auto bad = run(*a, "route add", {{"net", {"gni7"}}, {"gateway", {"32@gni"}}, {"health_sensitivity", {"1001"}}});
+  EXPECT_EQ(bad.rc, -EINVAL);
+  EXPECT_NE(bad.text.find("1001"), std::string::npos) << bad.text;
+}
+
 TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
   // Options the real lnetctl has and this build does not take: refused, named.
   struct Case {
@@ -262,9 +296,6 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
     std::map<std::string, std::vector<std::string>> args;
     const char* names;
   } cases[] = {
-      {"route add",
-       {{"net", {"gni9"}}, {"gateway", {"32@gni"}}, {"health_sensitivity", {"2"}}},
-       "not supported yet: route add --health_sensitivity"},
       {"net add", {{"net", {"gni5"}}, {"auth-key", {"x"}}}, "not supported yet: net add --auth-key"},
       {"service-id", {}, "not supported yet: service-id"},
       // The fabric's driver fixes its timeout; only tcp has connections per peer.
@@ -330,9 +361,26 @@ TEST_F(Commands, HealthByHandAndTheRecoveryQueues) {
   EXPECT_EQ(run(*a, "net set", {{"nid", {"31@gni"}}}).rc, -EINVAL) << "no --health";
   auto both = run(*a, "debug recovery", {{"local", {}}, {"peer", {}}});
   EXPECT_EQ(both.rc, -EINVAL);
-  auto state = run(*a, "peer set", {{"nid", {"32@gni"}}, {"state", {"1"}}});
-  EXPECT_EQ(state.rc, -EOPNOTSUPP);
-  EXPECT_NE(state.text.find("not supported yet: peer set --state"), std::string::npos) << state.text;
+  // peer set --state (the kernel's test-only switch): the configuration bits change,
+  // those discovery owns must stay as they are.
+  auto bits_of = [&](Nid nid) {
+    for (const PeerInfo& p : a->control().peer_info())
+      for (const PeerNiInfo& n : p.nis)
+        if (n.nid == nid) return p.state;
+    return 0xFFFFFFFFu;
+  };
+  std::uint32_t cur = bits_of(gni(32));
+  ASSERT_NE(cur, 0xFFFFFFFFu);
+  constexpr std::uint32_t kConfigured = 0x8, kLockPrimary = 0x100000, kDiscovering = 0x40;
+  std::uint32_t want = cur ^ (kConfigured | kLockPrimary);
+  auto set = run(*a, "peer set", {{"nid", {"32@gni"}}, {"state", {std::to_string(want)}}});
+  ASSERT_EQ(set.rc, 0) << set.text;
+  EXPECT_EQ(bits_of(gni(32)), want);
+  auto odd = run(*a, "peer set", {{"nid", {"32@gni"}}, {"state", {std::to_string(want ^ kDiscovering)}}});
+  EXPECT_EQ(odd.rc, -EOPNOTSUPP);
+  EXPECT_NE(odd.text.find("not supported yet: peer state bits 0x40"), std::string::npos) << odd.text;
+  EXPECT_EQ(bits_of(gni(32)), want) << "nothing changed";
+  EXPECT_EQ(run(*a, "peer set", {{"all", {}}, {"state", {"1"}}}).rc, -EINVAL) << "--state names one peer";
 }
 
 TEST_F(Commands, DebugPeerWritesTheLogAndNamesUnknownPeers) {
@@ -367,7 +415,7 @@ TEST_F(Commands, RoutesPeersSetAndShow) {
   auto r = run(*a, "route show", {{"verbose", {"1"}}});
   EXPECT_EQ(r.text,
             "route:\n    - net: gni9\n      gateway: 32@gni\n      hop: 2\n      priority: 3\n"
-            "      state: up\n      type: multi-hop\n      gateway health: 1000\n");
+            "      health_sensitivity: 1\n      state: up\n      type: multi-hop\n      gateway health: 1000\n");
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, 0);
   EXPECT_EQ(run(*a, "route del", {{"net", {"gni9"}}, {"gateway", {"32@gni"}}}).rc, -ENOENT);
 
@@ -469,6 +517,30 @@ TEST_F(Commands, ExportImportExportRoundTrips) {
   auto del = run(*c, "import", {{"del", {}}}, "route:\n    - net: gni8\n      gateway: 32@gni\n");
   EXPECT_EQ(del.rc, 0) << del.text;
   EXPECT_TRUE(c->control().route_info().empty());
+}
+
+// import --del of a peer (Lustre's test suite, tests 14-18): a NID list that names the
+// primary deletes the peer; one that does not deletes those NIDs only.
+TEST_F(Commands, ImportDelOfAPeerWhoseListNamesItsPrimaryDeletesIt) {
+  const std::string peer =
+      "peer:\n    - primary nid: 1.1.1.1@tcp\n      Multi-Rail: True\n      peer ni:\n"
+      "        - nid: 1.1.1.1@tcp\n        - nid: 2.2.2.2@tcp\n        - nid: 3.3.3.3@tcp\n";
+  auto peers = [&] {
+    std::vector<std::string> out;
+    for (const PeerConfig& p : a->control().configured_peers()) {
+      out.push_back(p.primary.to_string());
+      for (Nid n : p.nids) out.push_back(n.to_string());
+    }
+    return out;
+  };
+  ASSERT_EQ(run(*a, "import", {}, peer).rc, 0);
+  ASSERT_EQ(run(*a, "import", {{"del", {}}}, peer).rc, 0);
+  EXPECT_TRUE(peers().empty()) << "the primary stayed";
+  ASSERT_EQ(run(*a, "import", {}, peer).rc, 0);
+  auto subset = run(*a, "import", {{"del", {}}},
+                    "peer:\n    - primary nid: 1.1.1.1@tcp\n      peer ni:\n        - nid: 3.3.3.3@tcp\n");
+  ASSERT_EQ(subset.rc, 0) << subset.text;
+  EXPECT_EQ(peers(), (std::vector<std::string>{"1.1.1.1@tcp", "2.2.2.2@tcp"}));
 }
 
 TEST_F(Commands, UdspPrioritiesReachSelection) {

@@ -510,9 +510,14 @@ TEST_F(MultiRailRouting, GatewayNisBelowRouterSensitivityAreNotUsed) {
 
 // A GET through a gateway whose REPLY is lost (it came back another way, which died)
 // blames the gateway NI it went to: below router_sensitivity its route is not used. The
-// recovery pings of that NI bring it back to full health, and its route with it.
+// recovery pings of that NI bring it back to full health, and its route with it. The
+// failure costs the NI the health_sensitivity of the gateway's route, not the global one.
 TEST_F(MultiRailRouting, AGatewayNiBlamedForALostReplyIsPingedBackIntoUse) {
   settle();
+  ASSERT_TRUE(a->control().del_route(gninet(1), gni(4)));
+  ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(4), -1, 0, 250}));
+  for (const RouteInfo& ri : a->control().route_info())
+    EXPECT_EQ(ri.health_sensitivity, ri.gateway == gni(4) ? 250u : 1u) << ri.gateway.to_string();
   ASSERT_TRUE(a->control().set_global("retry_count", 0));
   ASSERT_TRUE(a->control().set_global("transaction_timeout", 2));
   ASSERT_TRUE(a->control().add_udsp(UdspRule{"", "6@gni1", "4@gni", std::nullopt}, -1));  // through R2
@@ -541,7 +546,7 @@ TEST_F(MultiRailRouting, AGatewayNiBlamedForALostReplyIsPingedBackIntoUse) {
     return -1;
   };
   int low = std::min(health(gni(4)), health(gni(14)));
-  EXPECT_LT(low, 1000) << "the NI the GET went to was not blamed";
+  EXPECT_EQ(low, 750) << "the NI the GET went to was not blamed by its route's health_sensitivity";
   EXPECT_TRUE(test::eventually([&] { return health(gni(4)) == 1000 && health(gni(14)) == 1000; }))
       << "no recovery: " << health(gni(4)) << " " << health(gni(14));
   EXPECT_TRUE(test::eventually([&] { return a->control().recovery_queue(false).empty(); }));

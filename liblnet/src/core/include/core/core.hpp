@@ -104,6 +104,7 @@ class Core final : public LndHost, public Control, private portals::Completer {
   Status set_ni_health(Nid nid, int value) override;
   Status set_lnd_timeout(NetId net, int seconds) override;
   Status set_peer_ni_health(Nid nid, int value) override;
+  Status set_peer_state(Nid nid, std::uint32_t state) override;
   std::vector<Nid> recovery_queue(bool local) const override;
   Status add_fault(const FaultRule& rule) override;
   int del_faults(bool delay, Nid source, Nid dest) override { return faults_.del(delay, source, dest); }
@@ -243,6 +244,9 @@ class Core final : public LndHost, public Control, private portals::Completer {
   void note_received_from(PeerNi* lpni);
   bool remote_health_applies(const PeerNi* lpni) const;
   bool is_gateway(const PeerNi* lpni) const;
+  // A remote failure's cost to a peer NI's health (the gateway's own sensitivity or the
+  // global one), and recovery.
+  void lower_peer_ni(PeerNi* lpni);
   // The NID a route names `peer` by, or ANY when it is no gateway (takes the net locks:
   // not under one).
   Nid gateway_nid(const net::Peer* peer) const;

@@ -115,6 +115,8 @@ struct Peer {
   bool configured = false;  // added by configuration (exported), not just met
   bool deleted = false;
   std::atomic<bool> reachable{true};  // its last discovery round did not fail (gateways: alive)
+  // A gateway's health sensitivity (its routes'); 0: the global one.
+  std::atomic<unsigned> health_sensitivity{0};
   PeerDiscovery dc;
   // The state bits lnetctl shows: discovery's flags and state, multi-rail, configured.
   std::uint32_t state_bits() const;
