@@ -84,6 +84,26 @@ int group_help(const std::vector<std::string>& args, std::size_t i) {
   return help ? 0 : 2;
 }
 
+// A command's help as lnetctl prints it, one "--name: what" line per option (scripts
+// read it to see what the tool offers: `lnetctl net set -h | grep -- --lnd-timeout:`).
+void command_help(const dlc::CommandSpec& spec) {
+  using K = dlc::OptionSpec::Kind;
+  std::printf("%s: %s\n", spec.name, spec.summary);
+  std::string words;
+  for (const dlc::OptionSpec& o : spec.options) {
+    if (o.kind == K::Positional) {
+      words += std::string(" ") + o.name;
+      continue;
+    }
+    std::string line = std::string("\t--") + o.name + ": " + o.help;
+    if (o.short_name) line += std::string(" (-") + o.short_name + ")";
+    if (o.unsupported) line += std::string(" (not supported yet: ") + o.unsupported + ")";
+    std::printf("%s\n", line.c_str());
+  }
+  if (!words.empty()) std::printf("\targuments:%s\n", words.c_str());
+  std::printf("\t--help: this help (-h)\n");
+}
+
 // Turns the parsed options into a request; reads the file of `import`. 0 or an exit code.
 int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc::Request& req, std::string& out_file) {
   req.command = spec.name;
@@ -180,7 +200,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << "lnetctl " << spec->name << ": " << spec->summary << "\n\n" << opts << "\n";
+    command_help(*spec);
     return 0;
   }
   dlc::Request req;
@@ -188,6 +208,9 @@ int main(int argc, char** argv) {
   if (int rc = build_request(*spec, vm, req, out_file)) return rc;
   dlc::Response resp;
   if (int rc = cli::talk(socket_path, req, resp)) {
+    // With LNet not running, export has nothing to say and says it with status 0, as
+    // lnetctl does (scripts call it unconditionally).
+    if (req.command == "export" && (rc == -ENOENT || rc == -ECONNREFUSED)) return 0;
     LNET_LOG(
         Error, kLogConfig, "cannot reach lnetd at %s: %s%s", socket_path.c_str(), std::strerror(-rc),
         rc == -ENOENT || rc == -ECONNREFUSED ? " (is lnetd running? --socket or LNET_CTL_SOCKET name another)" : "");

@@ -132,7 +132,7 @@ const std::vector<Entry>& table() {
         true,
         {{"name", 0, K::Positional, "tunable"}, {"value", 0, K::Positional, "value"}}},
        set_tunable},
-      {{"global show", "show the global tunables", false, {}}, global_show},
+      {{"global show", "show the global tunables", false, {kVerbose}}, global_show},
       {{"stats show", "show the LNet counters", false, {}}, stats_show},
       {{"stats reset", "zero the LNet counters", true, {}}, stats_reset},
       {{"ping",

@@ -33,7 +33,10 @@ Response set_tunable(Instance& lnet, const Request& r, const Hooks&) {
   return ok(YAML::Node());
 }
 
-Response global_show(Instance& lnet, const Request&, const Hooks&) {
+Response global_show(Instance& lnet, const Request& r, const Hooks&) {
+  // -v is taken, as lnetctl takes it; every tunable is shown either way.
+  if (auto verbose = int_arg(r, "verbose", 0, 0, INT_MAX); !verbose)
+    return error_block("show", "global", verbose.code(), verbose.message());
   GlobalTunables g = lnet.control().globals();
   YAML::Node n;
   for (const char* name : GlobalTunables::names()) n[name] = int_node(*g.get(name));

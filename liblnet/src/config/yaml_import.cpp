@@ -732,6 +732,14 @@ Status drop_repeats(SystemConfig& cfg) {
   for (const NetConfig& nc : cfg.nets) {
     auto it = std::find_if(nets.begin(), nets.end(), [&](const NetConfig& x) { return same_ni(x, nc); });
     if (it == nets.end()) {
+      // An interface carries one NI of a net (LNet refuses a second NI on it): two NIs
+      // of one net on one interface cannot be configured, nor printed back as one.
+      for (const NetConfig& x : nets)
+        if (x.net == nc.net)
+          for (const std::string& i : nc.interfaces)
+            if (std::find(x.interfaces.begin(), x.interfaces.end(), i) != x.interfaces.end())
+              return Failure{-EEXIST, "net " + nc.net.to_string() + " has interface '" + i + "' in two NIs (" +
+                                          ni_name(x) + ", " + ni_name(nc) + "): an interface carries one NI of a net"};
       nets.push_back(nc);
     } else if (same_config(*it, nc)) {
       cfg.warnings.push_back("NI " + ni_name(nc) + " appears twice in the document, the same: configured once");

@@ -42,7 +42,7 @@ int slice(const iovec* iov, unsigned niov, std::uint64_t off, std::uint64_t len,
   return n;
 }
 
-Conn::Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io) : lnd_(lnd), sni_(sni), fd_(fd), io_(io) {
+Conn::Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io) : lnd_(lnd), sni_(&sni), fd_(fd), io_(io) {
   rxbuf_.resize(kRxBufSize);
   last_rx_ = last_tx_progress_ = last_keepalive_ = Clock::now();
 }
@@ -95,7 +95,7 @@ void Conn::handle_events(std::uint32_t ev) {
       if (!closed_.load()) write_some(done);
     }
     while (Tx* t = done.pop_front()) {
-      if (t->msg) sni_.ni->host->finalize(t->msg, 0);
+      if (t->msg) sni_->ni->host->finalize(t->msg, 0);
       tx_free(t);
     }
   }
@@ -149,7 +149,7 @@ void Conn::enqueue(Tx* tx) {
       lk.unlock();
       if (tx->msg) {
         tx->msg->health = HealthStatus::LocalAborted;
-        sni_.ni->host->finalize(tx->msg, -ECONNABORTED);
+        sni_->ni->host->finalize(tx->msg, -ECONNABORTED);
       }
       tx_free(tx);
       return;
@@ -159,7 +159,7 @@ void Conn::enqueue(Tx* tx) {
     if (!writing_) write_some(done);
   }
   while (Tx* t = done.pop_front()) {
-    if (t->msg) sni_.ni->host->finalize(t->msg, 0);
+    if (t->msg) sni_->ni->host->finalize(t->msg, 0);
     tx_free(t);
   }
 }
@@ -243,14 +243,14 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
     LNET_LOG(Info, kLogLnd, "%s", why.c_str());
   } else {
     LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s", conn_type_name(type_),
-             sni_.ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : ip_string(peer_ip_).c_str(),
+             sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : ip_string(peer_ip_).c_str(),
              why.c_str());
   }
   int err = rc ? rc : -ECONNABORTED;
   while (Tx* t = failed.pop_front()) {
     if (t->msg) {
       t->msg->health = h == HealthStatus::Ok ? HealthStatus::LocalError : h;
-      sni_.ni->host->finalize(t->msg, err);
+      sni_->ni->host->finalize(t->msg, err);
     }
     tx_free(t);
   }
@@ -267,14 +267,14 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   }
   if (rx) {
     rx->health = HealthStatus::RemoteDropped;
-    sni_.ni->host->finalize(rx, err);
+    sni_->ni->host->finalize(rx, err);
   }
   if (!parked) {
     MutexLock g(rx_mutex_);
     rx_hold_.reset();
   }
   auto self = shared_from_this();
-  lnd_.conn_closed(sni_, peer_, this, was_established, active_, rc);
+  lnd_.conn_closed(*sni_, peer_, this, was_established, active_, rc);
   io_.retire(self);
 }
 
@@ -291,12 +291,12 @@ void Conn::tick(Clock::time_point now) {
   {
     MutexLock g(tx_mutex_);
     stuck =
-        !txq_.empty() && now - last_tx_progress_ > std::chrono::seconds(sni_.timeout.load(std::memory_order_relaxed));
+        !txq_.empty() && now - last_tx_progress_ > std::chrono::seconds(sni_->timeout.load(std::memory_order_relaxed));
   }
   if (stuck) {
     close_now(-ETIMEDOUT, HealthStatus::NetworkTimeout,
               "no send progress to " + peer_->nid.to_string() + " for " +
-                  std::to_string(sni_.timeout.load(std::memory_order_relaxed)) + " s");
+                  std::to_string(sni_->timeout.load(std::memory_order_relaxed)) + " s");
     return;
   }
   const SocketParams& p = lnd_.params();
@@ -310,7 +310,7 @@ void Conn::tick(Clock::time_point now) {
     encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(ka->hdr, kMsgHdrSize));
     ka->hdr_len = kMsgHdrSize;
     ka->total = kMsgHdrSize;
-    ka->ni = sni_.ni;
+    ka->ni = sni_->ni;
     enqueue(ka);
   }
 }

@@ -81,13 +81,15 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void want_write(bool on) LNET_REQUIRES(tx_mutex_);
   void set_events();
   void close_now(int rc, HealthStatus h, const std::string& why);
+  // A passive connection for another NI on the same address moves to it (before its HELLO).
+  void rehome(SockNi& to);
   // Tells the I/O thread which events to wake this connection for (add: the first
   // time); a failure closes the connection (soon, on the I/O thread).
   void watch(std::uint32_t events, bool add = false);
   void tick(Clock::time_point now);
 
   SocketLnd& lnd_;
-  SockNi& sni_;
+  SockNi* sni_;  // the NI a passive connection turns out to be for may change once (shared acceptor)
   int fd_;
   IoThread& io_;
   State state_ = State::Connecting;

@@ -65,12 +65,12 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
 
 void Conn::start_connect(std::uint32_t ip, int port) {
   const SocketParams& p = lnd_.params();
-  int timeout_s = sni_.timeout.load(std::memory_order_relaxed);
-  int tos = sni_.ni->config.lnd_tunables.tos;
+  int timeout_s = sni_->timeout.load(std::memory_order_relaxed);
+  int tos = sni_->ni->config.lnd_tunables.tos;
   set_socket_options(fd_, p, timeout_s, tos);
   sockaddr_in local{};
   local.sin_family = AF_INET;
-  local.sin_addr.s_addr = htonl(sni_.ip);
+  local.sin_addr.s_addr = htonl(sni_->ip);
   sockaddr_in remote{};
   remote.sin_family = AF_INET;
   remote.sin_addr.s_addr = htonl(ip);
@@ -110,7 +110,7 @@ void Conn::start_connect(std::uint32_t ip, int port) {
     sockaddr_in any = local;
     any.sin_port = 0;
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
-      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_.ip) + ": " + std::strerror(errno));
+      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_->ip) + ": " + std::strerror(errno));
       return;
     }
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0 && errno != EINPROGRESS)
@@ -132,11 +132,11 @@ void Conn::connected() {
   encode_connreq(peer_->nid, std::span<std::uint8_t, kConnReqSize>(out.data(), kConnReqSize));
   Hello h;
   h.version = version_;
-  h.src_nid = sni_.ni->nid;
+  h.src_nid = sni_->ni->nid;
   h.dst_nid = peer_->nid;
-  h.src_pid = sni_.ni->pid;
+  h.src_pid = sni_->ni->pid;
   h.dst_pid = peer_->pid;
-  h.src_incarnation = sni_.incarnation;
+  h.src_incarnation = sni_->incarnation;
   h.ctype = type_;
   std::vector<std::uint8_t> hello = encode_hello(h);
   out.insert(out.end(), hello.begin(), hello.end());
@@ -160,6 +160,21 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) 
     sni.conns.push_back(c);
   }
   c->watch(EPOLLIN | EPOLLRDHUP, true);
+}
+
+void Conn::rehome(SockNi& to) {
+  auto self = shared_from_this();
+  {
+    MutexLock g(sni_->conns_mutex);
+    auto& v = sni_->conns;
+    v.erase(std::remove(v.begin(), v.end(), self), v.end());
+  }
+  {
+    MutexLock g(to.conns_mutex);
+    to.conns.push_back(self);
+  }
+  sni_ = &to;
+  set_socket_options(fd_, lnd_.params(), to.timeout.load(std::memory_order_relaxed), to.ni->config.lnd_tunables.tos);
 }
 
 void Conn::send_raw(const std::vector<std::uint8_t>& bytes) {
@@ -244,11 +259,17 @@ bool Conn::read_accept_request() {
     close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": " + req.message());
     return false;
   }
-  if (req->target != sni_.ni->nid) {
-    close_now(-EPERM, HealthStatus::Ok,
-              "refused " + ip_string(peer_ip_) + ": it asked for " + req->target.to_string() + ", this is " +
-                  sni_.ni->nid.to_string());
-    return false;
+  if (req->target != sni_->ni->nid) {
+    // Another net on the same address (one acceptor serves them all): the connection
+    // moves to that NI. No NI has the NID: refused, as LNet's acceptor refuses it.
+    SockNi* other = lnd_.ni_for_accept(sni_->ip, req->target);
+    if (!other) {
+      close_now(-EPERM, HealthStatus::Ok,
+                "refused " + ip_string(peer_ip_) + " for " + req->target.to_string() + ": no matching NI on " +
+                    ip_string(sni_->ip));
+      return false;
+    }
+    rehome(*other);
   }
   state_ = State::AcceptHello;
   hs_stage_ = 0;
@@ -332,9 +353,9 @@ void Conn::on_hello_request(const Hello& h) {
     return;
   }
   Hello reply;
-  reply.src_nid = sni_.ni->nid;
-  reply.src_pid = sni_.ni->pid;
-  reply.src_incarnation = sni_.incarnation;
+  reply.src_nid = sni_->ni->nid;
+  reply.src_pid = sni_->ni->pid;
+  reply.src_incarnation = sni_->incarnation;
   if (h.version == kProtoV4) {
     // Large-NID protocol: answer in ours with "no connection" so the peer falls back.
     reply.version = kProtoV3;
@@ -351,12 +372,12 @@ void Conn::on_hello_request(const Hello& h) {
   if (userspace) {
     // Not a privileged port: the identity is ours to give (address and port), as the
     // kernel does for userspace peers.
-    nid = Nid::make(sni_.ni->nid.net(), peer_ip_);
+    nid = Nid::make(sni_->ni->nid.net(), peer_ip_);
     pid = peer_port_ | kPidUserFlag;
-  } else if (nid.net() != sni_.ni->nid.net()) {
+  } else if (nid.net() != sni_->ni->nid.net()) {
     close_now(-EPROTO, HealthStatus::Ok,
               "refused " + ip_string(peer_ip_) + ": HELLO from " + nid.to_string() + " is not on " +
-                  sni_.ni->nid.net().to_string());
+                  sni_->ni->nid.net().to_string());
     return;
   }
   if (h.ctype == ConnType::None) {
@@ -364,11 +385,11 @@ void Conn::on_hello_request(const Hello& h) {
     return;
   }
   type_ = inverse(h.ctype);
-  auto peer = lnd_.find_or_add_peer(sni_, nid, userspace ? pid : kPidLustre, peer_ip_);
+  auto peer = lnd_.find_or_add_peer(*sni_, nid, userspace ? pid : kPidLustre, peer_ip_);
   reply.version = version_;
   reply.dst_nid = nid;
   reply.dst_pid = pid;
-  if (lnd_.refuse_incoming(sni_, *peer, type_, h.src_incarnation)) {
+  if (lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation)) {
     reply.ctype = ConnType::None;
     send_raw(encode_hello(reply));
     peer_.reset();
@@ -389,9 +410,9 @@ void Conn::finish_handshake(std::shared_ptr<SockPeer> peer) {
   state_ = State::Established;
   last_rx_ = last_tx_progress_ = Clock::now();
   LNET_LOG(Info, kLogLnd, "connected %s %s <-> %s (protocol V%u)", conn_type_name(type_),
-           sni_.ni->nid.to_string().c_str(), peer_->nid.to_string().c_str(), version_);
+           sni_->ni->nid.to_string().c_str(), peer_->nid.to_string().c_str(), version_);
   set_events();
-  lnd_.conn_established(sni_, peer_, shared_from_this());
+  lnd_.conn_established(*sni_, peer_, shared_from_this());
   // Bytes that followed the HELLO in the same read are not lost: the handshake reads
   // exactly what it needs, so the receive buffer starts empty.
   process_rx();

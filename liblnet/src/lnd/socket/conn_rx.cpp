@@ -99,7 +99,7 @@ void Conn::process_rx() {
         MutexLock g(rx_mutex_);
         rx_hold_ = shared_from_this();
       }
-      int rc = sni_.ni->host->parse(*sni_.ni, rx_hdr_, peer_->nid, this, false);
+      int rc = sni_->ni->host->parse(*sni_->ni, rx_hdr_, peer_->nid, this, false);
       if (rc < 0) {
         {
           MutexLock g(rx_mutex_);
@@ -180,8 +180,8 @@ void Conn::rx_done() {
     encode_msg_hdr(h, std::span<std::uint8_t, kMsgHdrSize>(ack->hdr, kMsgHdrSize));
     ack->hdr_len = kMsgHdrSize;
     ack->total = kMsgHdrSize;
-    ack->ni = sni_.ni;
-    ack->deadline = Clock::now() + std::chrono::seconds(sni_.timeout.load(std::memory_order_relaxed));
+    ack->ni = sni_->ni;
+    ack->deadline = Clock::now() + std::chrono::seconds(sni_->timeout.load(std::memory_order_relaxed));
     enqueue(ack);
   }
   LndMessage* m;
@@ -193,7 +193,7 @@ void Conn::rx_done() {
     rx_ = Rx::Hdr;
     hold = std::move(rx_hold_);
   }
-  if (m) sni_.ni->host->finalize(m, 0);
+  if (m) sni_->ni->host->finalize(m, 0);
 }
 
 int Conn::recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
@@ -223,7 +223,7 @@ int Conn::recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t o
     // The connection died while the core held the message: its payload is gone.
     if (msg) {
       msg->health = HealthStatus::RemoteDropped;
-      sni_.ni->host->finalize(msg, -ECONNABORTED);
+      sni_->ni->host->finalize(msg, -ECONNABORTED);
     }
     io_.post([hold] {});  // the last reference goes on the I/O thread
     return 0;

@@ -49,29 +49,40 @@ HealthStatus health_of_errno(int err) {
 
 // ---------------------------------------------------------------- acceptor
 
+// One acceptor per address, as LNet has one per node: every NI on the address shares it
+// (tcp and tcp2 on eth0), and the acceptor request's target NID tells them apart.
 struct SocketLnd::Listener final : IoHandler {
   SocketLnd& lnd;
-  SockNi& sni;
+  std::uint32_t ip;  // host order
   int fd;
   IoThread& io;
-  Listener(SocketLnd& l, SockNi& s, int f, IoThread& i) : lnd(l), sni(s), fd(f), io(i) {}
+  std::vector<SockNi*> nis;  // the NIs on `ip`, under the driver's nis_mutex_
+  Listener(SocketLnd& l, std::uint32_t a, int f, IoThread& i) : lnd(l), ip(a), fd(f), io(i) {}
   ~Listener() { ::close(fd); }
   bool on_events(std::uint32_t) override {
-    lnd.accept_ready(sni);
+    lnd.accept_ready(*this);
     return false;
   }
 };
 
-void SocketLnd::accept_ready(SockNi& sni) {
-  int lfd = sni.listen_fd;
+SockNi* SocketLnd::ni_for_accept(std::uint32_t ip, Nid target) {
+  MutexLock g(nis_mutex_);
+  for (const auto& l : listeners_)
+    if (l->ip == ip)
+      for (SockNi* sni : l->nis)
+        if (sni->ni->nid == target && !sni->stopping.load()) return sni;
+  return nullptr;
+}
+
+void SocketLnd::accept_ready(Listener& l) {
+  int lfd = l.fd;
   for (;;) {
     sockaddr_in from{};
     socklen_t len = sizeof from;
     int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN)
-        LNET_LOG(Warn, kLogLnd, "accept on %s: %s", sni.ni->nid.to_string().c_str(), std::strerror(errno));
+      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", ip_string(l.ip).c_str(), std::strerror(errno));
       return;
     }
     int port = ntohs(from.sin_port);
@@ -82,7 +93,18 @@ void SocketLnd::accept_ready(SockNi& sni) {
       ::close(fd);
       continue;
     }
-    Conn::accept(*this, sni, fd, from);
+    // The connection starts on the address's first NI; its acceptor request names the
+    // one it is for (Conn::read_accept_request).
+    SockNi* first = nullptr;
+    {
+      MutexLock g(nis_mutex_);
+      if (!l.nis.empty()) first = l.nis.front();
+    }
+    if (!first) {
+      ::close(fd);
+      continue;
+    }
+    Conn::accept(*this, *first, fd, from);
   }
 }
 
@@ -126,6 +148,12 @@ int SocketLnd::startup(NetInterface& ni) {
     }
   }
   if (params_.accept != AcceptMode::None) {
+    MutexLock g(nis_mutex_);
+    for (auto& l : listeners_)
+      if (l->ip == sni->ip) {
+        l->nis.push_back(sni.get());  // another net on the address: its acceptor serves it too
+        goto listening;
+      }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -141,17 +169,17 @@ int SocketLnd::startup(NetInterface& ni) {
       if (fd >= 0) ::close(fd);
       return -err;
     }
-    sni->listen_fd = fd;
     IoThread& io = *io_.front();
-    auto l = std::make_unique<Listener>(*this, *sni, fd, io);
+    auto l = std::make_unique<Listener>(*this, sni->ip, fd, io);
+    l->nis.push_back(sni.get());
     if (int rc = io.add(fd, l.get(), EPOLLIN); rc != 0) {
       LNET_LOG(Error, kLogLnd, "cannot watch the listening socket of %s: epoll_ctl: %s", ni.nid.to_string().c_str(),
                std::strerror(-rc));
       return rc;  // ~Listener closes the socket
     }
-    MutexLock g(nis_mutex_);
     listeners_.push_back(std::move(l));
   }
+listening:
   LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
            accept_mode_name(params_.accept), timeout);
   MutexLock g(nis_mutex_);
@@ -167,11 +195,16 @@ void SocketLnd::shutdown(NetInterface& ni) {
   {
     MutexLock g(nis_mutex_);
     for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
-      if (&(*it)->sni == sni) {
-        (*it)->io.remove((*it)->fd);
+      auto& nis = (*it)->nis;
+      if (std::find(nis.begin(), nis.end(), sni) == nis.end()) continue;
+      nis.erase(std::remove(nis.begin(), nis.end(), sni), nis.end());
+      if (nis.empty()) {  // the address's last NI: its acceptor goes, freed between I/O events
+        IoThread& io = (*it)->io;
+        io.remove((*it)->fd);
+        io.retire(std::shared_ptr<Listener>(std::move(*it)));
         listeners_.erase(it);
-        break;
       }
+      break;
     }
     nis_.erase(std::remove(nis_.begin(), nis_.end(), sni), nis_.end());
   }

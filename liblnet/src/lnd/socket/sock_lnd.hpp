@@ -71,8 +71,7 @@ struct SockNi {
   std::uint32_t ip = 0;  // host order
   std::uint64_t incarnation = 0;
   std::atomic<int> timeout{50};  // seconds; lnetctl net set --lnd-timeout changes it at run time
-  int listen_fd = -1;
-  SharedMutex mutex;  // the peer map
+  SharedMutex mutex;             // the peer map
   // Keyed by (NID, pid), as the kernel keys its peers: a userspace client identified by
   // its source port is not the kernel-like peer on the same address.
   std::map<std::pair<std::uint64_t, Pid>, std::shared_ptr<SockPeer>> peers LNET_GUARDED_BY(mutex);
@@ -108,14 +107,16 @@ class SocketLnd final : public Lnd {
   // one of `type` redundant.
   bool refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
   void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
+  // The NI on address `ip` whose NID is `target` (an acceptor request names it), if any.
+  SockNi* ni_for_accept(std::uint32_t ip, Nid target);
 
  private:
   void tick(Clock::time_point now);
-  void accept_ready(SockNi& sni);
+  struct Listener;
+  void accept_ready(Listener& l);
   void queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk);
   static void fail_txs(TxList& txs, int rc, HealthStatus h);
 
-  struct Listener;
   SocketParams params_;
   std::vector<std::unique_ptr<IoThread>> io_;
   Mutex nis_mutex_;
