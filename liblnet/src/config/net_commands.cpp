@@ -81,7 +81,7 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
   }
   YAML::Node root;
   root["net"] = list;
-  return ok(root);
+  return Response{0, print_yaml_netlink(root)};  // lnetctl's net show is a netlink command
 }
 
 namespace {

@@ -95,7 +95,58 @@ void emit_seq(const YAML::Node& n, int item, std::string& out) {
   }
 }
 
+// The netlink layout: nested mappings six columns in, sequences not indented.
+void emit_nl(const YAML::Node& n, int indent, std::string& out);
+
+void emit_nl_map(const YAML::Node& n, int indent, bool first_inline, std::string& out) {
+  bool first = true;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!(first && first_inline)) out += std::string(static_cast<std::size_t>(indent), ' ');
+    first = false;
+    out += scalar(it->first) + ":";
+    YAML::Node v = it->second;
+    if ((v.IsMap() || v.IsSequence()) && v.size() > 0) {
+      out += "\n";
+      emit_nl(v, v.IsMap() ? indent + 6 : indent, out);
+    } else if (v.IsMap()) {
+      out += " {}\n";
+    } else if (v.IsSequence()) {
+      out += " []\n";
+    } else if (v.IsNull()) {
+      out += "\n";
+    } else {
+      out += " " + scalar(v) + "\n";
+    }
+  }
+}
+
+void emit_nl(const YAML::Node& n, int indent, std::string& out) {
+  if (n.IsMap()) {
+    emit_nl_map(n, indent, false, out);
+  } else if (n.IsSequence()) {
+    for (const auto& e : n) {
+      out += std::string(static_cast<std::size_t>(indent), ' ') + "-     ";
+      if (e.IsMap() && e.size() > 0) {
+        emit_nl_map(e, indent + 6, true, out);
+      } else if (e.IsSequence() && e.size() > 0) {
+        out += "\n";
+        emit_nl(e, indent + 6, out);
+      } else {
+        out += scalar(e) + "\n";
+      }
+    }
+  } else if (n.IsScalar()) {
+    out += std::string(static_cast<std::size_t>(indent), ' ') + scalar(n) + "\n";
+  }
+}
+
 }  // namespace
+
+std::string print_yaml_netlink(const YAML::Node& root) {
+  std::string out;
+  emit_nl(root, 0, out);
+  return out;
+}
 
 YAML::Node int_node(long v) { return YAML::Node(std::to_string(v)); }
 

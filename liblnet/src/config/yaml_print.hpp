@@ -16,6 +16,10 @@
 namespace lnet::dlc {
 
 std::string print_yaml(const YAML::Node& root);
+// The layout of lnetctl's netlink commands (`net show` since 2.15): six columns per
+// level, a sequence at its key's column ("-     net type: tcp"), so that lines in that
+// layout appended to the output (as Lustre's test suite appends them) stay valid YAML.
+std::string print_yaml_netlink(const YAML::Node& root);
 
 // A number as a plain scalar.
 YAML::Node int_node(long v);
