@@ -8,7 +8,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev                           # unit tests
   libbenchmark-dev                                               # benchmarks
   libyaml-cpp-dev libboost-program-options-dev                   # lnetd, lnetctl
-  iproute2 tshark                                                # multi-host and wire tests
+  iproute2 tshark python3-yaml                                   # multi-host and wire tests (YAML compared as Lustre's tests compare it)
   clang libclang-rt-14-dev clang-format                          # libFuzzer, thread-safety analysis, format check
   openmpi-bin libopenmpi-dev                                     # MPI LND (default MPI)
   mpich libmpich-dev                                             # MPI LND built against MPICH too

@@ -2,6 +2,9 @@
 // control socket), with the command tree and YAML of the real lnetctl. The commands and
 // their options come from liblnet's command table (<lnet/dlc.hpp>), which the daemon
 // checks requests against too.
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +107,35 @@ void command_help(const dlc::CommandSpec& spec) {
   std::printf("\t--help: this help (-h)\n");
 }
 
+// A host name before the @ of an IP network's NID (`lnetctl ping myhost@tcp`) becomes
+// its IPv4 address, as lnetctl resolves it; "" and the error when it does not resolve.
+// Anything else is left for lnetd to judge.
+std::string resolve_host_nid(const std::string& text, std::string* error) {
+  std::size_t at = text.rfind('@');
+  if (at == std::string::npos || at == 0) return text;
+  std::string host = text.substr(0, at), net = text.substr(at + 1), pid;
+  if (std::size_t dash = host.find('-'); dash != std::string::npos && dash > 0 &&
+                                         std::all_of(host.begin(), host.begin() + static_cast<long>(dash), ::isdigit)) {
+    pid = host.substr(0, dash + 1);  // 12345-myhost@tcp
+    host = host.substr(dash + 1);
+  }
+  bool ip_net = net.rfind("tcp", 0) == 0 || net.rfind("o2ib", 0) == 0;
+  bool name = std::any_of(host.begin(), host.end(), [](unsigned char c) { return std::isalpha(c); }) &&
+              host.find_first_of("[]*,:") == std::string::npos && host.rfind("0x", 0) != 0;
+  if (!ip_net || !name) return text;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0 || !res) {
+    *error = "cannot resolve '" + host + "' in '" + text + "': " + gai_strerror(rc);
+    return "";
+  }
+  char ip[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, ip, sizeof ip);
+  freeaddrinfo(res);
+  return pid + ip + "@" + net;
+}
+
 // Turns the parsed options into a request; reads the file of `import`. 0 or an exit code.
 int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc::Request& req, std::string& out_file) {
   req.command = spec.name;
@@ -119,6 +151,16 @@ int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc
   if ((name == "ping" || name == "discover" || name == "cpt-of-nid") && !req.arg("nid")) {
     LNET_LOG(Error, kLogConfig, "%s: give at least one NID (lnetctl %s --help)", name.c_str(), name.c_str());
     return 2;
+  }
+  if (name == "ping" || name == "discover") {
+    for (std::string& nid : req.args["nid"]) {
+      std::string error;
+      nid = resolve_host_nid(nid, &error);
+      if (!error.empty()) {
+        LNET_LOG(Error, kLogConfig, "%s: %s", name.c_str(), error.c_str());
+        return 1;
+      }
+    }
   }
   if (name == "import") {
     std::string file = req.arg("file") ? *req.arg("file") : "-";

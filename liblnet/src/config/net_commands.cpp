@@ -171,15 +171,16 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
 
 Response net_del(Instance& lnet, const Request& r, const Hooks&) {
   const std::string* net = r.arg("net");
-  if (!net) return error_block("del", "net", -EINVAL, "net del needs --net");
-  auto id = NetId::parse(*net);
-  if (!id) return error_block("del", "net", -EINVAL, id.message());
   std::optional<Nid> nid;
   if (const std::string* n = r.arg("nid")) {
     auto p = Nid::parse(*n);
     if (!p) return error_block("del", "net", -EINVAL, p.message());
     nid = *p;
   }
+  if (!net && !nid) return error_block("del", "net", -EINVAL, "net del needs --net or --nid");
+  // --nid alone: the net is the NID's, as lnetctl takes it.
+  auto id = net ? NetId::parse(*net) : Result<NetId>(nid->net());
+  if (!id) return error_block("del", "net", -EINVAL, id.message());
   auto ifs = list_arg(r, "if");
   Control& c = lnet.control();
   int deleted = 0;

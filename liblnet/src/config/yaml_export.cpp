@@ -142,6 +142,10 @@ SystemConfig export_config(Instance& lnet) {
   const Control& c = lnet.control();
   SystemConfig cfg;
   cfg.nets = c.net_configs();
+  // An NI on every CPT is what `net add` without --cpt makes: exported the same way,
+  // whether or not the configuration listed them (an NI is on all CPTs or refused).
+  for (NetConfig& nc : cfg.nets)
+    if (nc.cpts.size() == c.cpt_count()) nc.cpts.clear();
   // The driver's timeout each NI runs with (read-only: export shows it, backup leaves it).
   // Each configuration takes the first NI not yet taken that it describes (one without
   // interfaces or NID: the NI its driver chose on that net).

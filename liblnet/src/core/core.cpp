@@ -281,8 +281,14 @@ std::vector<PeerInfo> Core::peer_info() const {
     pi.primary_nid = p->primary;
     pi.multi_rail = p->multi_rail;
     pi.state = p->state_bits();
-    for (const auto& lpni : p->nis) {
-      if (lpni->removed) continue;
+    // Its NIs grouped by net, the primary's net first (LNet's order).
+    std::vector<const PeerNi*> order;
+    for (int pass = 0; pass < 2; ++pass)
+      for (const auto& pn : p->nets)
+        if ((pn->net == p->primary.net()) == (pass == 0))
+          for (const PeerNi* n : pn->nis)
+            if (!n->removed) order.push_back(n);
+    for (const PeerNi* lpni : order) {
       PeerNiInfo n;
       n.nid = lpni->nid;
       n.up = lpni->alive.load();

@@ -580,6 +580,15 @@ Peer* Core::merge_ping_info(Peer* peer, const PingInfo& info, bool from_ping, Ms
       else
         gone.push_back(lpni.get());
     }
+    // Each net's NIs in the order the peer lists them (as LNet shows them).
+    auto rank = [&info](const PeerNi* n) {
+      for (std::size_t i = 1; i < info.nis.size(); ++i)
+        if (info.nis[i].nid == n->nid) return i;
+      return info.nis.size();
+    };
+    for (auto& pn : target->nets)
+      std::stable_sort(pn->nis.begin(), pn->nis.end(),
+                       [&rank](const PeerNi* m, const PeerNi* n) { return rank(m) < rank(n); });
     for (PeerNi* lpni : gone) {
       LNET_LOG(Info, kLogCore, "peer %s no longer lists %s", target->primary.to_string().c_str(),
                lpni->nid.to_string().c_str());

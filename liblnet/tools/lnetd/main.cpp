@@ -117,11 +117,15 @@ Result<dlc::SystemConfig> load_config(const lnetd::Options& o, std::string* yaml
   return parsed;
 }
 
-// What `lnet unconfigure` takes down: every network but 0@lo, routes, configured
-// peers, selection rules and routing.
+// What `lnet unconfigure` takes down: every network but 0@lo, routes, peers, fault rules,
+// selection rules and routing.
 Status unconfigure(Control& c) {
   for (const auto& r : c.route_configs()) (void)c.del_route(r.net, r.gateway);
-  for (const auto& p : c.configured_peers()) (void)c.del_peer(p.primary, {}, true);
+  // Every peer goes, not only the configured ones, as LNet shutting down frees them all
+  // (a gateway's, a discovered one's); so do the fault rules.
+  for (const auto& p : c.peer_info()) (void)c.del_peer(p.primary_nid, {}, true);
+  c.reset_faults(false);
+  c.reset_faults(true);
   (void)c.del_udsp(-1);
   (void)c.set_routing(false);
   for (const NiInfo& i : c.ni_info())

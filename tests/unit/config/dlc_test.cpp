@@ -554,6 +554,23 @@ TEST_F(Commands, ImportDelOfAPeerWhoseListNamesItsPrimaryDeletesIt) {
   EXPECT_EQ(peers(), (std::vector<std::string>{"1.1.1.1@tcp", "2.2.2.2@tcp"}));
 }
 
+// export --backup after an import that named every CPT writes what a plain net add
+// writes: no CPT list (Lustre's test 0 compares the two).
+TEST_F(Commands, AnNiOnEveryCptExportsWithoutAList) {
+  std::string all = "[";
+  for (unsigned k = 0; k < a->control().cpt_count(); ++k) all += (k ? "," : "") + std::to_string(k);
+  all += "]";
+  auto imp =
+      run(*a, "import", {},
+          "net:\n    - net type: gni9\n      local NI(s):\n        - nid: 39@gni9\n          CPT: \"" + all + "\"\n");
+  ASSERT_EQ(imp.rc, 0) << imp.text;
+  std::string listed = run(*a, "export", {{"backup", {}}}).text;
+  EXPECT_EQ(listed.find("CPT"), std::string::npos) << listed;
+  ASSERT_EQ(run(*a, "net del", {{"net", {"gni9"}}}).rc, 0);
+  ASSERT_EQ(run(*a, "net add", {{"net", {"gni9"}}, {"nid", {"39@gni9"}}}).rc, 0);
+  EXPECT_EQ(run(*a, "export", {{"backup", {}}}).text, listed);
+}
+
 TEST_F(Commands, UdspPrioritiesReachSelection) {
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni"}}, {"nid", {"35@gni"}}}).rc, 0);
   ASSERT_EQ(run(*a, "udsp add", {{"src", {"35@gni"}}, {"priority", {"0"}}}).rc, 0);
