@@ -38,76 +38,34 @@ std::string scalar(const YAML::Node& n) {
   return s;
 }
 
-void emit(const YAML::Node& n, int indent, std::string& out);
-void emit_seq(const YAML::Node& n, int item, std::string& out);
+// Where a layout puts things, relative to the column of the key or item that holds them.
+struct Layout {
+  int map;         // a mapping under a key
+  int seq_top;     // a sequence under a top-level key
+  int seq_nested;  // a sequence under a nested key
+  int item;        // the content of an item, after its "-"
+  int seq_in_seq;  // a sequence that is an item
+};
+// lnetctl's export layout: mappings four in, top-level items four in, nested ones two.
+constexpr Layout kClassic{4, 4, 2, 2, 4};
+// The netlink lnetctl's: six columns per level, sequences at their key's column.
+constexpr Layout kNetlink{6, 0, 0, 6, 6};
 
-void emit_value_after_key(const YAML::Node& v, int indent, std::string& out) {
-  // `indent` is the column of the key.
-  if (v.IsMap() && v.size() > 0) {
-    out += "\n";
-    emit(v, indent + 4, out);
-  } else if (v.IsSequence() && v.size() > 0) {
-    // lnetctl's layout: a top-level key's items four columns in, nested ones two.
-    out += "\n";
-    emit_seq(v, indent + (indent == 0 ? 4 : 2), out);
-  } else if (v.IsMap()) {
-    out += " {}\n";
-  } else if (v.IsSequence()) {
-    out += " []\n";
-  } else if (v.IsNull()) {
-    out += "\n";
-  } else {
-    out += " " + scalar(v) + "\n";
-  }
-}
+void emit(const YAML::Node& n, int indent, const Layout& l, std::string& out);
 
-void emit_map(const YAML::Node& n, int indent, bool first_inline, std::string& out) {
-  bool first = true;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    if (!(first && first_inline)) out += std::string(static_cast<std::size_t>(indent), ' ');
-    first = false;
-    out += scalar(it->first) + ":";
-    emit_value_after_key(it->second, indent, out);
-  }
-}
-
-void emit(const YAML::Node& n, int indent, std::string& out) {
-  if (n.IsMap()) {
-    emit_map(n, indent, false, out);
-  } else if (n.IsSequence()) {
-    emit_seq(n, indent, out);
-  } else if (n.IsScalar()) {
-    out += std::string(static_cast<std::size_t>(indent), ' ') + scalar(n) + "\n";
-  }
-}
-
-void emit_seq(const YAML::Node& n, int item, std::string& out) {
-  for (const auto& e : n) {
-    out += std::string(static_cast<std::size_t>(item), ' ') + "- ";
-    if (e.IsMap() && e.size() > 0) {
-      emit_map(e, item + 2, true, out);
-    } else if (e.IsSequence() && e.size() > 0) {
-      out += "\n";
-      emit_seq(e, item + 4, out);
-    } else {
-      out += scalar(e) + "\n";
-    }
-  }
-}
-
-// The netlink layout: nested mappings six columns in, sequences not indented.
-void emit_nl(const YAML::Node& n, int indent, std::string& out);
-
-void emit_nl_map(const YAML::Node& n, int indent, bool first_inline, std::string& out) {
+void emit_map(const YAML::Node& n, int indent, bool first_inline, const Layout& l, std::string& out) {
   bool first = true;
   for (auto it = n.begin(); it != n.end(); ++it) {
     if (!(first && first_inline)) out += std::string(static_cast<std::size_t>(indent), ' ');
     first = false;
     out += scalar(it->first) + ":";
     YAML::Node v = it->second;
-    if ((v.IsMap() || v.IsSequence()) && v.size() > 0) {
+    if (v.IsMap() && v.size() > 0) {
       out += "\n";
-      emit_nl(v, v.IsMap() ? indent + 6 : indent, out);
+      emit(v, indent + l.map, l, out);
+    } else if (v.IsSequence() && v.size() > 0) {
+      out += "\n";
+      emit(v, indent + (indent == 0 ? l.seq_top : l.seq_nested), l, out);
     } else if (v.IsMap()) {
       out += " {}\n";
     } else if (v.IsSequence()) {
@@ -120,17 +78,18 @@ void emit_nl_map(const YAML::Node& n, int indent, bool first_inline, std::string
   }
 }
 
-void emit_nl(const YAML::Node& n, int indent, std::string& out) {
+void emit(const YAML::Node& n, int indent, const Layout& l, std::string& out) {
   if (n.IsMap()) {
-    emit_nl_map(n, indent, false, out);
+    emit_map(n, indent, false, l, out);
   } else if (n.IsSequence()) {
+    std::string dash = "-" + std::string(static_cast<std::size_t>(l.item - 1), ' ');
     for (const auto& e : n) {
-      out += std::string(static_cast<std::size_t>(indent), ' ') + "-     ";
+      out += std::string(static_cast<std::size_t>(indent), ' ') + dash;
       if (e.IsMap() && e.size() > 0) {
-        emit_nl_map(e, indent + 6, true, out);
+        emit_map(e, indent + l.item, true, l, out);
       } else if (e.IsSequence() && e.size() > 0) {
         out += "\n";
-        emit_nl(e, indent + 6, out);
+        emit(e, indent + l.seq_in_seq, l, out);
       } else {
         out += scalar(e) + "\n";
       }
@@ -144,7 +103,7 @@ void emit_nl(const YAML::Node& n, int indent, std::string& out) {
 
 std::string print_yaml_netlink(const YAML::Node& root) {
   std::string out;
-  emit_nl(root, 0, out);
+  emit(root, 0, kNetlink, out);
   return out;
 }
 
@@ -203,7 +162,7 @@ std::string cpt_list(const std::vector<unsigned>& cpts) {
 
 std::string print_yaml(const YAML::Node& root) {
   std::string out;
-  emit(root, 0, out);
+  emit(root, 0, kClassic, out);
   return out;
 }
 
