@@ -12,8 +12,8 @@ new_ns B b
 link "$A" eth0 10.0.0.5/24 "$B" eth0 10.0.0.6/24
 link "$A" eth1 10.1.0.5/24 "$B" eth1 10.1.0.6/24
 link "$A" eth2 10.2.0.5/24 "$B" eth2 10.2.0.6/24
-# One CPT: the corpus names CPT 0, and an NI serves every CPT or none.
-export LNET_CPT_NUMBER=1
+# Two CPTs: the corpus puts NIs on one of them or on both.
+export LNET_CPT_NUMBER=2
 lnetd_start "$A" a ""
 lnetd_start "$B" b "$(printf 'net:\n    - net type: tcp\n      local NI(s):\n        - interfaces:\n              0: eth0\n')"
 
@@ -96,10 +96,25 @@ ctl a import - <<<"$(printf 'net:\n    - net type: tcp\n')" || fail "import of a
 ctl a export | grep -q "timeout: 50$" || fail "export does not show the driver's timeout: $(ctl a export)"
 ctl a export --backup | grep -q "^ *timeout:" && fail "export --backup shows the read-only timeout"
 
+log "NIs on some CPTs: shown, exported, a CPT lnetd lacks refused"
+clean
+ctl a import "$CORPUS/valid/nis_on_some_cpts.yaml" || fail "import of NIs on some CPTs"
+ctl a net show --net tcp -v | tee "$T_DIR/cpt_show.out"
+grep -q 'CPT: "\[1\]"' "$T_DIR/cpt_show.out" || fail "tcp on eth0 is not shown on CPT 1"
+[ "$(ctl a net show --net tcp1 -v | grep -c 'CPT: ')" = 2 ] || fail "tcp1 does not show two CPT lists"
+ctl a net show --net tcp1 -v | grep -q 'CPT: "\[0,1\]"' || fail "tcp1 on eth2 is not shown on both CPTs"
+ctl a net add --net tcp3 --if eth1 --cpt 1 || fail "net add --cpt 1"
+ctl a net show --net tcp3 -v | grep -q 'CPT: "\[1\]"' || fail "net add --cpt 1 did not put the NI on CPT 1"
+ctl a export --backup | grep -c 'CPT: ' | grep -qx 3 || fail "export does not list the CPTs of the three NIs on one CPT"
+if ctl a net add --net tcp4 --if eth2 --cpt "[0,2]" 2>"$T_DIR/cpt.err"; then fail "CPT 2 of 2 accepted"; fi
+grep -q "CPT 2 of tcp4 is not one of the 2 CPTs" "$T_DIR/cpt.err" || fail "CPT 2 error: $(cat "$T_DIR/cpt.err")"
+
 log "cpt-of-nid, peer add with ranges"
-ctl a cpt-of-nid 10.0.0.5@tcp 0x10@gni | tee "$T_DIR/cpt.out"
+ctl a cpt-of-nid 10.0.0.5@tcp 10.0.0.6@tcp 0x10@gni | tee "$T_DIR/cpt.out"
 grep -q "nid: 16@gni" "$T_DIR/cpt.out" || fail "cpt-of-nid did not normalise the NID"
-grep -q "cpt: 0" "$T_DIR/cpt.out" || fail "cpt-of-nid: one CPT here"
+# LNet's hash: the NID's bytes summed (10+5 and tcp's 2: 17; 18), modulo the 2 CPTs.
+[ "$(grep -o "cpt: [0-9]*" "$T_DIR/cpt.out" | head -2 | tr '\n' ' ')" = "cpt: 1 cpt: 0 " ] ||
+  fail "cpt-of-nid: 10.0.0.5@tcp is on CPT 1, 10.0.0.6@tcp on CPT 0"
 ctl a peer add --prim_nid 10.0.0.40@tcp --nid "10.0.0.[41-42]@tcp,10.1.0.[40,44]@tcp1" || fail "peer add with ranges"
 ctl a peer show --nid 10.0.0.40@tcp | tee "$T_DIR/peer.out"
 for nid in 10.0.0.41@tcp 10.0.0.42@tcp 10.1.0.40@tcp1 10.1.0.44@tcp1; do

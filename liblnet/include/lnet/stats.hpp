@@ -57,7 +57,8 @@ struct NiInfo {
   std::vector<std::string> interfaces;
   NetTunables tunables;  // as the driver settled them
   LndTunables lnd_tunables;
-  int lnd_timeout = 0;  // seconds the driver gives a transfer on this NI (0: none of its own)
+  int lnd_timeout = 0;         // seconds the driver gives a transfer on this NI (0: none of its own)
+  std::vector<unsigned> cpts;  // the CPTs it is on, ascending (every CPT of the instance unless configured)
   int health = 1000;
   bool fatal_error = false;
   // Failures that lowered `health`, by cause.

@@ -42,7 +42,7 @@ const std::vector<Entry>& table() {
          {"peer-credits", 0, K::Value, "messages in flight to one peer NI"},
          {"peer-buffer-credits", 0, K::Value, "router buffers one peer NI may hold"},
          {"credits", 0, K::Value, "messages in flight on the NI"},
-         {"cpt", 0, K::Value, "CPT list, e.g. \"[0,1]\" (every CPT: an NI serves all of them)"},
+         {"cpt", 0, K::Value, "CPT list, e.g. \"[0,1]\": the CPTs the NI is on (default: every CPT)"},
          {"conns-per-peer", 0, K::Value, "tcp: connections of each type per peer (1)"},
          {"tos", 0, K::Value, "tcp: IP type of service"},
          {"skip-mr-route-setup", 0, K::Flag, "set up no IP routing rules (always so: lnetd sets up none)"},

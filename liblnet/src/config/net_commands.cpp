@@ -11,7 +11,7 @@ namespace lnet::dlc {
 namespace {
 
 // The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
-void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
+void verbose_ni(YAML::Node& ni, const NiInfo& i) {
   put_traffic(ni, i.sent, i.received, i.dropped);
   // Health, the failures that lowered it, and recovery.
   YAML::Node h;
@@ -32,9 +32,7 @@ void verbose_ni(YAML::Node& ni, const NiInfo& i, unsigned ncpts) {
     if (lt.size() > 0) ni["lnd tunables"] = lt;
   }
   ni["dev cpt"] = int_node(-1);  // no NI knows its device's CPT
-  std::vector<unsigned> all(ncpts);
-  for (unsigned k = 0; k < ncpts; ++k) all[k] = k;
-  ni["CPT"] = cpt_list(all);  // every NI serves every CPT
+  ni["CPT"] = cpt_list(i.cpts);
 }
 
 }  // namespace
@@ -62,7 +60,7 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
     ni["nid"] = i.nid.to_string();
     ni["status"] = i.up ? "up" : "down";
     if (!i.interfaces.empty()) ni["interfaces"] = interfaces_node(i.interfaces);
-    if (*verbose > 0) verbose_ni(ni, i, c.cpt_count());
+    if (*verbose > 0) verbose_ni(ni, i);
     if (*verbose > 3) ni["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, {}, {});
     if (*verbose > 1) {
       ni["max_tx_credits"] = int_node(i.max_tx_credits);

@@ -143,7 +143,7 @@ SystemConfig export_config(Instance& lnet) {
   SystemConfig cfg;
   cfg.nets = c.net_configs();
   // An NI on every CPT is what `net add` without --cpt makes: exported the same way,
-  // whether or not the configuration listed them (an NI is on all CPTs or refused).
+  // whether or not the configuration listed them; a list of some CPTs is exported.
   for (NetConfig& nc : cfg.nets)
     if (nc.cpts.size() == c.cpt_count()) nc.cpts.clear();
   // The driver's timeout each NI runs with (read-only: export shows it, backup leaves it).

@@ -35,10 +35,6 @@ Status check_tunables(const NetConfig& nc, unsigned ncpts) {
     if (i && cpts[i] == cpts[i - 1])
       return Failure{-EINVAL, "CPT " + std::to_string(cpts[i]) + " is listed twice for " + net};
   }
-  // Naming every CPT is what an NI without a list does; fewer is not built yet.
-  if (cpts.size() != ncpts)
-    return Failure{-EOPNOTSUPP, "not supported yet: " + net + " on " + std::to_string(cpts.size()) + " of the " +
-                                    std::to_string(ncpts) + " CPTs (an NI serves every CPT)"};
   return {};
 }
 
@@ -106,13 +102,19 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
   // The flow-control tunables as the driver settled them (lnet-lnd(7)).
   NetTunables& t = ni->config.tunables;
   if (!lo && t.peer_credits <= 0) t.peer_credits = kDefaultPeerCredits;
+  // The NI's CPTs: a list naming every CPT is no list. Its credits are shared out over
+  // them as LNet does (lnet-facts: NI tx credits); the other CPTs' queues stay empty.
+  ni->cpts = nc.cpts;
+  std::sort(ni->cpts.begin(), ni->cpts.end());
+  if (ni->cpts.size() == cpts_.count()) ni->cpts.clear();
+  int ncpts = static_cast<int>(ni->cpts.empty() ? cpts_.count() : ni->cpts.size());
   int per_cpt = std::max(t.credits, 0);
-  if (cpts_.count() > 1) {
-    per_cpt = std::min(t.credits, std::max(t.credits / static_cast<int>(cpts_.count()), 8 * t.peer_credits));
-  }
+  if (ncpts > 1) per_cpt = std::min(t.credits, std::max(t.credits / ncpts, 8 * t.peer_credits));
   ni->tq = std::make_unique<net::TxQueue[]>(cpts_.count());
-  for (unsigned c = 0; c < cpts_.count(); ++c)
-    ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = per_cpt;
+  for (unsigned c = 0; c < cpts_.count(); ++c) {
+    bool on = ni->cpts.empty() || std::binary_search(ni->cpts.begin(), ni->cpts.end(), c);
+    ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = on ? per_cpt : 0;
+  }
   if (ni->poll) {
     ni->poll_id = add_progress(ni->poll, ni->poll_ctx);
     if (ni->poll_id < 0)
@@ -266,6 +268,9 @@ std::vector<NiInfo> Core::ni_info() const {
     i.tunables = ni->config.tunables;
     i.lnd_tunables = ni->config.lnd_tunables;
     i.lnd_timeout = ni->lnd->timeout(*ni);
+    i.cpts = ni->cpts;
+    if (i.cpts.empty())
+      for (unsigned c = 0; c < cpts_.count(); ++c) i.cpts.push_back(c);
     i.health = ni->health.load();
     i.fatal_error = ni->fatal_error.load();
     const FailureCounts& f = ni->failures;
@@ -284,6 +289,7 @@ std::vector<NiInfo> Core::ni_info() const {
     i.net_priority = ni->net->sel_priority.load();
     for (unsigned c = 0; c < cpts_.count(); ++c) {
       MutexLock g(locks[c]);
+      net::TxQueueLock l(*ni, ni->tq[c]);
       i.tx_credits += ni->tq[c].credits;
       i.max_tx_credits += ni->tq[c].max_credits;
       i.min_tx_credits += ni->tq[c].min_credits;

@@ -203,6 +203,7 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       msg->ev.sender = path.ni->nid;
     }
     msg->cpt = cpt;  // credits of the peer NI's CPT from here on
+    msg->tq_cpt = path.ni->tx_cpt(path.lpni->nid, cpt);
     msg->tx_committed = true;
     counters_.add(cpt, forward ? kRouteCount : kSendCount);
     counters_.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
@@ -216,7 +217,7 @@ int Core::send(Nid self, Message* msg, Nid dst) {
 
 bool Core::post_send_locked(Message* msg) {
   PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tq[msg->cpt];
+  TxQueue& tq = msg->txni->tq[msg->tq_cpt];
   if (!msg->peer_tx_credit) {
     msg->peer_tx_credit = true;
     lpni->txq_nob.fetch_add(msg->len + kHeaderSize, std::memory_order_relaxed);
@@ -230,6 +231,7 @@ bool Core::post_send_locked(Message* msg) {
   }
   if (!msg->tx_credit) {
     msg->tx_credit = true;
+    net::TxQueueLock l(*msg->txni, tq);
     int c = --tq.credits;
     tq.min_credits = std::min(tq.min_credits, c);
     if (c < 0) {
@@ -243,9 +245,10 @@ bool Core::post_send_locked(Message* msg) {
 
 void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
   PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tq[msg->cpt];
+  TxQueue& tq = msg->txni->tq[msg->tq_cpt];
   if (msg->tx_credit) {
     msg->tx_credit = false;
+    net::TxQueueLock l(*msg->txni, tq);
     if (++tq.credits <= 0) {
       // The head waiter already holds its peer credit: it can go.
       if (FifoLink* next = tq.delayed.pop_front()) to_send.push_back(as_message(next));

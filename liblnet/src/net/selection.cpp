@@ -44,14 +44,19 @@ namespace lnet::net {
 
 namespace {
 
-LocalNiScore score_of(const Ni* ni, unsigned cpt, unsigned node) {
+LocalNiScore score_of(const Ni* ni, const Selector::Query& q, unsigned node) {
   LocalNiScore s;
   s.fatal = !ni->usable();
   s.health = ni->health.load(std::memory_order_relaxed);
   s.priority = ni->sel_priority.load(std::memory_order_relaxed);
   s.dev_prio = ni->dev_prio;
   s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
-  s.credits = ni->tq[cpt].credits;
+  {
+    // The queue the message would take credits of (its destination's, on an NI of some CPTs).
+    TxQueue& tq = ni->tq[ni->tx_cpt(q.dst ? q.dst->nid : Nid{}, q.cpt)];
+    TxQueueLock l(*ni, tq);
+    s.credits = tq.credits;
+  }
   s.seq = ni->seq.load(std::memory_order_relaxed);
   return s;
 }
@@ -77,7 +82,7 @@ Ni* Selector::best_ni_on(const NetView& net, const Query& q) const {
   if (nis.size() == 1) return nis.front()->usable() ? nis.front() : nullptr;
   unsigned node = current_node();
   int best = best_local_ni(
-      static_cast<int>(nis.size()), [&](int i) { return score_of(nis[static_cast<std::size_t>(i)], q.cpt, node); },
+      static_cast<int>(nis.size()), [&](int i) { return score_of(nis[static_cast<std::size_t>(i)], q, node); },
       q.numa_range);
   Ni* ni = nis[static_cast<std::size_t>(best)];
   if (!ni->usable()) return nullptr;
@@ -236,7 +241,7 @@ int Selector::select(const Query& q, Path& out) const {
     if (best_ni && std::lexicographical_compare(best_prio, best_prio + 3, prio, prio + 3)) continue;
     bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 3, best_prio, best_prio + 3);
     for (Ni* ni : net->nis) {
-      LocalNiScore s = score_of(ni, q.cpt, node);
+      LocalNiScore s = score_of(ni, q, node);
       if (s.fatal) continue;
       if (!best_ni || better_net || compare_local_ni(s, best_score, q.numa_range) < 0) {
         best_ni = ni;

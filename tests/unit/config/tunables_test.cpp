@@ -1,5 +1,5 @@
 // Options that take effect or are refused, never ignored: max_interfaces bounds what a
-// ping may bring back; NI CPT lists; LND tunables a driver does not take.
+// ping may bring back; NI CPT lists name CPTs the instance has; LND tunables a driver does not take.
 #include <gtest/gtest.h>
 
 #include <lnet/lnet.hpp>
@@ -26,21 +26,27 @@ TEST(Tunables, MaxInterfacesBoundsWhatAPingBringsBack) {
   EXPECT_EQ(a->control().set_global("max_interfaces", 15).code(), -EINVAL);
 }
 
-TEST(Tunables, CptListsNameEveryCptOrAreRefused) {
+TEST(Tunables, CptListsNameCptsOfTheInstance) {
   Config cfg = test::fabric_config({80}, 0, {}, 2);
   cfg.nets[0].cpts = {0, 1};
   auto all = Instance::create(cfg, kPidLustre);
   ASSERT_TRUE(all) << all.message();
+  ASSERT_EQ((*all)->nets().size(), 2u);
+  EXPECT_EQ((*all)->nets()[1].cpts, (std::vector<unsigned>{0, 1}));
   all->reset();
   cfg.nets[0].cpts = {1};
   auto some = Instance::create(cfg, kPidLustre);
-  ASSERT_FALSE(some);
-  EXPECT_EQ(some.code(), -EOPNOTSUPP);
-  EXPECT_NE(some.message().find("not supported yet: gni on 1 of the 2 CPTs"), std::string::npos) << some.message();
+  ASSERT_TRUE(some) << some.message();
+  EXPECT_EQ((*some)->nets()[1].cpts, std::vector<unsigned>{1});
+  some->reset();
   cfg.nets[0].cpts = {0, 5};
   auto bad = Instance::create(cfg, kPidLustre);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.message().find("CPT 5 of gni is not one of the 2 CPTs"), std::string::npos) << bad.message();
+  cfg.nets[0].cpts = {1, 1};
+  auto twice = Instance::create(cfg, kPidLustre);
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.message().find("CPT 1 is listed twice for gni"), std::string::npos) << twice.message();
 }
 
 TEST(Tunables, LndTunablesADriverDoesNotTakeAreRefused) {

@@ -24,12 +24,14 @@ class CptTable {
   unsigned count() const { return n_; }
   // LNet's mapping (lnet_nid_cpt_hash for 4-byte addresses): the sum of the NID's eight
   // bytes, modulo the CPT count, so that lnetctl cpt-of-nid answers as the kernel's does.
-  unsigned of_nid(Nid nid) const {
-    if (n_ == 1) return 0;
+  unsigned of_nid(Nid nid) const { return hash(nid, n_); }
+  // The same mapping into n slots (an NI's own CPT list).
+  static unsigned hash(Nid nid, std::size_t n) {
+    if (n <= 1) return 0;
     std::uint64_t v = nid.value();
     unsigned sum = 0;
     for (int i = 0; i < 8; ++i, v >>= 8) sum += static_cast<unsigned>(v & 0xFF);
-    return sum % n_;
+    return static_cast<unsigned>(sum % n);
   }
   unsigned current() const {
     int cpu = sched_getcpu();

@@ -11,24 +11,31 @@
 #include <lnet/lnd/lnd.hpp>
 
 #include "base/counters.hpp"
+#include "base/cpt.hpp"
 #include "base/recovery.hpp"
 
 namespace lnet::net {
 
 struct Net;
 
-// NI tx credits of one CPT (under that CPT's net lock). A message takes a credit; when
-// the count goes negative it waits here in order (the waiting messages are the core's).
+// NI tx credits of one CPT. A message takes a credit; when the count goes negative it
+// waits here in order (the waiting messages are the core's). An NI on every CPT has one
+// queue per CPT under that CPT's net lock, used by the peer NIs hashing to it. An NI on
+// some CPTs (`CPT: "[0]"`) has queues on those only, each taken by peer NIs of any CPT
+// (LNet's mapping of the peer's NID into the NI's list): such a queue is shared by
+// holders of different net locks, and `shared` (a leaf lock, after the net lock) guards it.
 struct TxQueue {
   int credits = 0;
   int max_credits = 0;
   int min_credits = 0;
   Fifo<FifoLink> delayed;
+  Mutex shared;
 };
 
 struct Ni : NetInterface {
   Net* net = nullptr;
-  std::unique_ptr<TxQueue[]> tq;
+  std::unique_ptr<TxQueue[]> tq;  // one per CPT of the instance; an NI on some CPTs uses theirs
+  std::vector<unsigned> cpts;     // the CPTs it is on, ascending; empty: every CPT
   std::atomic<int> health{1000};
   FailureCounts failures;  // those that blamed it
   RecoveryState recovery;  // under the core's recovery lock
@@ -44,6 +51,29 @@ struct Ni : NetInterface {
   int poll_id = -1;  // the core's registration of this NI's poll function
   // Neither in fatal error nor down: selection may pick it.
   bool usable() const { return !fatal_error.load(std::memory_order_relaxed) && up.load(std::memory_order_relaxed); }
+  // The CPT of the tx queue a message to peer NI `peer` takes credits from: `lock_cpt`
+  // (the peer NI's own) on an NI of every CPT, else LNet's hash of the peer's NID into
+  // this NI's list.
+  unsigned tx_cpt(Nid peer, unsigned lock_cpt) const {
+    return cpts.empty() ? lock_cpt : cpts[CptTable::hash(peer, cpts.size())];
+  }
+};
+
+// Holds a tx queue's leaf lock for a scope when the NI's queues are shared (an NI on
+// some CPTs); on an NI of every CPT the net lock the caller holds is enough.
+class TxQueueLock {
+ public:
+  TxQueueLock(const Ni& ni, TxQueue& tq) LNET_NO_THREAD_SAFETY_ANALYSIS : m_(ni.cpts.empty() ? nullptr : &tq.shared) {
+    if (m_) m_->lock();
+  }
+  ~TxQueueLock() LNET_NO_THREAD_SAFETY_ANALYSIS {
+    if (m_) m_->unlock();
+  }
+  TxQueueLock(const TxQueueLock&) = delete;
+  TxQueueLock& operator=(const TxQueueLock&) = delete;
+
+ private:
+  Mutex* m_;
 };
 
 // A network's identity; which NIs it has is in the NetTable.
