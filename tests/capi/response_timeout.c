@@ -1,7 +1,7 @@
 /* Response tracking through the classic C API: with LNET_TRANSACTION_TIMEOUT=1 (set by
  * the test's environment), a GET and a PUT with ACK to a portal of ours where nothing
  * matches (the request is dropped, no response is ever sent) complete with a REPLY and an
- * ACK event of status -ETIMEDOUT that unlink their MDs. Exit status 0 on success. */
+ * ACK event of status -ETIMEDOUT that unlink their MDs; so does a recovery GET. Exit status 0 on success. */
 #include <lnet/lnet.h>
 
 #include <errno.h>
@@ -58,6 +58,12 @@ int main(void) {
   if ((rc = expect_timeout(eq, LNET_EVENT_REPLY, mdh))) return fail("the GET's REPLY", rc);
   if (LNetMDUnlink(mdh) != -ENOENT) return fail("the timed-out MD is still there", -EPROTO);
   printf("GET: REPLY event -ETIMEDOUT, MD unlinked\n");
+
+  /* A recovery GET (health's kind) is tracked the same way. */
+  if ((rc = LNetMDBind(md, LNET_UNLINK, &mdh))) return fail("LNetMDBind", rc);
+  if ((rc = LNetGet(LNET_NID_ANY, mdh, me, PORTAL, 1, 0, true))) return fail("LNetGet (recovery)", rc);
+  if ((rc = expect_timeout(eq, LNET_EVENT_REPLY, mdh))) return fail("the recovery GET's REPLY", rc);
+  printf("recovery GET: REPLY event -ETIMEDOUT, MD unlinked\n");
 
   if ((rc = LNetMDBind(md, LNET_UNLINK, &mdh))) return fail("LNetMDBind", rc);
   if ((rc = LNetPut(LNET_NID_ANY, mdh, LNET_ACK_REQ, me, PORTAL, 1, 0, 0))) return fail("LNetPut", rc);

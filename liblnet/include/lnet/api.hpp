@@ -61,10 +61,14 @@ class Instance {
   Result<MdHandle> md_bind(const MdDesc& md, Unlink unlink);
   int md_unlink(MdHandle md);
 
-  // LNetPut / LNetGet. `self` Nid::any() lets multi-rail choose the local NI.
+  // LNetPut / LNetGet. `self` Nid::any() lets multi-rail choose the local NI. A
+  // `recovery` GET is sent as LNet's health recovery pings are: to exactly the target's
+  // NID (no other NI of a multi-rail peer) and never resent.
   int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
           std::uint32_t offset, std::uint64_t hdr_data);
   int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset,
+          bool recovery);
 
   // Unmatched PUTs to a lazy portal wait for a later MD instead of being dropped.
   int set_lazy_portal(unsigned portal);

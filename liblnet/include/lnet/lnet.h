@@ -175,7 +175,7 @@ int LNetEQPoll(struct lnet_handle_eq* eventqs_in, int neq_in, signed long timeou
 int LNetPut(lnet_nid_t self, struct lnet_handle_md md_in, enum lnet_ack_req ack_req_in,
             struct lnet_process_id target_in, unsigned int portal_in, __u64 match_bits_in, unsigned int offset_in,
             __u64 hdr_data_in);
-/* recovery must be false: health recovery GETs are not supported yet (-EOPNOTSUPP). */
+/* recovery: sent as health's recovery pings are, to exactly target's NID and never resent. */
 int LNetGet(lnet_nid_t self, struct lnet_handle_md md_in, struct lnet_process_id target_in, unsigned int portal_in,
             __u64 match_bits_in, unsigned int offset_in, bool recovery);
 

@@ -338,9 +338,7 @@ int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, st
 int LNetGet(lnet_nid_t self, struct lnet_handle_md md, struct lnet_process_id target, unsigned int portal,
             __u64 match_bits, unsigned int offset, bool recovery) {
   return with_lnet([&](Instance& l) -> int {
-    // A recovery GET (health's pings of unhealthy NIs) needs health, which is not built.
-    if (recovery) return -EOPNOTSUPP;
-    return l.get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset);
+    return l.get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset, recovery);
   });
 }
 

@@ -44,7 +44,11 @@ int Instance::put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned 
 }
 int Instance::get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
                   std::uint32_t offset) {
-  return core_->get(self, md, target, portal, match_bits, offset);
+  return core_->get(self, md, target, portal, match_bits, offset, false);
+}
+int Instance::get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits,
+                  std::uint32_t offset, bool recovery) {
+  return core_->get(self, md, target, portal, match_bits, offset, recovery);
 }
 
 int Instance::set_lazy_portal(unsigned portal) { return core_->set_lazy_portal(portal); }

@@ -72,9 +72,9 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
   return 0;
 }
 
-int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
-              std::uint32_t offset) {
-  return send_get(self, mdh, target, portal, match_bits, offset, false);
+int Core::get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset,
+              bool recovery) {
+  return send_get(self, mdh, target, portal, match_bits, offset, recovery);
 }
 
 int Core::send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,

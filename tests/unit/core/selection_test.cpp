@@ -92,7 +92,7 @@ class MultiRail : public ::testing::Test {
     MdDesc d;
     d.start = sink;
     d.length = sizeof sink;
-    d.options = kMdOpPut | kMdTruncate | kMdManageRemote;
+    d.options = kMdOpPut | kMdOpGet | kMdTruncate | kMdManageRemote;
     d.handler = blog.handler();
     ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
     Fabric::instance().clear_sent();
@@ -149,6 +149,35 @@ TEST_F(MultiRail, MultiRailPeerRoundRobinsOverBothRails) {
   EXPECT_EQ(to2, 4);
   EXPECT_EQ(to12, 4);
   EXPECT_EQ(blog.count(EventType::Put), 8u);
+}
+
+// A recovery GET (Instance::get's `recovery`, LNetGet's last argument) probes exactly
+// the NID it names; a plain GET to the same NID may go to any NI of the peer.
+TEST_F(MultiRail, RecoveryGetsGoToExactlyTheirNid) {
+  ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
+  test::EventLog alog;
+  auto get = [&](bool recovery) {
+    MdDesc d;
+    d.start = byte;
+    d.length = 1;
+    d.threshold = 2;  // SEND and REPLY
+    d.handler = alog.handler();
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(a->get(Nid::any(), *md, ProcessId{gni(12), kPidLustre}, 7, 1, 0, recovery), 0);
+  };
+  auto to = [](Nid n) {
+    int k = 0;
+    for (auto& s : Fabric::instance().sent())
+      if (s.type == MsgType::Get && s.next_hop == n) ++k;
+    return k;
+  };
+  for (int i = 0; i < 4; ++i) get(true);
+  EXPECT_EQ(to(gni(12)), 4);
+  EXPECT_EQ(to(gni(2)), 0);
+  for (int i = 0; i < 4; ++i) get(false);
+  EXPECT_EQ(to(gni(2)), 2) << "a plain GET round-robins over the peer's NIs";
+  EXPECT_EQ(alog.count(EventType::Reply), 8u);
 }
 
 TEST_F(MultiRail, ReceiverNamesTheInitiatorByItsPrimaryNid) {

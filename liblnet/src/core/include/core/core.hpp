@@ -75,7 +75,8 @@ class Core final : public LndHost, public Control, private portals::Completer {
   int clear_lazy_portal(unsigned portal);
   int put(Nid self, MdHandle md, AckReq ack, ProcessId target, unsigned portal, std::uint64_t match_bits,
           std::uint32_t offset, std::uint64_t hdr_data);
-  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset);
+  int get(Nid self, MdHandle md, ProcessId target, unsigned portal, std::uint64_t match_bits, std::uint32_t offset,
+          bool recovery = false);
   Result<PingResult> ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source);
   PingInfo ping_info() const;
 
