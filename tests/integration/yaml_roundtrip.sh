@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # lnetctl import/export against live daemons: the example document of the reference
-# facts (a real lnetctl export) is refused for the global tunables of features not built,
-# naming the first, and applies nothing; with those set to what the code does it
-# imports; export --backup, import into a fresh daemon, export --backup again gives the
-# same document; a bad document names its fault and applies nothing.
+# facts (a real lnetctl export: nets, routes, peers, UDSP rules, global tunables)
+# imports into A as it is; export --backup, import into B, export --backup again gives
+# the same document; a bad document names its fault and line and applies nothing; lnet
+# unconfigure takes the nets down and lnet configure --all succeeds.
 . "$(dirname "$0")/lib.sh"
 setup
 HERE="$(cd "$(dirname "$0")" && pwd)"

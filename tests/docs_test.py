@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The documents against the tree they describe.
+
+- Every relative Markdown link in README.md and docs/ (and the READMEs of the components)
+  names a file or folder that exists.
+- README.md's table of what exists: no row says a part is planned, being built or not
+  built while the tree has it; every repository path a row names in backticks exists.
+- No design document calls itself "being built" while the README calls its part done or
+  working (a status line that stayed behind).
+
+  docs_test.py SOURCE_DIR
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1]).resolve()
+failures = []
+
+
+def fail(where, what):
+    failures.append(f"{where}: {what}")
+
+
+def markdown_files():
+    yield root / "README.md"
+    yield from sorted((root / "docs").rglob("*.md"))
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.name.startswith(".") and d.name != "build":
+            yield from sorted(p for p in d.rglob("README.md") if "build" not in p.relative_to(root).parts[:1])
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+for md in markdown_files():
+    text = md.read_text()
+    for n, line in enumerate(text.splitlines(), 1):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue  # a URL or an anchor in the same page
+            path = target.split("#", 1)[0]
+            if not (md.parent / path).exists():
+                fail(f"{md.relative_to(root)}:{n}", f"link to {target}: no such file")
+
+readme = (root / "README.md").read_text().splitlines()
+rows = []
+in_table = False
+for n, line in enumerate(readme, 1):
+    if line.startswith("| part | state |"):
+        in_table = True
+        continue
+    if in_table:
+        if not line.startswith("|"):
+            break
+        if line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) != 2:
+            fail(f"README.md:{n}", "a table row without exactly two cells (part | state)")
+            continue
+        rows.append((n, cells[0], cells[1]))
+if not rows:
+    fail("README.md", "no '| part | state |' table")
+
+PATH = re.compile(r"`((?:docs|tests|scripts|bench|examples|liblnet|mpilnd|uplnd|proxy|selftest|lnetd)/[^`\s]*)`")
+for n, part, state in rows:
+    for word in ("planned", "being built", "not built", "to do"):
+        if re.search(rf"\b{word}\b", state, re.I):
+            fail(f"README.md:{n}", f"the state of a listed part says '{word}' (list what exists; say what is missing after it)")
+    for p in PATH.findall(part + " " + state):
+        if not (root / p).exists():
+            fail(f"README.md:{n}", f"names {p}, which does not exist")
+
+for md in sorted((root / "docs" / "design").glob("*.md")):
+    head = "\n".join(md.read_text().splitlines()[:6])
+    if re.search(r"Status:\s*\*\*being built\*\*", head):
+        name = md.stem
+        for n, part, state in rows:
+            if f"docs/design/{name}.md" in part and re.match(r"(done|works)", state):
+                fail(f"{md.relative_to(root)}", f"says 'being built' while README.md:{n} says '{state.split(';')[0]}'")
+
+for f in failures:
+    print("docs_test:", f)
+print(f"docs_test: {len(rows)} README rows, {'FAIL' if failures else 'OK'}")
+sys.exit(1 if failures else 0)
