@@ -7,7 +7,7 @@
 set -euo pipefail
 BUILD="${1:-build/default}"
 SECS="${2:-60}"
-LNETD="$BUILD/liblnet/lnetd"
+LNETD="$BUILD/lnetd/lnetd"
 LNETCTL="$BUILD/liblnet/lnetctl"
 PORT="${IDLE_PORT:-20988}"
 [ -x "$LNETD" ] || { echo "idle_lnetd: no $LNETD (build first)" >&2; exit 1; }

@@ -100,7 +100,7 @@ single_host_demo() {
   }
   for ip in 127.0.0.2 127.0.0.3; do
     router_yaml $ip >"$DIR/$ip.yaml"
-    "$B/liblnet/lnetd" -f -c "$DIR/$ip.yaml" -s "$DIR/$ip.ctl" -p "" --bridge "$DIR/$ip.bridge" \
+    "$B/lnetd/lnetd" -f -c "$DIR/$ip.yaml" -s "$DIR/$ip.ctl" -p "" --bridge "$DIR/$ip.bridge" \
       --bridge-size 256 >"$DIR/lnetd-$ip.log" 2>&1 &
     PIDS+=($!)
   done

@@ -82,11 +82,10 @@ bool setup_socket(const po::variables_map& vm, int port, const std::string& acce
 
 }  // namespace
 
-Parsed parse_options(int argc, char** argv) {
+Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Component>>& components) {
   Options o;
-  std::string log_level, log_subsys, ctl_group, accept, bridge_group;
+  std::string log_level, log_subsys, ctl_group, accept;
   int port = 0;
-  unsigned bridge_mib = 1024;
   po::options_description opts(kUsage);
   opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&o.config_path),
                                                            "YAML configuration (lnetctl export schema)")(
@@ -98,13 +97,8 @@ Parsed parse_options(int argc, char** argv) {
       "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
       "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
       "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
-      "bridge", po::value(&o.up.bridge)->default_value(lnet::up::kDefaultBridge),
-      "the UP LND's bridge socket, where proxies connect (mpi nets)")(
-      "bridge-group", po::value(&bridge_group), "group whose members may connect a proxy besides root")(
-      "bridge-size", po::value(&bridge_mib)->default_value(1024),
-      "MiB of shared memory for payloads crossing the bridge (router buffers live there)")(
-      "selftest", "run LNet self-test: the test framework (ping, brw) and the lst console (as selftest: enable)")(
       "env", "list the environment variables lnetd reads and exit");
+  for (const auto& c : components) c->add_options(opts);
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -122,7 +116,6 @@ Parsed parse_options(int argc, char** argv) {
     return {std::nullopt, 0};
   }
   o.foreground = vm.count("foreground") > 0;
-  o.selftest = vm.count("selftest") > 0;
   if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
   if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
   if (vm.count("ctl-group")) {
@@ -133,19 +126,8 @@ Parsed parse_options(int argc, char** argv) {
     }
     o.ctl_gid = g->gr_gid;
   }
-  if (vm.count("bridge-group")) {
-    group* g = getgrnam(bridge_group.c_str());
-    if (!g) {
-      LNET_LOG(Error, kLogDaemon, "no group '%s' (--bridge-group)", bridge_group.c_str());
-      return {std::nullopt, 2};
-    }
-    o.up.group = g->gr_gid;
-  }
-  if (bridge_mib < 16 || bridge_mib > (1u << 20)) {
-    LNET_LOG(Error, kLogDaemon, "bad --bridge-size %u (16..1048576 MiB)", bridge_mib);
-    return {std::nullopt, 2};
-  }
-  o.up.region_size = std::size_t{bridge_mib} << 20;
+  for (const auto& c : components)
+    if (!c->take_options(vm)) return {std::nullopt, 2};
   return {o, 0};
 }
 

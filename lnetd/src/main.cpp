@@ -1,6 +1,7 @@
-// lnetd: the host LNet of a server or router node. Runs liblnet with the socket LND,
-// configured from YAML (the lnetctl export schema), and serves lnetctl on a control
-// socket that only root (or a configured group) may use.
+// lnetd: the host LNet of a server or router node. Runs liblnet with the socket LND and
+// lnetd's components (components.hpp: the UP LND, self-test), configured from YAML (the
+// lnetctl export schema), and serves lnetctl on a control socket that only root (or a
+// configured group) may use.
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -17,12 +18,8 @@
 
 #include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
-#include <lnet/up/uplnd.hpp>
-#include <selftest/console.hpp>
-#include <selftest/framework.hpp>
-#include <selftest/lst.hpp>
-#include <selftest/services.hpp>
 
+#include "components.hpp"
 #include "control_server.hpp"
 #include "options.hpp"
 
@@ -133,21 +130,6 @@ Status unconfigure(Control& c) {
   return {};
 }
 
-// The nets this lnetd reaches besides its mpi nets: its other local nets, and the nets
-// of its routes. Proxies pass them to their applications as the nets behind them.
-std::vector<NetId> routed_nets(Control& c) {
-  std::vector<NetId> out;
-  auto add = [&out](NetId n) {
-    if (n.type() == kLoLnd || n.type() == kMpiLnd) return;
-    for (NetId have : out)
-      if (have == n) return;
-    out.push_back(n);
-  };
-  for (const NiInfo& i : c.ni_info()) add(i.nid.net());
-  for (const RouteConfig& r : c.route_configs()) add(r.net);
-  return out;
-}
-
 void log_to_syslog() {
   openlog("lnetd", LOG_PID, LOG_DAEMON);
   set_log_sink([](LogLevel l, std::string_view line) {
@@ -203,7 +185,8 @@ void raise_fd_limit() {
 
 int main(int argc, char** argv) {
   set_log_program("lnetd");
-  lnetd::Parsed parsed = lnetd::parse_options(argc, argv);
+  std::vector<std::unique_ptr<lnetd::Component>> components = lnetd::make_components();
+  lnetd::Parsed parsed = lnetd::parse_options(argc, argv, components);
   if (!parsed.options) return parsed.exit_code;
   const lnetd::Options& o = *parsed.options;
   set_socket_params(o.socket);
@@ -222,57 +205,28 @@ int main(int argc, char** argv) {
   catch_signals();
   raise_fd_limit();
 
-  // The UP LND serves mpi nets (the proxies' bridge); its shared region holds the
-  // router buffers, so forwarded payloads cross the bridge without a copy.
-  auto up = std::make_shared<up::UpLnd>(o.up);
-  auto created = Instance::create(*env, kPidLustre, {up});
+  std::vector<std::shared_ptr<Lnd>> drivers;
+  for (auto& c : components)
+    for (auto& d : c->drivers()) drivers.push_back(std::move(d));
+  auto created = Instance::create(*env, kPidLustre, std::move(drivers));
   if (!created) die("cannot start LNet: " + created.message());
   std::unique_ptr<Instance> lnet = std::move(*created);
-  std::optional<dlc::SelftestConfig> selftest_cfg = cfg->selftest;
-  cfg->selftest.reset();  // lnetd's own option, not the instance's
+  dlc::SystemConfig daemon_keys;  // the keys of the configuration that are lnetd's own
+  daemon_keys.selftest = cfg->selftest;
+  cfg->selftest.reset();  // not the instance's
   if (Status s = dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add); !s)
     die("cannot apply the configuration from " + source + ": " + s.message());
-  // LNet self-test: the node's framework and services, and the console lst talks to.
-  struct Selftest {
-    std::unique_ptr<selftest::RpcNode> rpc;
-    std::unique_ptr<selftest::Framework> fw;
-    std::unique_ptr<selftest::TestServices> services;
-    std::unique_ptr<selftest::Console> console;
-    void stop() {  // the console and framework before the RPC layer they use
-      console.reset();
-      fw.reset();
-      services.reset();
-      rpc.reset();
-    }
-    ~Selftest() { stop(); }
-  } st;
-  dlc::SelftestConfig stc = selftest_cfg.value_or(dlc::SelftestConfig{});
-  if (o.selftest || stc.enable) {
-    Nid self = Nid::any();
-    for (Nid n : lnet->nids())
-      if (!n.is_lo()) {
-        self = n;
-        break;
-      }
-    st.rpc =
-        std::make_unique<selftest::RpcNode>(*lnet, std::chrono::seconds(stc.rpc_timeout ? stc.rpc_timeout : 1u << 30));
-    st.fw = std::make_unique<selftest::Framework>(*st.rpc, std::chrono::seconds(stc.session_timeout));
-    st.services = std::make_unique<selftest::TestServices>(*st.rpc);
-    if (Status s = st.fw->start(); !s) die("cannot start self-test: " + s.message());
-    if (Status s = st.services->start(); !s) die("cannot start self-test: " + s.message());
-    st.console = std::make_unique<selftest::Console>(*st.rpc, self);
-    if (Status s = st.console->serve_join(); !s) die("cannot start the self-test console: " + s.message());
-    LNET_LOG(Info, kLogDaemon, "self-test on: framework (session_timeout %us, rpc_timeout %us) and lst console",
-             stc.session_timeout, stc.rpc_timeout);
-  }
-  auto lst = [&st](const dlc::Request& req) -> std::optional<dlc::Response> {
-    if (req.command.rfind(std::string(selftest::lst::kPrefix), 0) != 0) return std::nullopt;
-    if (!st.console)
-      return dlc::Response{-EOPNOTSUPP, "self-test is off in this lnetd (selftest: enable, or lnetd --selftest)\n"};
-    return selftest::lst::execute(*st.console, req);
+  for (auto& c : components)
+    if (Status s = c->start(*lnet, daemon_keys); !s) die(s.message());
+  auto changed = [&lnet, &components] {
+    for (auto& c : components) c->changed(*lnet);
   };
-  auto publish_nets = [&lnet, &up] { up->set_nets(routed_nets(lnet->control())); };
-  publish_nets();
+  changed();
+  auto extra = [&components](const dlc::Request& req) -> std::optional<dlc::Response> {
+    for (auto& c : components)
+      if (auto r = c->handle(req)) return r;
+    return std::nullopt;
+  };
 
   dlc::Hooks hooks;
   hooks.configure = [&lnet, &startup_yaml]() -> Status {
@@ -282,41 +236,19 @@ int main(int argc, char** argv) {
     return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
   };
   hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
-  hooks.driver_stats = [&up]() -> std::vector<dlc::DriverCounters> {
-    if (!up->running()) return {};
-    up::UpStats s = up->stats();
-    return {{"up",
-             {{"proxies", s.proxies},
-              {"connections", s.connections},
-              {"refused_connections", s.refused},
-              {"pids", s.pids},
-              {"parses", s.parses},
-              {"sends", s.sends},
-              {"payloads_in_place", s.in_place},
-              {"payloads_copied", s.copies},
-              {"payloads_inline", s.inlined},
-              {"bad_messages", s.bad_messages},
-              {"failed_messages", s.failed}}}};
+  hooks.driver_stats = [&components] {
+    std::vector<dlc::DriverCounters> out;
+    for (auto& c : components)
+      for (auto& d : c->driver_stats()) out.push_back(std::move(d));
+    return out;
   };
-  hooks.service_stats = [&st]() -> std::vector<dlc::DriverCounters> {
-    if (!st.fw) return {};
-    auto fw = st.fw->fw_counters();
-    auto rpc = st.rpc->counters();
-    auto session = st.fw->session();
-    return {{"selftest",
-             {{"session", session ? 1 : 0},
-              {"zombie_sessions", fw.zombie_sessions},
-              {"active_batches", fw.active_batches},
-              {"rejected_requests", st.fw->rejected()},
-              {"rpcs_sent", rpc.rpcs_sent},
-              {"rpcs_rcvd", rpc.rpcs_rcvd},
-              {"rpc_errors", rpc.errors},
-              {"rpcs_dropped", rpc.rpcs_dropped},
-              {"rpcs_expired", rpc.rpcs_expired},
-              {"brw_requests_refused", st.services->brw_errors()},
-              {"ping_requests_refused", st.services->ping_errors()}}}};
+  hooks.service_stats = [&components] {
+    std::vector<dlc::DriverCounters> out;
+    for (auto& c : components)
+      for (auto& d : c->service_stats()) out.push_back(std::move(d));
+    return out;
   };
-  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, publish_nets, lst);
+  lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, changed, extra);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
 
@@ -326,7 +258,8 @@ int main(int argc, char** argv) {
            nids.c_str(), source.c_str(), o.ctl_socket.c_str());
   run(server);
   server.stop();
-  st.stop();
+  // Components stop in reverse order, before the instance they run on.
+  for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->stop();
   lnet.reset();
   LNET_LOG(Info, kLogDaemon, "lnetd stopped");
   return 0;

@@ -3,13 +3,16 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <lnet/log.hpp>
 #include <lnet/result.hpp>
 #include <lnet/socklnd.hpp>
-#include <lnet/up/uplnd.hpp>
+
+#include "components.hpp"
 
 namespace lnetd {
 
@@ -20,12 +23,10 @@ inline constexpr const char* kSystemConfig = "/etc/lnet.conf";
 struct Options {
   std::string config_path;  // empty: /etc/lnet.conf when present, else the built-in default
   bool foreground = false;
-  bool selftest = false;  // --selftest (or selftest: enable in the configuration)
   std::string ctl_socket = kDefaultSocket;
   std::optional<gid_t> ctl_gid;  // --ctl-group
   std::string pid_file = kDefaultPidFile;
   lnet::SocketParams socket;  // LNET_ACCEPT*/LNET_SOCK_* with --port and --accept over them
-  lnet::up::UpOptions up;     // the UP LND of an mpi net: --bridge, --bridge-group, --bridge-size
 };
 
 // What main() does after parsing: run, or exit at once with a status (help printed,
@@ -35,6 +36,7 @@ struct Parsed {
   int exit_code = 0;
 };
 
-Parsed parse_options(int argc, char** argv);
+// lnetd's options and each component's (which takes its own values).
+Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Component>>& components);
 
 }  // namespace lnetd

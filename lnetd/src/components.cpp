@@ -1,0 +1,177 @@
+// The components lnetd runs beside liblnet: the UP LND (the bridge that parallel proxies
+// connect to) and LNet self-test. A new one is a class here and a line in
+// make_components().
+#include "components.hpp"
+
+#include <grp.h>
+
+#include <lnet/log.hpp>
+#include <lnet/up/uplnd.hpp>
+#include <selftest/console.hpp>
+#include <selftest/framework.hpp>
+#include <selftest/lst.hpp>
+#include <selftest/services.hpp>
+
+namespace lnetd {
+
+namespace po = boost::program_options;
+using namespace lnet;
+
+namespace {
+
+// The UP LND serves mpi nets (the proxies' bridge); its shared region holds the router
+// buffers, so forwarded payloads cross the bridge without a copy.
+class UpComponent final : public Component {
+ public:
+  void add_options(po::options_description& opts) override {
+    opts.add_options()("bridge", po::value(&opts_.bridge)->default_value(up::kDefaultBridge),
+                       "the UP LND's bridge socket, where proxies connect (mpi nets)")(
+        "bridge-group", po::value(&group_), "group whose members may connect a proxy besides root")(
+        "bridge-size", po::value(&mib_)->default_value(1024),
+        "MiB of shared memory for payloads crossing the bridge (router buffers live there)");
+  }
+  bool take_options(const po::variables_map& vm) override {
+    if (vm.count("bridge-group")) {
+      group* g = getgrnam(group_.c_str());
+      if (!g) {
+        LNET_LOG(Error, kLogDaemon, "no group '%s' (--bridge-group)", group_.c_str());
+        return false;
+      }
+      opts_.group = g->gr_gid;
+    }
+    if (mib_ < 16 || mib_ > (1u << 20)) {
+      LNET_LOG(Error, kLogDaemon, "bad --bridge-size %u (16..1048576 MiB)", mib_);
+      return false;
+    }
+    opts_.region_size = std::size_t{mib_} << 20;
+    return true;
+  }
+  std::vector<std::shared_ptr<Lnd>> drivers() override {
+    up_ = std::make_shared<up::UpLnd>(opts_);
+    return {up_};
+  }
+  // Proxies pass the nets this lnetd reaches to their applications as the nets behind it.
+  void changed(Instance& lnet) override { up_->set_nets(routed_nets(lnet.control())); }
+  std::vector<dlc::DriverCounters> driver_stats() override {
+    if (!up_->running()) return {};
+    up::UpStats s = up_->stats();
+    return {{"up",
+             {{"proxies", s.proxies},
+              {"connections", s.connections},
+              {"refused_connections", s.refused},
+              {"pids", s.pids},
+              {"parses", s.parses},
+              {"sends", s.sends},
+              {"payloads_in_place", s.in_place},
+              {"payloads_copied", s.copies},
+              {"payloads_inline", s.inlined},
+              {"bad_messages", s.bad_messages},
+              {"failed_messages", s.failed}}}};
+  }
+
+ private:
+  // The nets this lnetd reaches besides its mpi nets: its other local nets, and the nets
+  // of its routes.
+  static std::vector<NetId> routed_nets(Control& c) {
+    std::vector<NetId> out;
+    auto add = [&out](NetId n) {
+      if (n.type() == kLoLnd || n.type() == kMpiLnd) return;
+      for (NetId have : out)
+        if (have == n) return;
+      out.push_back(n);
+    };
+    for (const NiInfo& i : c.ni_info()) add(i.nid.net());
+    for (const RouteConfig& r : c.route_configs()) add(r.net);
+    return out;
+  }
+
+  up::UpOptions opts_;
+  std::string group_;
+  unsigned mib_ = 1024;
+  std::shared_ptr<up::UpLnd> up_;
+};
+
+// LNet self-test: the node's framework and services, and the console lst talks to
+// (`lst ...` requests of the control socket).
+class SelftestComponent final : public Component {
+ public:
+  ~SelftestComponent() override { stop(); }
+  void add_options(po::options_description& opts) override {
+    opts.add_options()("selftest",
+                       "run LNet self-test: the test framework (ping, brw) and the lst console (as selftest: enable)");
+  }
+  bool take_options(const po::variables_map& vm) override {
+    flag_ = vm.count("selftest") > 0;
+    return true;
+  }
+  Status start(Instance& lnet, const dlc::SystemConfig& cfg) override {
+    dlc::SelftestConfig stc = cfg.selftest.value_or(dlc::SelftestConfig{});
+    if (!flag_ && !stc.enable) return {};
+    Nid self = Nid::any();
+    for (Nid n : lnet.nids())
+      if (!n.is_lo()) {
+        self = n;
+        break;
+      }
+    rpc_ =
+        std::make_unique<selftest::RpcNode>(lnet, std::chrono::seconds(stc.rpc_timeout ? stc.rpc_timeout : 1u << 30));
+    fw_ = std::make_unique<selftest::Framework>(*rpc_, std::chrono::seconds(stc.session_timeout));
+    services_ = std::make_unique<selftest::TestServices>(*rpc_);
+    if (Status s = fw_->start(); !s) return Failure{s.code(), "cannot start self-test: " + s.message()};
+    if (Status s = services_->start(); !s) return Failure{s.code(), "cannot start self-test: " + s.message()};
+    console_ = std::make_unique<selftest::Console>(*rpc_, self);
+    if (Status s = console_->serve_join(); !s)
+      return Failure{s.code(), "cannot start the self-test console: " + s.message()};
+    LNET_LOG(Info, kLogDaemon, "self-test on: framework (session_timeout %us, rpc_timeout %us) and lst console",
+             stc.session_timeout, stc.rpc_timeout);
+    return {};
+  }
+  std::optional<dlc::Response> handle(const dlc::Request& req) override {
+    if (req.command.rfind(std::string(selftest::lst::kPrefix), 0) != 0) return std::nullopt;
+    if (!console_)
+      return dlc::Response{-EOPNOTSUPP, "self-test is off in this lnetd (selftest: enable, or lnetd --selftest)\n"};
+    return selftest::lst::execute(*console_, req);
+  }
+  std::vector<dlc::DriverCounters> service_stats() override {
+    if (!fw_) return {};
+    auto fw = fw_->fw_counters();
+    auto rpc = rpc_->counters();
+    auto session = fw_->session();
+    return {{"selftest",
+             {{"session", session ? 1 : 0},
+              {"zombie_sessions", fw.zombie_sessions},
+              {"active_batches", fw.active_batches},
+              {"rejected_requests", fw_->rejected()},
+              {"rpcs_sent", rpc.rpcs_sent},
+              {"rpcs_rcvd", rpc.rpcs_rcvd},
+              {"rpc_errors", rpc.errors},
+              {"rpcs_dropped", rpc.rpcs_dropped},
+              {"rpcs_expired", rpc.rpcs_expired},
+              {"brw_requests_refused", services_->brw_errors()},
+              {"ping_requests_refused", services_->ping_errors()}}}};
+  }
+  void stop() override {  // the console and framework before the RPC layer they use
+    console_.reset();
+    fw_.reset();
+    services_.reset();
+    rpc_.reset();
+  }
+
+ private:
+  bool flag_ = false;
+  std::unique_ptr<selftest::RpcNode> rpc_;
+  std::unique_ptr<selftest::Framework> fw_;
+  std::unique_ptr<selftest::TestServices> services_;
+  std::unique_ptr<selftest::Console> console_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Component>> make_components() {
+  std::vector<std::unique_ptr<Component>> c;
+  c.push_back(std::make_unique<UpComponent>());
+  c.push_back(std::make_unique<SelftestComponent>());
+  return c;
+}
+
+}  // namespace lnetd
