@@ -85,7 +85,7 @@ if grep -q mpilnd/src/ni.cpp "$db"; then
 fi
 # Self-test is an application of the public API (and the control-socket codec).
 check selftest selftest/src/framework.cpp lnet/lnet.hpp allowed
-check selftest selftest/src/lst_console.cpp lnet/dlc.hpp allowed
+check selftest selftest/src/lst_commands.cpp lnet/dlc.hpp allowed
 check selftest selftest/src/framework.cpp core/core.hpp forbidden
 check selftest selftest/src/framework.cpp base/cpt.hpp forbidden
 check selftest selftest/src/rpc.cpp portals/portal_table.hpp forbidden
