@@ -216,6 +216,47 @@ std::string format_answer(const Answer& a) {
   return "ERROR " + why + "\n";
 }
 
+Result<RankLine> parse_rank_line(std::string_view line) {
+  if (line.size() > kMaxLine) return bad("doorbell: a rank line of " + std::to_string(line.size()) + " bytes");
+  if (line.empty() || line.back() != '\n') return bad("doorbell: a rank line without its newline");
+  line.remove_suffix(1);
+  if (!printable(line)) return bad("doorbell: a rank line that is not printable text");
+  auto w = words(line);
+  auto serial = [](std::string_view s, std::uint64_t* out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  RankLine l;
+  if (w.size() == 1 && (w[0] == "QUIT" || w[0] == "GONE")) {
+    l.kind = w[0] == "QUIT" ? RankLine::Quit : RankLine::Gone;
+    return l;
+  }
+  if (w.size() == 2 && (w[0] == "ACCEPT" || w[0] == "BAD")) {
+    l.kind = w[0] == "ACCEPT" ? RankLine::Accept : RankLine::Bad;
+    if (!serial(w[1], &l.serial)) return bad("doorbell: bad application serial '" + std::string(w[1]) + "'");
+    return l;
+  }
+  if (w.size() == 3 && w[0] == "END") {
+    l.kind = RankLine::End;
+    if (!serial(w[1], &l.serial)) return bad("doorbell: bad application serial '" + std::string(w[1]) + "'");
+    if (w[2] != "0" && w[2] != "1") return bad("doorbell: END with '" + std::string(w[2]) + "', not 1 or 0");
+    l.goodbye = w[2] == "1";
+    return l;
+  }
+  return bad("doorbell: unknown rank line '" + std::string(line.substr(0, 64)) + "'");
+}
+
+std::string format_rank_line(const RankLine& l) {
+  switch (l.kind) {
+    case RankLine::Accept: return "ACCEPT " + std::to_string(l.serial) + "\n";
+    case RankLine::End: return "END " + std::to_string(l.serial) + (l.goodbye ? " 1\n" : " 0\n");
+    case RankLine::Quit: return "QUIT\n";
+    case RankLine::Gone: return "GONE\n";
+    case RankLine::Bad: break;
+  }
+  return "BAD " + std::to_string(l.serial) + "\n";
+}
+
 std::string format_knock(const Knock& k) {
   return k.kind == Knock::Client ? "KNOCK 1 " + std::to_string(k.value) + "\n"
                                  : "RANK " + std::to_string(k.value) + "\n";

@@ -268,7 +268,7 @@ void ProxyRank::check_apps() {
     }
   }
   for (auto [serial, graceful] : ended) {
-    ring("END " + std::to_string(serial) + " " + (graceful ? "1" : "0") + "\n");
+    ring({mp::RankLine::End, serial, graceful});
     end_app(serial, graceful);
   }
 }

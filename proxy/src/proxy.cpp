@@ -213,7 +213,7 @@ int ProxyRank::run(int signal_fd) {
     if (rank_ == 0) {
       LNET_LOG(Info, kLogDaemon, "proxy: dedicated to one application: %d rank(s), rank 0 is %s", size_,
                up_->welcome().nid.to_string().c_str());
-      ring("ACCEPT 1\n");
+      ring({mp::RankLine::Accept, 1});
       accept_app(next_serial_++);
     }
     Stop why = rank_ == 0 ? serve_root(signal_fd) : serve_other(signal_fd);
@@ -251,7 +251,8 @@ int ProxyRank::run(int signal_fd) {
 
 // ---- serving ----------------------------------------------------------------------------
 
-void ProxyRank::ring(const std::string& line) {
+void ProxyRank::ring(const mp::RankLine& what) {
+  std::string line = mp::format_rank_line(what);
   auto deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
   for (int r = 1; r < size_; ++r) {
     int& fd = bells_[static_cast<std::size_t>(r)];
@@ -283,35 +284,37 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
       signalfd_siginfo si;
       (void)!::read(signal_fd, &si, sizeof si);
       LNET_LOG(Info, kLogDaemon, "proxy: signal %u: stopping", si.ssi_signo);
-      ring("QUIT\n");
+      ring({mp::RankLine::Quit});
       return Stop::Quit;
     }
     if (fds[1].revents) {
       LNET_LOG(Error, kLogDaemon, "proxy rank 0: lnetd (%s) went away: stopping", opts_.bridge.c_str());
-      ring("QUIT\n");
+      ring({mp::RankLine::Quit});
       return Stop::Failed;
     }
     for (int r = 1; r < size_; ++r) {
       if (!fds[static_cast<std::size_t>(2 + r)].revents) continue;
-      auto line = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
-      unsigned long long serial = 0;
-      if (line && std::sscanf(line->c_str(), "BAD %llu", &serial) == 1) {
+      auto read = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
+      auto line = read ? mp::parse_rank_line(*read) : Result<mp::RankLine>(read.failure());
+      if (line && line->kind == mp::RankLine::Bad) {
         // Rank r's driver refused messages of an application: it is dropped everywhere.
+        std::uint64_t serial = line->serial;
         if (auto it = apps_.find(serial); it != apps_.end()) {
           LNET_LOG(Warn, kLogDaemon, "proxy: application pid %u sent messages rank %d's MPI LND refused: dropped",
                    it->second.pid, r);
-          ring("END " + std::to_string(serial) + " 0\n");
+          ring({mp::RankLine::End, serial, false});
           end_app(serial, false);
         }
         continue;
       }
-      if (line && *line == "GONE\n")
+      if (line && line->kind == mp::RankLine::Gone)
         LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
       else {
-        LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r, line ? "?" : line.message().c_str());
+        LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r,
+                 line ? "it said something else" : line.message().c_str());
         lost_a_rank_ = true;
       }
-      ring("QUIT\n");
+      ring({mp::RankLine::Quit});
       return Stop::Failed;
     }
     // Knocks whose line arrived (or that waited too long).
@@ -343,7 +346,7 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
     }
     check_apps();
     if ((parent_ != MPI_COMM_NULL || one_app_) && apps_.empty()) {
-      ring("QUIT\n");  // mode 2, or a dedicated job: its application has ended
+      ring({mp::RankLine::Quit});  // mode 2, or a dedicated job: its application has ended
       return Stop::Quit;
     }
   }
@@ -369,12 +372,13 @@ ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
     if (::poll(fds, 3, apps_.empty() ? -1 : 500) < 0 && errno != EINTR) return Stop::Failed;
     for (auto& [serial, a] : apps_)
       if (misbehaves(a, rank_))
-        (void)mp::write_line(bell_, "BAD " + std::to_string(serial) + "\n", Clock::now() + std::chrono::seconds(5));
+        (void)mp::write_line(bell_, mp::format_rank_line({mp::RankLine::Bad, serial}),
+                             Clock::now() + std::chrono::seconds(5));
     if (fds[2].revents) return Stop::Quit;
     if (fds[1].revents) {
       LNET_LOG(Error, kLogDaemon, "proxy rank %d: lnetd (%s) went away", rank_, opts_.bridge.c_str());
       lnetd_gone = true;
-      (void)mp::write_line(bell_, "GONE\n", Clock::now() + std::chrono::seconds(5));
+      (void)mp::write_line(bell_, mp::format_rank_line({mp::RankLine::Gone}), Clock::now() + std::chrono::seconds(5));
     }
     if (!fds[0].revents) continue;
     auto line = mp::read_line(bell_, Clock::now() + std::chrono::seconds(5));
@@ -383,15 +387,15 @@ ProxyRank::Stop ProxyRank::serve_other(int signal_fd) {
       lost_a_rank_ = true;
       return Stop::Failed;
     }
-    unsigned long long serial = 0;
-    int graceful = 0;
-    if (*line == "QUIT\n") return lnetd_gone ? Stop::Failed : Stop::Quit;
-    if (std::sscanf(line->c_str(), "ACCEPT %llu", &serial) == 1) {
-      accept_app(serial);
-    } else if (std::sscanf(line->c_str(), "END %llu %d", &serial, &graceful) == 2) {
-      end_app(serial, graceful != 0);
+    auto said = mp::parse_rank_line(*line);
+    if (said && said->kind == mp::RankLine::Quit) return lnetd_gone ? Stop::Failed : Stop::Quit;
+    if (said && said->kind == mp::RankLine::Accept) {
+      accept_app(said->serial);
+    } else if (said && said->kind == mp::RankLine::End) {
+      end_app(said->serial, said->goodbye);
     } else {
-      LNET_LOG(Error, kLogDaemon, "proxy rank %d: rank 0 said '%s'", rank_, line->c_str());
+      LNET_LOG(Error, kLogDaemon, "proxy rank %d: rank 0 said '%s' (%s)", rank_, line->c_str(),
+               said ? "not a line for a rank" : said.message().c_str());
       return Stop::Failed;
     }
   }
@@ -416,7 +420,7 @@ void ProxyRank::on_client(int fd, int app_ranks) {
     (void)mp::write_line(fd, mp::format_answer(a), deadline);
     return;
   }
-  ring("ACCEPT " + std::to_string(serial) + "\n");
+  ring({mp::RankLine::Accept, serial});
   (void)mp::write_line(fd, "OK\n", deadline);
   accept_app(serial);
 }

@@ -94,7 +94,8 @@ class ProxyRank {
   // Local: stop serving the application (`graceful`: it said goodbye, disconnect).
   void end_app(std::uint64_t serial, bool graceful);
   void check_apps();
-  void ring(const std::string& line);
+  // Tells every other rank (ACCEPT, END, QUIT) on its doorbell connection.
+  void ring(const mpi::proxy::RankLine& what);
   void end_all();
 
   mpi::Group& group_;

@@ -38,6 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = parse_answer(format_answer(*a));
     if (!again || !(*again == *a)) std::abort();
   }
+  if (auto l = parse_rank_line(text)) {
+    auto again = parse_rank_line(format_rank_line(*l));
+    if (!again || !(*again == *l)) std::abort();
+  }
   if (auto k = parse_knock(text)) {
     auto again = parse_knock(format_knock(*k));
     if (!again || again->kind != k->kind || again->value != k->value) std::abort();

@@ -109,6 +109,21 @@ Result<Answer> parse_answer(std::string_view line);
 std::string format_answer(const Answer& a);
 inline constexpr int kTagPort = 19;
 
+// Between the proxy's own ranks, on each rank's connection to rank 0's doorbell: rank 0
+// sends "ACCEPT <serial>\n" (all into MPI_Comm_accept for application `serial`), "END
+// <serial> <1|0>\n" (that application said goodbye, or was dropped) and "QUIT\n"; a
+// rank sends "GONE\n" (its lnetd went away) and "BAD <serial>\n" (its MPI LND refused
+// messages of that application).
+struct RankLine {
+  enum Kind { Accept, End, Quit, Gone, Bad } kind = Quit;
+  std::uint64_t serial = 0;  // Accept, End, Bad
+  bool goodbye = false;      // End: the application said goodbye (else it was dropped)
+  friend bool operator==(const RankLine&, const RankLine&) = default;
+};
+// Refuses what is not one of the five lines (or longer than kMaxLine), naming it.
+Result<RankLine> parse_rank_line(std::string_view line);
+std::string format_rank_line(const RankLine& l);
+
 }  // namespace lnet::mpi::proxy
 
 namespace lnet::mpi::proxy {

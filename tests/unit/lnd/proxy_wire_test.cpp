@@ -159,6 +159,33 @@ TEST(ProxyDoorbell, Answers) {
   EXPECT_NE(parse_answer("PORT " + std::string(300, 'p') + "\n").message().find("bytes"), std::string::npos);
 }
 
+// The lines between the proxy's ranks, in golden text, and what is refused.
+TEST(ProxyDoorbell, RankLines) {
+  const std::pair<RankLine, const char*> golden[] = {
+      {{RankLine::Accept, 7, false}, "ACCEPT 7\n"},
+      {{RankLine::End, 7, true}, "END 7 1\n"},
+      {{RankLine::End, 18446744073709551615ULL, false}, "END 18446744073709551615 0\n"},
+      {{RankLine::Quit, 0, false}, "QUIT\n"},
+      {{RankLine::Gone, 0, false}, "GONE\n"},
+      {{RankLine::Bad, 3, false}, "BAD 3\n"}};
+  for (const auto& [l, text] : golden) {
+    EXPECT_EQ(format_rank_line(l), text);
+    auto back = parse_rank_line(text);
+    ASSERT_TRUE(back) << text << ": " << back.message();
+    EXPECT_EQ(*back, l) << text;
+  }
+  EXPECT_NE(parse_rank_line("QUIT").message().find("without its newline"), std::string::npos);
+  EXPECT_NE(parse_rank_line("ACCEPT\n").message().find("unknown rank line"), std::string::npos);
+  EXPECT_NE(parse_rank_line("ACCEPT -1\n").message().find("bad application serial"), std::string::npos);
+  EXPECT_NE(parse_rank_line("ACCEPT 18446744073709551616\n").message().find("bad application serial"),
+            std::string::npos);
+  EXPECT_NE(parse_rank_line("END 4 2\n").message().find("not 1 or 0"), std::string::npos);
+  EXPECT_NE(parse_rank_line("END 4\n").message().find("unknown rank line"), std::string::npos);
+  EXPECT_NE(parse_rank_line("QUIT now\n").message().find("unknown rank line"), std::string::npos);
+  EXPECT_NE(parse_rank_line(std::string("BAD 1\x01\n")).message().find("not printable"), std::string::npos);
+  EXPECT_NE(parse_rank_line(std::string(300, 'Q') + "\n").message().find("bytes"), std::string::npos);
+}
+
 TEST(ProxySpawn, TargetLists) {
   auto t = parse_spawn_list("/run/lnet/bridge.sock");
   ASSERT_TRUE(t) << t.message();
