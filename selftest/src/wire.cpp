@@ -1,52 +1,47 @@
 // Self-test message codec: each body is written and read field by field at its offset
-// (docs/design/selftest-wire.md §1); one Writer / Reader pair does the byte order.
+// (docs/design/selftest-wire.md §1) through liblnet's byte cursors.
 #include <selftest/wire.hpp>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
+
+#include <lnet/lnd/byteorder.hpp>
 
 namespace lnet::selftest {
 namespace {
 
-template <typename T>
-T byteswap(T v) {
-  if constexpr (sizeof(T) == 2) return static_cast<T>(__builtin_bswap16(v));
-  if constexpr (sizeof(T) == 4) return static_cast<T>(__builtin_bswap32(v));
-  if constexpr (sizeof(T) == 8) return static_cast<T>(__builtin_bswap64(v));
-}
-
+// The byte cursors of <lnet/lnd/byteorder.hpp> (out: the sender's own byte order, as
+// LNet's self-test writes; in: the order the magic says) with self-test's session ids
+// and 32-byte names.
 class Writer {
  public:
-  explicit Writer(std::uint8_t* at) : p_(at) {}
-  Writer& u8(std::uint8_t v) { return raw(&v, 1); }
-  Writer& u16(std::uint16_t v) { return raw(&v, 2); }
-  Writer& u32(std::uint32_t v) { return raw(&v, 4); }
-  Writer& u64(std::uint64_t v) { return raw(&v, 8); }
-  Writer& s64(std::int64_t v) { return raw(&v, 8); }
+  explicit Writer(std::uint8_t* at) : w_(at, std::endian::native) {}
+  Writer& u8(std::uint8_t v) { return fwd(w_.u8(v)); }
+  Writer& u16(std::uint16_t v) { return fwd(w_.u16(v)); }
+  Writer& u32(std::uint32_t v) { return fwd(w_.u32(v)); }
+  Writer& u64(std::uint64_t v) { return fwd(w_.u64(v)); }
+  Writer& s64(std::int64_t v) { return fwd(w_.i64(v)); }
   Writer& sid(const SessionId& s) { return u64(s.nid).s64(s.stamp); }
   Writer& name(const std::string& n) {
     std::uint8_t buf[kNameSize] = {};
     std::memcpy(buf, n.data(), std::min(n.size(), kNameSize - 1));
-    return raw(buf, kNameSize);
+    return fwd(w_.bytes(buf, kNameSize));
   }
 
  private:
-  Writer& raw(const void* v, std::size_t n) {  // our byte order: the sender's, as LNet's
-    std::memcpy(p_, v, n);
-    p_ += n;
-    return *this;
-  }
-  std::uint8_t* p_;
+  Writer& fwd(wire::ByteWriter&) { return *this; }
+  wire::ByteWriter w_;
 };
 
 class Reader {
  public:
-  Reader(const std::uint8_t* at, bool swap) : p_(at), swap_(swap) {}
-  std::uint8_t u8() { return *p_++; }
-  std::uint16_t u16() { return get<std::uint16_t>(); }
-  std::uint32_t u32() { return get<std::uint32_t>(); }
-  std::uint64_t u64() { return get<std::uint64_t>(); }
-  std::int64_t s64() { return static_cast<std::int64_t>(get<std::uint64_t>()); }
+  Reader(const std::uint8_t* at, bool swap) : r_(at, swap ? wire::kForeignOrder : std::endian::native) {}
+  std::uint8_t u8() { return r_.u8(); }
+  std::uint16_t u16() { return r_.u16(); }
+  std::uint32_t u32() { return r_.u32(); }
+  std::uint64_t u64() { return r_.u64(); }
+  std::int64_t s64() { return r_.i64(); }
   SessionId sid() {
     SessionId s;
     s.nid = u64();
@@ -55,23 +50,16 @@ class Reader {
   }
   // A NUL-terminated name in its 32 bytes; false if it fills them.
   bool name(std::string& out) {
-    const std::uint8_t* end = static_cast<const std::uint8_t*>(std::memchr(p_, 0, kNameSize));
+    const std::uint8_t* p = r_.pos();
+    const std::uint8_t* end = static_cast<const std::uint8_t*>(std::memchr(p, 0, kNameSize));
     bool ok = end != nullptr;
-    if (ok) out.assign(reinterpret_cast<const char*>(p_), static_cast<std::size_t>(end - p_));
-    p_ += kNameSize;
+    if (ok) out.assign(reinterpret_cast<const char*>(p), static_cast<std::size_t>(end - p));
+    r_.skip(kNameSize);
     return ok;
   }
 
  private:
-  template <typename T>
-  T get() {
-    T v;
-    std::memcpy(&v, p_, sizeof v);
-    p_ += sizeof v;
-    return swap_ ? byteswap(v) : v;
-  }
-  const std::uint8_t* p_;
-  bool swap_;
+  wire::ByteReader r_;
 };
 
 Writer& put(Writer& w, const FwCounters& c) {
@@ -384,7 +372,7 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
   std::uint32_t magic;
   std::memcpy(&magic, in.data(), 4);
   bool swap = magic != kMsgMagic;
-  if (swap && byteswap(magic) != kMsgMagic) return bad("bad magic " + std::to_string(magic));
+  if (swap && __builtin_bswap32(magic) != kMsgMagic) return bad("bad magic " + std::to_string(magic));
   Reader h(in.data() + 4, swap);
   Message m;
   m.swapped = swap;

@@ -56,48 +56,33 @@ std::size_t body_size(Type t) {
   return 0;
 }
 
-// Writes field after field; the body was zeroed first, so padding stays 0.
+// liblnet's byte cursors (little-endian) with the bridge's own fields: NIDs, LNet
+// headers, descriptor references. The body was zeroed first, so skipped padding stays 0.
 struct Writer {
-  std::uint8_t* p;
-  void u32(std::uint32_t v) {
-    put_le32(p, v);
-    p += 4;
-  }
-  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
-  void u64(std::uint64_t v) {
-    put_le64(p, v);
-    p += 8;
-  }
-  void nid(Nid n) { u64(n.value()); }
-  void pad(std::size_t n) { p += n; }
+  wire::ByteWriter w;
+  void u32(std::uint32_t v) { w.u32(v); }
+  void i32(std::int32_t v) { w.i32(v); }
+  void u64(std::uint64_t v) { w.u64(v); }
+  void nid(Nid n) { w.u64(n.value()); }
+  void pad(std::size_t n) { w.skip(n); }
   void hdr(const Header& h) {
-    encode_header(h, std::span<std::uint8_t, kHeaderSize>(p, kHeaderSize));
-    p += kHeaderSize;
+    encode_header(h, std::span<std::uint8_t, kHeaderSize>(w.pos(), kHeaderSize));
+    w.skip(kHeaderSize);
   }
-  void desc(DescRef d) {
-    u32(d.index);
-    u32(d.gen);
-  }
+  void desc(DescRef d) { w.u32(d.index).u32(d.gen); }
+  void bytes(const void* src, std::size_t n) { w.bytes(src, n); }
 };
 
 struct Reader {
-  const std::uint8_t* p;
-  std::uint32_t u32() {
-    std::uint32_t v = get_le32(p);
-    p += 4;
-    return v;
-  }
-  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
-  std::uint64_t u64() {
-    std::uint64_t v = get_le64(p);
-    p += 8;
-    return v;
-  }
-  Nid nid() { return Nid(u64()); }
-  void pad(std::size_t n) { p += n; }
+  wire::ByteReader r;
+  std::uint32_t u32() { return r.u32(); }
+  std::int32_t i32() { return r.i32(); }
+  std::uint64_t u64() { return r.u64(); }
+  Nid nid() { return Nid(r.u64()); }
+  void pad(std::size_t n) { r.skip(n); }
   bool hdr(Header& h) {
-    int rc = decode_header(std::span<const std::uint8_t>(p, kHeaderSize), h);
-    p += kHeaderSize;
+    int rc = decode_header(std::span<const std::uint8_t>(r.pos(), kHeaderSize), h);
+    r.skip(kHeaderSize);
     return rc == 0;
   }
   DescRef desc() {
@@ -106,6 +91,8 @@ struct Reader {
     d.gen = u32();
     return d;
   }
+  void bytes(void* dst, std::size_t n) { r.bytes(dst, n); }
+  const std::uint8_t* pos() const { return r.pos(); }
 };
 
 Failure bad(Type t, const std::string& why) {
@@ -145,8 +132,7 @@ void write_body(const Message& m, Writer& w) {
           w.u32(b.flags);
           w.nid(b.from);
           w.hdr(b.hdr);
-          std::memcpy(w.p, b.data, inline_size(b));
-          w.p += inline_size(b);
+          w.bytes(b.data, inline_size(b));
         } else if constexpr (std::is_same_v<T, Recv>) {
           w.u64(b.cookie);
           w.desc(b.desc);
@@ -178,8 +164,7 @@ void write_body(const Message& m, Writer& w) {
           std::size_t n = std::min(b.text.size(), kMaxErrorText);
           w.i32(b.code);
           w.u32(static_cast<std::uint32_t>(n));
-          std::memcpy(w.p, b.text.data(), n);
-          w.p += n;
+          w.bytes(b.text.data(), n);
         }
       },
       m);
@@ -241,7 +226,7 @@ Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
       if ((b.flags & kParseInline) && n != b.hdr.payload_length)
         return bad(t, "an inline payload of " + std::to_string(n) + " bytes for a header of " +
                           std::to_string(b.hdr.payload_length));
-      std::memcpy(b.data, r.p, n);
+      r.bytes(b.data, n);
       return Message{b};
     }
     case Type::Recv: {
@@ -300,7 +285,7 @@ Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
       if (n > kMaxErrorText) return bad(t, "text of " + std::to_string(n) + " bytes (at most 240)");
       if (n != body_len - kErrorSize)
         return bad(t, "text of " + std::to_string(n) + " bytes in a body of " + std::to_string(body_len));
-      b.text.assign(reinterpret_cast<const char*>(r.p), n);
+      b.text.assign(reinterpret_cast<const char*>(r.pos()), n);
       return Message{b};
     }
   }
@@ -376,7 +361,7 @@ std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out) {
   put_le16(out.data() + 4, kBridgeVersion);
   put_le16(out.data() + 6, static_cast<std::uint16_t>(t));
   put_le32(out.data() + 8, static_cast<std::uint32_t>(len));
-  Writer w{out.data() + kFrameHdrSize};
+  Writer w{wire::ByteWriter(out.data() + kFrameHdrSize)};
   write_body(m, w);
   return len;
 }
@@ -414,7 +399,7 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
   } else if (t == Type::Error ? body_len < want : body_len != want) {
     return bad(t, "body of " + std::to_string(body_len) + " bytes (" + std::to_string(want) + " expected)");
   }
-  Reader r{in.data() + kFrameHdrSize};
+  Reader r{wire::ByteReader(in.data() + kFrameHdrSize)};
   return read_body(t, r, body_len);
 }
 
