@@ -33,11 +33,22 @@ EOF
     >"$T_DIR/ping.log" 2>&1 || fail "mpi_ping across nodes: $(tail -n 20 "$T_DIR/ping.log")"
   grep -q "all ranks ok" "$T_DIR/ping.log" || fail "mpi_ping: $(tail "$T_DIR/ping.log")"
   log "MPICH: hydra placed rank 0 on c1 and rank 1 on c2; mpi_ping between them ok"
+  # The same MPICH hang has also been seen with two ranks on two nodes, once, after the
+  # suite had passed (rank 0 progressing UCX in MPI_Finalize, rank 1 in the PMI barrier):
+  # a suite that passed and then hangs in MPICH's MPI_Finalize is reported and stopped;
+  # a failure, or a hang before the suite's verdict, fails the test.
   for mode in thread poll; do
-    timeout 300 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 \
-      -genv LNET_MPI_PROGRESS "$mode" lnet_mpi_test --gtest_color=no >"$T_DIR/suite-$mode.log" 2>&1 ||
-      fail "the MPI LND suite across nodes ($mode): $(grep -aE 'FAILED|Failure' "$T_DIR/suite-$mode.log" | head)"
-    log "MPICH: the MPI LND suite passes with its ranks on c1 and c2 ($mode progress): $(grep -ao 'PASSED.*' "$T_DIR/suite-$mode.log" | tail -n 1)"
+    rc=0
+    timeout 120 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" mpiexec.mpich -hosts c1:1,c2:1 -n 2 \
+      -genv LNET_MPI_PROGRESS "$mode" lnet_mpi_test --gtest_color=no >"$T_DIR/suite-$mode.log" 2>&1 || rc=$?
+    verdict=$(grep -ao '^\[  PASSED  \].*' "$T_DIR/suite-$mode.log" | tail -n 1)
+    if [ "$rc" = 124 ] && [ -n "$verdict" ] && ! grep -aqE '^\[  FAILED  \]|Failure' "$T_DIR/suite-$mode.log"; then
+      log "MPICH: the suite passed ($mode progress: $verdict), then MPICH hung in MPI_Finalize (MPICH 4.0.2 with UCX's TCP transport, docs/design/cluster.md): stopped after 120 s"
+    elif [ "$rc" != 0 ]; then
+      fail "the MPI LND suite across nodes ($mode, exit $rc): $(grep -aE 'FAILED|Failure' "$T_DIR/suite-$mode.log" | head)"
+    else
+      log "MPICH: the MPI LND suite passes with its ranks on c1 and c2 ($mode progress): $verdict"
+    fi
   done
   log "PASS"
   exit 0
