@@ -203,7 +203,6 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       msg->ev.sender = path.ni->nid;
     }
     msg->cpt = cpt;  // credits of the peer NI's CPT from here on
-    msg->tq_cpt = path.ni->tx_cpt(path.lpni->nid, cpt);
     msg->tx_committed = true;
     counters_.add(cpt, forward ? kRouteCount : kSendCount);
     counters_.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
@@ -217,7 +216,7 @@ int Core::send(Nid self, Message* msg, Nid dst) {
 
 bool Core::post_send_locked(Message* msg) {
   PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tq[msg->tq_cpt];
+  TxQueue& tq = msg->txni->tx_queue(lpni->nid, msg->cpt);
   if (!msg->peer_tx_credit) {
     msg->peer_tx_credit = true;
     lpni->txq_nob.fetch_add(msg->len + kHeaderSize, std::memory_order_relaxed);
@@ -245,7 +244,7 @@ bool Core::post_send_locked(Message* msg) {
 
 void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
   PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tq[msg->tq_cpt];
+  TxQueue& tq = msg->txni->tx_queue(lpni->nid, msg->cpt);
   if (msg->tx_credit) {
     msg->tx_credit = false;
     net::TxQueueLock l(*msg->txni, tq);

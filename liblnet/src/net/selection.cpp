@@ -53,7 +53,7 @@ LocalNiScore score_of(const Ni* ni, const Selector::Query& q, unsigned node) {
   s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
   {
     // The queue the message would take credits of (its destination's, on an NI of some CPTs).
-    TxQueue& tq = ni->tq[ni->tx_cpt(q.dst ? q.dst->nid : Nid{}, q.cpt)];
+    TxQueue& tq = ni->tx_queue(q.dst ? q.dst->nid : Nid{}, q.cpt);
     TxQueueLock l(*ni, tq);
     s.credits = tq.credits;
   }

@@ -23,7 +23,6 @@ class Core;
 struct Message : LndMessage, portals::Delivery {
   Core* core = nullptr;
   unsigned cpt = 0;        // CPT whose locks guard its credits
-  unsigned tq_cpt = 0;     // CPT of the NI tx queue it takes a credit of (net::TxQueue)
   unsigned alloc_cpt = 0;  // CPT that counts it in msgs_alloc
 
   bool sending = false;         // transmit phase (also an ACK/REPLY made from a received message)

@@ -51,11 +51,11 @@ struct Ni : NetInterface {
   int poll_id = -1;  // the core's registration of this NI's poll function
   // Neither in fatal error nor down: selection may pick it.
   bool usable() const { return !fatal_error.load(std::memory_order_relaxed) && up.load(std::memory_order_relaxed); }
-  // The CPT of the tx queue a message to peer NI `peer` takes credits from: `lock_cpt`
-  // (the peer NI's own) on an NI of every CPT, else LNet's hash of the peer's NID into
-  // this NI's list.
-  unsigned tx_cpt(Nid peer, unsigned lock_cpt) const {
-    return cpts.empty() ? lock_cpt : cpts[CptTable::hash(peer, cpts.size())];
+  // The tx queue a message to peer NI `peer` takes credits from: that of `lock_cpt` (the
+  // peer NI's own CPT) on an NI of every CPT, else the one LNet's hash of the peer's NID
+  // picks in this NI's list. Derived each time, so it cannot go stale on a resend.
+  TxQueue& tx_queue(Nid peer, unsigned lock_cpt) const {
+    return tq[cpts.empty() ? lock_cpt : cpts[CptTable::hash(peer, cpts.size())]];
   }
 };
 
