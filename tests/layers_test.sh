@@ -68,6 +68,23 @@ check portals liblnet/src/portals/portal_table.cpp net/peer_table.hpp forbidden
 check net liblnet/src/net/selection.cpp base/cpt.hpp allowed
 check net liblnet/src/net/selection.cpp portals/delivery.hpp forbidden
 check net liblnet/src/net/selection.cpp core/message.hpp forbidden
+check net liblnet/src/net/state.cpp msg/message.hpp forbidden
+check msg liblnet/src/msg/message_pool.cpp portals/delivery.hpp allowed
+check msg liblnet/src/msg/message_pool.cpp peer/discovery.hpp forbidden
+check msg liblnet/src/msg/message_pool.cpp core/core.hpp forbidden
+check peer liblnet/src/peer/discovery.cpp net/state.hpp allowed
+check peer liblnet/src/peer/discovery.cpp msg/message.hpp allowed
+check peer liblnet/src/peer/discovery.cpp core/core.hpp forbidden
+check health liblnet/src/health/health.cpp net/state.hpp allowed
+check health liblnet/src/health/health.cpp peer/discovery.hpp forbidden
+check health liblnet/src/health/health.cpp core/core.hpp forbidden
+check router liblnet/src/router/forward.cpp peer/discovery.hpp allowed
+check router liblnet/src/router/forward.cpp health/health.hpp allowed
+check router liblnet/src/router/forward.cpp core/core.hpp forbidden
+check peer liblnet/src/peer/discovery.cpp router/router.hpp forbidden
+check core liblnet/src/core/send.cpp router/router.hpp allowed
+check core liblnet/src/core/send.cpp health/health.hpp allowed
+check core liblnet/src/core/send.cpp peer/discovery.hpp allowed
 check core liblnet/src/core/send.cpp portals/portal_table.hpp allowed
 check core liblnet/src/core/send.cpp net/selection.hpp allowed
 check "socket driver" liblnet/src/lnd/socket/sock_lnd.cpp lnet/lnd/pool.hpp allowed

@@ -42,7 +42,7 @@ struct Target {
     core::Core& ca = core::Core::of(*a);
     core::Core& cb = core::Core::of(*b);
     for (int i = 0; i < 20000; ++i) {
-      if (ca.dc_idle() && cb.dc_idle() && ca.dc_idle()) return;
+      if (ca.discovery().idle() && cb.discovery().idle() && ca.discovery().idle()) return;
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     die("discovery did not settle within 10 s");

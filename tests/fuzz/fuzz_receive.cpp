@@ -60,10 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)t.lnet->clear_lazy_portal(4);
   (void)t.lnet->set_lazy_portal(4);
   lnet::core::Core& core = lnet::core::Core::of(*t.lnet);
-  for (int i = 0; !core.dc_idle() || t.lnet->counters().msgs_alloc != 0; ++i) {
+  for (int i = 0; !core.discovery().idle() || t.lnet->counters().msgs_alloc != 0; ++i) {
     if (i == 20000) {
       std::fprintf(stderr, "fuzz_receive: %s\n",
-                   core.dc_idle() ? "a message leaked" : "discovery did not settle within 10 s");
+                   core.discovery().idle() ? "a message leaked" : "discovery did not settle within 10 s");
       std::abort();
     }
     std::this_thread::sleep_for(std::chrono::microseconds(500));

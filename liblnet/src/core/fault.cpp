@@ -148,12 +148,6 @@ std::optional<HealthStatus> FaultTable::on_send(const Header& h, Nid local) {
 
 // ---------------------------------------------------------------- the core's side
 
-Status Core::add_fault(const FaultRule& rule) {
-  if (Status s = faults_.add(rule); !s) return s;
-  LNET_LOG(Info, kLogCore, "fault %s rule added", rule.delay ? "delay" : "drop");
-  return {};
-}
-
 bool Core::fault_on_send(Message* msg) {
   std::optional<HealthStatus> h = faults_.on_send(msg->hdr, msg->txni->nid);
   if (!h) return false;
@@ -167,14 +161,14 @@ bool Core::fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_priva
   unsigned latency = 0;
   switch (faults_.on_receive(hdr, ni.nid, &latency)) {
     case FaultTable::Verdict::Pass: return false;
-    case FaultTable::Verdict::Drop: drop_payload(ni, cpts_.of_nid(from), hdr, lnd_private, false); return true;
+    case FaultTable::Verdict::Drop: drop_payload(ni, st_.cpts.of_nid(from), hdr, lnd_private, false); return true;
     case FaultTable::Verdict::Delay: {
       std::int64_t release = steady_now_ns() + std::int64_t{latency} * kNsPerSec;
       {
         MutexLock g(held_mutex_);
         held_rx_.emplace(release, HeldRx{&ni, hdr, from, lnd_private, rdma_req});
       }
-      wake_monitor();  // it may be asleep until later than this release
+      health_.wake_now();  // it may be asleep until later than this release
       return true;
     }
   }
@@ -193,7 +187,7 @@ std::int64_t Core::release_delayed(std::int64_t now, bool discard) {
       held_rx_.erase(it);
     }
     if (discard)
-      drop_payload(*h.ni, cpts_.of_nid(h.from), h.hdr, h.lnd_private, true);
+      drop_payload(*h.ni, st_.cpts.of_nid(h.from), h.hdr, h.lnd_private, true);
     else
       (void)parse_received(*h.ni, h.hdr, h.from, h.lnd_private, h.rdma_req, true);
   }

@@ -28,8 +28,8 @@ void Core::finalize(LndMessage* lmsg, int status) {
     return;
   }
   f.active = true;
-  msg->core->process(msg);
-  while (Message* m = f.queue.pop_front()) m->core->process(m);
+  msg->owner->process(msg);
+  while (Message* m = f.queue.pop_front()) m->owner->process(m);
   f.active = false;
 }
 
@@ -38,25 +38,25 @@ void Core::process(Message* msg) {
     msg->sending = false;
     bool again = false;
     if (msg->tx_committed) {
-      account_health(msg);
+      health_.account(msg);
       if (msg->status != 0) {
-        counters_.health(msg->cpt, msg->health);
-        again = may_resend(msg);
+        st_.counters.health(msg->cpt, msg->health);
+        again = health_.may_resend(msg);
       }
     }
     if (msg->status != 0 && msg->tx_committed && !again) {
-      counters_.add(msg->cpt, kDropCount);
-      counters_.add(msg->cpt, kDropLength, msg->len);
+      st_.counters.add(msg->cpt, kDropCount);
+      st_.counters.add(msg->cpt, kDropLength, msg->len);
       if (msg->txni) msg->txni->stats.add(TypeStats::kDropped, msg->hdr.type);
       if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kDropped, msg->hdr.type);
     }
     if (msg->tx_credit || msg->peer_tx_credit) {
       MsgQueue to_send;
       {
-        MutexLock g(net_locks_[msg->cpt]);
+        MutexLock g(st_.locks[msg->cpt]);
         return_credits_locked(msg, to_send);
       }
-      bool stop = stopping_.load(std::memory_order_relaxed);
+      bool stop = st_.stopping.load(std::memory_order_relaxed);
       std::int64_t now = to_send.empty() ? 0 : coarse_now_ns();
       while (Message* m = to_send.pop_front()) {
         if (stop) {
@@ -75,20 +75,20 @@ void Core::process(Message* msg) {
       resend(msg);  // its event waits for the last attempt
       return;
     }
-    if (msg->retries) counters_.add(msg->cpt, msg->status ? kFailedResends : kSuccessfulResends);
+    if (msg->retries) st_.counters.add(msg->cpt, msg->status ? kFailedResends : kSuccessfulResends);
   } else if (msg->receiving) {
     if (msg->routing && msg->status == 0) {
-      forward_received(msg);  // the payload is in our buffer: on to the next hop
+      router_.forward_received(msg);  // the payload is in our buffer: on to the next hop
       return;
     }
     if (msg->status != 0) {
-      counters_.add(msg->cpt, kDropCount);
-      counters_.add(msg->cpt, kDropLength, msg->hdr.payload_length);
+      st_.counters.add(msg->cpt, kDropCount);
+      st_.counters.add(msg->cpt, kDropLength, msg->hdr.payload_length);
       if (msg->rxni) msg->rxni->stats.add(TypeStats::kDropped, msg->hdr.type);
     } else if (msg->reply_from) {
       // An optimised GET's REPLY: the peer NI answered (its health rises, as for a REPLY
       // heard; a recovery ping of a gateway over such a driver brings it back so).
-      note_received_from(msg->reply_from);
+      health_.note_received_from(msg->reply_from);
     }
   }
   if (msg->md) {
@@ -102,7 +102,7 @@ void Core::process(Message* msg) {
 void Core::complete(portals::Delivery* d) {
   Message* msg = as_message(d);
   if (msg->routing) {
-    release_router_resources(msg);
+    router_.release_resources(msg);
     free_msg(msg);
     return;
   }
@@ -132,6 +132,21 @@ void Core::complete(portals::Delivery* d) {
     return;
   }
   free_msg(msg);
+}
+
+void Core::resend(Message* msg) {
+  st_.counters.add(msg->cpt, kResendCount);
+  ++msg->retries;
+  msg->status = 0;
+  msg->health = HealthStatus::Ok;
+  msg->tx_committed = msg->tx_delayed = false;
+  msg->txni = nullptr;
+  msg->txpeer = nullptr;
+  msg->sending = true;
+  if (int rc = send(msg->self, msg, msg->target.nid)) {
+    msg->health = HealthStatus::LocalError;
+    finalize(msg, rc);
+  }
 }
 
 }  // namespace lnet::core

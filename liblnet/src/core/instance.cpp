@@ -65,12 +65,12 @@ std::shared_ptr<EventQueue> Instance::make_event_queue(std::size_t capacity, Eve
   return std::make_shared<EventQueue>(capacity, std::move(callback));
 }
 
-Counters Instance::counters() const { return core_->counters(); }
-void Instance::reset_counters() { core_->reset_counters(); }
-std::vector<NiInfo> Instance::nets() const { return core_->ni_info(); }
-std::vector<PeerInfo> Instance::peers() const { return core_->peer_info(); }
-Control& Instance::control() { return *core_; }
-const Control& Instance::control() const { return *core_; }
+Counters Instance::counters() const { return core_->control().counters(); }
+void Instance::reset_counters() { core_->control().reset_counters(); }
+std::vector<NiInfo> Instance::nets() const { return core_->control().ni_info(); }
+std::vector<PeerInfo> Instance::peers() const { return core_->control().peer_info(); }
+Control& Instance::control() { return core_->control(); }
+const Control& Instance::control() const { return core_->control(); }
 
 Result<Me> Me::attach(Instance& lnet, unsigned portal, ProcessId match_id, std::uint64_t match_bits,
                       std::uint64_t ignore_bits, Unlink unlink, InsPos pos) {

@@ -8,7 +8,7 @@
 #include "base/clock.hpp"
 #include "base/lnd_registry.hpp"
 #include "base/progress_registry.hpp"
-#include "core/core.hpp"
+#include "core/admin.hpp"
 
 namespace lnet::core {
 
@@ -41,10 +41,10 @@ Status check_tunables(const NetConfig& nc, unsigned ncpts) {
 }  // namespace
 
 void Core::publish(std::unique_ptr<net::NetTable> t) {
-  table_.store(t.get(), std::memory_order_release);
+  st_.table.store(t.get(), std::memory_order_release);
   tables_.push_back(std::move(t));  // old snapshots stay valid for readers still using them
-  ExclusiveLock x(net_locks_);
-  config_gen_.fetch_add(1, std::memory_order_relaxed);
+  ExclusiveLock x(st_.locks);
+  st_.config_gen.fetch_add(1, std::memory_order_relaxed);
 }
 
 Result<Lnd*> Core::driver_for(const NetConfig& nc) {
@@ -63,11 +63,11 @@ Result<Lnd*> Core::driver_for(const NetConfig& nc) {
 Result<Ni*> Core::bring_up(const NetConfig& nc) {
   bool lo = nc.net.type() == kLoLnd;
   if (!lo)
-    if (Status s = check_tunables(nc, cpts_.count()); !s) return s.failure();
+    if (Status s = check_tunables(nc, st_.cpts.count()); !s) return s.failure();
   auto lnd = driver_for(nc);
   if (!lnd) return lnd.failure();
   if (Status s = (*lnd)->check_config(nc); !s) return s.failure();
-  const net::NetTable& cur = table();
+  const net::NetTable& cur = st_.nets();
   const net::NetView* view = cur.find(nc.net);
   net::Net* net = view ? view->net : nullptr;
   if (!net) {
@@ -106,12 +106,12 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
   // them as LNet does (lnet-facts: NI tx credits); the other CPTs' queues stay empty.
   ni->cpts = nc.cpts;
   std::sort(ni->cpts.begin(), ni->cpts.end());
-  if (ni->cpts.size() == cpts_.count()) ni->cpts.clear();
-  int ncpts = static_cast<int>(ni->cpts.empty() ? cpts_.count() : ni->cpts.size());
+  if (ni->cpts.size() == st_.cpts.count()) ni->cpts.clear();
+  int ncpts = static_cast<int>(ni->cpts.empty() ? st_.cpts.count() : ni->cpts.size());
   int per_cpt = std::max(t.credits, 0);
   if (ncpts > 1) per_cpt = std::min(t.credits, std::max(t.credits / ncpts, 8 * t.peer_credits));
-  ni->tq = std::make_unique<net::TxQueue[]>(cpts_.count());
-  for (unsigned c = 0; c < cpts_.count(); ++c) {
+  ni->tq = std::make_unique<net::TxQueue[]>(st_.cpts.count());
+  for (unsigned c = 0; c < st_.cpts.count(); ++c) {
     bool on = ni->cpts.empty() || std::binary_search(ni->cpts.begin(), ni->cpts.end(), c);
     ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = on ? per_cpt : 0;
   }
@@ -140,93 +140,23 @@ void Core::take_down(Ni* ni) {
   ni->lnd->shutdown(*ni);
 }
 
-Result<Nid> Core::add_ni(const NetConfig& nc) {
-  if (nc.net.type() == kLoLnd) return Failure{-EEXIST, "0@lo always exists"};
-  MutexLock g(config_mutex_);
-  if (stopping_.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
-  auto r = bring_up(nc);
-  if (!r) return r.failure();
-  refresh_ping_target();
-  {
-    ExclusiveLock x(net_locks_);
-    udsp_.apply(table(), peers_);  // rules on local NIs cover the new one
-    config_gen_.fetch_add(1, std::memory_order_relaxed);
-  }
-  return (*r)->nid;
-}
-
-Status Core::del_ni(Nid nid) {
-  MutexLock g(config_mutex_);
-  Ni* ni = table().find_ni(nid);
-  if (!ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
-  if (ni == lo_ni_) return Failure{-EINVAL, "0@lo cannot be deleted"};
-  auto next = std::make_unique<net::NetTable>(table());
-  next->nis.erase(std::remove(next->nis.begin(), next->nis.end(), ni), next->nis.end());
-  for (auto it = next->nets.begin(); it != next->nets.end(); ++it) {
-    if (it->net != ni->net) continue;
-    it->nis.erase(std::remove(it->nis.begin(), it->nis.end(), ni), it->nis.end());
-    if (it->nis.empty()) next->nets.erase(it);
-    break;
-  }
-  ni->up.store(false);
-  ni->deleted.store(true);
-  publish(std::move(next));
-  // What waits for this NI's credits will not go out: fail it; the driver fails what it holds.
-  Fifo<FifoLink> failed;
-  {
-    ExclusiveLock x(net_locks_);
-    for (unsigned c = 0; c < cpts_.count(); ++c) failed.splice(ni->tq[c].delayed);
-  }
-  while (FifoLink* l = failed.pop_front()) {
-    Message* m = as_message(l);
-    m->health = HealthStatus::LocalAborted;
-    finalize(m, -ENETDOWN);
-  }
-  take_down(ni);
-  refresh_ping_target();
-  return {};
-}
-
 Status Core::set_ni_up(Nid nid, bool up) {
   MutexLock g(config_mutex_);
-  Ni* ni = table().find_ni(nid);
-  if (!ni || ni == lo_ni_) return Failure{-ENOENT, "no NI " + nid.to_string()};
+  Ni* ni = st_.nets().find_ni(nid);
+  if (!ni || ni == st_.lo_ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
   if (ni->up.exchange(up) != up) refresh_ping_target();
   return {};
 }
 
-std::vector<NetConfig> Core::net_configs() const {
-  std::vector<NetConfig> out;
-  for (Ni* ni : table().nis)
-    if (ni != lo_ni_) out.push_back(ni->config);
-  return out;
-}
-
-int Core::peer_credits_for(NetId net) const {
-  const net::NetView* v = find_net(net);
-  if (v && !v->nis.empty()) {
-    const NetTunables& t = v->nis.front()->config.tunables;
-    return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
-  }
-  return kDefaultPeerCredits;
-}
-
-int Core::peer_rtr_credits_for(NetId net) const {
-  const net::NetView* v = find_net(net);
-  NetTunables t = v && !v->nis.empty() ? v->nis.front()->config.tunables : NetTunables{};
-  if (t.peer_buffer_credits > 0) return t.peer_buffer_credits;
-  return std::max(t.peer_credits > 0 ? t.peer_credits : kDefaultPeerCredits, 1);
-}
-
 std::vector<Nid> Core::nids() const {
   std::vector<Nid> out;
-  for (Ni* ni : table().nis) out.push_back(ni->nid);
+  for (Ni* ni : st_.nets().nis) out.push_back(ni->nid);
   return out;
 }
 
 int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
   if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
-  const net::NetTable& t = table();
+  const net::NetTable& t = st_.nets();
   if (t.find_ni(nid) || nid == Nid::lo()) {
     if (src) *src = nid;
     if (order) *order = 0;
@@ -240,7 +170,7 @@ int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
     }
   }
   // Reachable through a router: the distance is the route's hop count plus one.
-  const net::RouteTable* rt = routes_.table();
+  const net::RouteTable* rt = st_.routes.table();
   int best = -1;
   for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
     const net::RouteEntry& r = rt->routes[i];
@@ -257,10 +187,95 @@ int Core::dist(Nid nid, Nid* src, std::uint32_t* order) const {
   return best < 0 ? -EHOSTUNREACH : best;
 }
 
-std::vector<NiInfo> Core::ni_info() const {
+int Core::lnd_timeout() const {
+  GlobalTunables g;
+  g.transaction_timeout = st_.tun.transaction_timeout.load(std::memory_order_relaxed);
+  g.retry_count = st_.tun.retry_count.load(std::memory_order_relaxed);
+  return g.lnd_timeout();
+}
+
+Status Core::set_globals_locked(const GlobalTunables& next) {
+  if (Status r = next.check(); !r) return r;
+  // Each tunable is valid on its own (GlobalTunables::set): the ones of features this
+  // build does not have keep their one value.
+  for (const char* name : GlobalTunables::names()) {
+    if (GlobalTunables::read_only(name)) continue;
+    GlobalTunables probe;
+    if (Status r = probe.set(name, *next.get(name)); !r) return r;
+  }
+  globals_ = next;
+  st_.tun.store(next);
+  if (st_.tun.discovery.exchange(next.discovery != 0) != (next.discovery != 0) && started_.load()) {
+    // The DISCOVERY feature bit changes: peers hear of it (turning it off pushes even to
+    // those that will not be pushed again).
+    refresh_ping_target(next.discovery == 0);
+  }
+  st_.tun.router_check_interval.store(next.alive_router_check_interval, std::memory_order_relaxed);  // wake_checker()
+  return {};
+}
+
+// ---------------------------------------------------------------- selection rules
+
+// ---------------------------------------------------------------- Control: NIs and globals
+
+Result<Nid> Admin::add_ni(const NetConfig& nc) {
+  if (nc.net.type() == kLoLnd) return Failure{-EEXIST, "0@lo always exists"};
+  MutexLock g(c_.config_mutex_);
+  if (c_.st_.stopping.load()) return Failure{-ESHUTDOWN, "LNet is shutting down"};
+  auto r = c_.bring_up(nc);
+  if (!r) return r.failure();
+  c_.refresh_ping_target();
+  {
+    ExclusiveLock x(c_.st_.locks);
+    c_.st_.udsp.apply(c_.st_.nets(), c_.st_.peers);  // rules on local NIs cover the new one
+    c_.st_.config_gen.fetch_add(1, std::memory_order_relaxed);
+  }
+  return (*r)->nid;
+}
+
+Status Admin::del_ni(Nid nid) {
+  MutexLock g(c_.config_mutex_);
+  Ni* ni = c_.st_.nets().find_ni(nid);
+  if (!ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
+  if (ni == c_.st_.lo_ni) return Failure{-EINVAL, "0@lo cannot be deleted"};
+  auto next = std::make_unique<net::NetTable>(c_.st_.nets());
+  next->nis.erase(std::remove(next->nis.begin(), next->nis.end(), ni), next->nis.end());
+  for (auto it = next->nets.begin(); it != next->nets.end(); ++it) {
+    if (it->net != ni->net) continue;
+    it->nis.erase(std::remove(it->nis.begin(), it->nis.end(), ni), it->nis.end());
+    if (it->nis.empty()) next->nets.erase(it);
+    break;
+  }
+  ni->up.store(false);
+  ni->deleted.store(true);
+  c_.publish(std::move(next));
+  // What waits for this NI's credits will not go out: fail it; the driver fails what it holds.
+  Fifo<FifoLink> failed;
+  {
+    ExclusiveLock x(c_.st_.locks);
+    for (unsigned c = 0; c < c_.st_.cpts.count(); ++c) failed.splice(ni->tq[c].delayed);
+  }
+  while (FifoLink* l = failed.pop_front()) {
+    Message* m = as_message(l);
+    m->health = HealthStatus::LocalAborted;
+    c_.finalize(m, -ENETDOWN);
+  }
+  c_.take_down(ni);
+  c_.refresh_ping_target();
+  return {};
+}
+
+std::vector<NetConfig> Admin::net_configs() const {
+  std::vector<NetConfig> out;
+  for (Ni* ni : c_.st_.nets().nis)
+    if (ni != c_.st_.lo_ni) out.push_back(ni->config);
+  return out;
+}
+
+std::vector<NiInfo> Admin::ni_info() const {
   std::vector<NiInfo> out;
-  auto& locks = const_cast<CptLocks&>(net_locks_);
-  for (Ni* ni : table().nis) {
+  auto& locks = const_cast<CptLocks&>(c_.st_.locks);
+  for (Ni* ni : c_.st_.nets().nis) {
     NiInfo i;
     i.nid = ni->nid;
     i.up = ni->up.load() && !ni->silent.load();  // the status peers are told
@@ -270,7 +285,7 @@ std::vector<NiInfo> Core::ni_info() const {
     i.lnd_timeout = ni->lnd->timeout(*ni);
     i.cpts = ni->cpts;
     if (i.cpts.empty())
-      for (unsigned c = 0; c < cpts_.count(); ++c) i.cpts.push_back(c);
+      for (unsigned c = 0; c < c_.st_.cpts.count(); ++c) i.cpts.push_back(c);
     i.health = ni->health.load();
     i.fatal_error = ni->fatal_error.load();
     const FailureCounts& f = ni->failures;
@@ -280,14 +295,10 @@ std::vector<NiInfo> Core::ni_info() const {
     i.hs_no_route = f.get(HealthStatus::LocalNoRoute);
     i.hs_timeouts = f.get(HealthStatus::LocalTimeout);
     i.hs_error = f.get(HealthStatus::LocalError);
-    {
-      MutexLock g(recovery_mutex_);
-      i.ping_count = ni->recovery.ping_count;
-      i.next_ping = ni->recovery.queued ? ni->recovery.next_ping / kNsPerSec : 0;
-    }
+    std::tie(i.ping_count, i.next_ping) = c_.health_.recovery_of(ni->recovery);
     i.selection_priority = ni->sel_priority.load();
     i.net_priority = ni->net->sel_priority.load();
-    for (unsigned c = 0; c < cpts_.count(); ++c) {
+    for (unsigned c = 0; c < c_.st_.cpts.count(); ++c) {
       MutexLock g(locks[c]);
       net::TxQueueLock l(*ni, ni->tq[c]);
       i.tx_credits += ni->tq[c].credits;
@@ -302,24 +313,39 @@ std::vector<NiInfo> Core::ni_info() const {
   return out;
 }
 
-GlobalTunables Core::globals() const {
-  MutexLock g(config_mutex_);
-  return globals_;
+GlobalTunables Admin::globals() const {
+  MutexLock g(c_.config_mutex_);
+  return c_.globals_;
 }
 
-int Core::lnd_timeout() const {
-  GlobalTunables g;
-  g.transaction_timeout = transaction_timeout_.load(std::memory_order_relaxed);
-  g.retry_count = retry_count_.load(std::memory_order_relaxed);
-  return g.lnd_timeout();
+Status Admin::set_global(std::string_view name, long value) {
+  Status s;
+  {
+    MutexLock g(c_.config_mutex_);
+    GlobalTunables next = c_.globals_;
+    if (Status r = next.set(name, value); !r) return r;
+    s = c_.set_globals_locked(next);
+  }
+  c_.router_.wake_checker();
+  return s;
 }
 
-Status Core::set_lnd_timeout(NetId net, int seconds) {
+Status Admin::set_globals(const GlobalTunables& next) {
+  Status s;
+  {
+    MutexLock g(c_.config_mutex_);
+    s = c_.set_globals_locked(next);
+  }
+  c_.router_.wake_checker();
+  return s;
+}
+
+Status Admin::set_lnd_timeout(NetId net, int seconds) {
   if (seconds < 0) return Failure{-EINVAL, "LND timeout " + std::to_string(seconds) + " must be >= 0"};
-  MutexLock g(config_mutex_);  // NIs come and go under it
+  MutexLock g(c_.config_mutex_);  // NIs come and go under it
   bool any = false;
-  for (Ni* ni : table().nis) {
-    if (ni == lo_ni_ || ni->nid.net() != net) continue;
+  for (Ni* ni : c_.st_.nets().nis) {
+    if (ni == c_.st_.lo_ni || ni->nid.net() != net) continue;
     int rc = ni->lnd->set_timeout(*ni, seconds);
     if (rc == -EOPNOTSUPP)
       return Failure{rc, "not supported yet: the driver of " + net.to_string() +
@@ -328,65 +354,6 @@ Status Core::set_lnd_timeout(NetId net, int seconds) {
     any = true;
   }
   if (!any) return Failure{-ENOENT, "no local NI on " + net.to_string()};
-  return {};
-}
-
-Status Core::set_global(std::string_view name, long value) {
-  Status s;
-  {
-    MutexLock g(config_mutex_);
-    GlobalTunables next = globals_;
-    if (Status r = next.set(name, value); !r) return r;
-    s = set_globals_locked(next);
-  }
-  wake_checker();
-  return s;
-}
-
-Status Core::set_globals(const GlobalTunables& next) {
-  Status s;
-  {
-    MutexLock g(config_mutex_);
-    s = set_globals_locked(next);
-  }
-  wake_checker();
-  return s;
-}
-
-void Core::wake_checker() {
-  // The router checker waits under its mutex for the interval to pass or change: taken
-  // here, the change cannot fall between its look and its sleep.
-  { MutexLock c(checker_mutex_); }
-  checker_cv_.notify_all();
-}
-
-Status Core::set_globals_locked(const GlobalTunables& next) {
-  if (Status r = next.check(); !r) return r;
-  // Each tunable is valid on its own (GlobalTunables::set): the ones of features this
-  // build does not have keep their one value.
-  for (const char* name : GlobalTunables::names()) {
-    if (GlobalTunables::read_only(name)) continue;
-    GlobalTunables probe;
-    if (Status r = probe.set(name, *next.get(name)); !r) return r;
-  }
-  globals_ = next;
-  numa_range_.store(next.numa_range, std::memory_order_relaxed);
-  health_sensitivity_.store(next.health_sensitivity, std::memory_order_relaxed);
-  retry_count_.store(next.retry_count, std::memory_order_relaxed);
-  transaction_timeout_.store(next.transaction_timeout, std::memory_order_relaxed);
-  response_tracking_.store(next.response_tracking, std::memory_order_relaxed);
-  recovery_interval_.store(next.recovery_interval, std::memory_order_relaxed);
-  recovery_limit_.store(next.recovery_limit, std::memory_order_relaxed);
-  max_recovery_ping_interval_.store(next.max_recovery_ping_interval, std::memory_order_relaxed);
-  max_interfaces_.store(static_cast<std::uint32_t>(next.max_interfaces), std::memory_order_relaxed);
-  router_sensitivity_.store(next.router_sensitivity, std::memory_order_relaxed);
-  drop_asym_route_.store(next.drop_asym_route != 0, std::memory_order_relaxed);
-  if (discovery_.exchange(next.discovery != 0) != (next.discovery != 0) && started_.load()) {
-    // The DISCOVERY feature bit changes: peers hear of it (turning it off pushes even to
-    // those that will not be pushed again).
-    refresh_ping_target(next.discovery == 0);
-  }
-  router_check_interval_.store(next.alive_router_check_interval, std::memory_order_relaxed);  // wake_checker()
   return {};
 }
 

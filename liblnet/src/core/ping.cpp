@@ -13,12 +13,12 @@ namespace lnet::core {
 PingInfo Core::ping_info() const {
   PingInfo info;
   info.features = kPingFeatNiStatus | kPingFeatMultiRail | kPingFeatRteDisabled;
-  if (discovery_.load()) info.features |= kPingFeatDiscovery;
+  if (st_.tun.discovery.load()) info.features |= kPingFeatDiscovery;
   info.pid = pid_;
-  info.nis.push_back(NiStatus{Nid::lo(), ping_seq_, 0});  // entry 0's status: the buffer's sequence number
-  if (routing_.load()) info.features &= ~kPingFeatRteDisabled;
-  for (Ni* ni : table().nis) {
-    if (ni == lo_ni_) continue;
+  info.nis.push_back(NiStatus{Nid::lo(), st_.ping_seq, 0});  // entry 0's status: the buffer's sequence number
+  if (st_.routing.load()) info.features &= ~kPingFeatRteDisabled;
+  for (Ni* ni : st_.nets().nis) {
+    if (ni == st_.lo_ni) continue;
     info.nis.push_back(NiStatus{ni->nid, ni->up.load() && !ni->silent.load() ? kNiStatusUp : kNiStatusDown, 0});
   }
   return info;
@@ -43,7 +43,7 @@ void Core::refresh_ping_target(bool force_push) {
   bool changed = ping_md_.is_valid();
   if (changed) {
     (void)md_unlink(ping_md_);
-    ++ping_seq_;
+    ++st_.ping_seq;
   }
   auto buf = std::make_shared<std::vector<std::uint8_t>>(encode_ping_info(ping_info()));
   MdDesc d;
@@ -54,14 +54,14 @@ void Core::refresh_ping_target(bool force_push) {
   d.handler = [buf](const Event&) {};  // owns the buffer for as long as the MD lives
   auto md = md_attach(ping_me_, d, Unlink::Retain);
   ping_md_ = md ? *md : MdHandle{};
-  if (changed) push_update(force_push);
+  if (changed) discovery_.push_update(force_push);
 }
 
 // One push at a time lands in push_buf_ (its MD takes one PUT; the handler re-posts it,
 // and pushes arriving in between wait on the lazy portal). It starts at the smallest ping
 // info and grows when a push was truncated (discovery asks for the size it needed).
 void Core::post_push_target() {
-  if (stopping_.load()) return;
+  if (st_.stopping.load()) return;
   std::size_t want = push_target_bytes_.load();
   if (push_buf_.size() < want) push_buf_.resize(want);
   auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
@@ -80,12 +80,12 @@ void Core::on_push(const Event& ev) {
     pushes_received_.fetch_add(1);
     if (ev.rlength > ev.mlength) {
       // More than the buffer holds: the next one (re-posted below) is big enough for it.
-      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * std::size_t{max_interfaces_.load()};
+      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * std::size_t{st_.tun.max_interfaces.load()};
       push_target_bytes_.store(std::max(push_target_bytes_.load(), std::min<std::size_t>(ev.rlength, most)));
     }
-    DcEvent e{DcEvent::PushReceived, nullptr, ev.source.nid, 0, ev.rlength, {}};
+    peer::Discovery::DcEvent e{peer::Discovery::DcEvent::PushReceived, nullptr, ev.source.nid, 0, ev.rlength, {}};
     e.data.assign(push_buf_.begin(), push_buf_.begin() + ev.mlength);
-    post_dc_event(std::move(e));  // the discovery thread merges it
+    discovery_.post(std::move(e));  // the discovery thread merges it
   }
   if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
 }
@@ -95,7 +95,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
   if (!source.is_any() && !find_ni(source))
     return Failure{-EINVAL, "cannot ping from " + source.to_string() + ": not one of our NIDs"};
   if (target.pid == kPidAny) target.pid = kPidLustre;
-  max_nids = std::clamp(max_nids, 1U, max_interfaces_.load());
+  max_nids = std::clamp(max_nids, 1U, st_.tun.max_interfaces.load());
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
 
   // Shared with the MD's handler: after a timeout the MD may outlive this call (its GET
@@ -155,7 +155,7 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
       return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
     }
     std::size_t needed = 0;
-    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), max_interfaces_.load(), &needed);
+    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), st_.tun.max_interfaces.load(), &needed);
     if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
       size = needed;  // more NIs than we made room for: ask again with a big enough buffer
       continue;

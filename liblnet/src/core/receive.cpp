@@ -30,40 +30,40 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
 }
 
 int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed) {
-  unsigned cpt = cpts_.of_nid(from);
+  unsigned cpt = st_.cpts.of_nid(from);
   auto reject = [&]() {
-    counters_.add(cpt, kErrors);
-    counters_.add(cpt, kDropCount);
-    counters_.add(cpt, kDropLength, hdr.payload_length);
+    st_.counters.add(cpt, kErrors);
+    st_.counters.add(cpt, kDropCount);
+    st_.counters.add(cpt, kDropLength, hdr.payload_length);
     if (hdr.type <= MsgType::Hello) ni.stats.add(TypeStats::kDropped, hdr.type);
     return -EPROTO;
   };
   if (!valid_for_type(hdr) || hdr.src_nid.is_any() || from.is_any()) return reject();
 
-  bool for_me = hdr.dest_nid == ni.nid || (&ni == lo_ni_ && is_local_nid(hdr.dest_nid));
-  if (!for_me) return parse_forward(ni, hdr, from, lnd_private, rdma_req);
+  bool for_me = hdr.dest_nid == ni.nid || (&ni == st_.lo_ni && st_.is_local_nid(hdr.dest_nid));
+  if (!for_me) return router_.parse_forward(ni, hdr, from, lnd_private, rdma_req);
 
   Nid initiator = hdr.src_nid;
-  if (&ni != lo_ni_) {
+  if (&ni != st_.lo_ni) {
     Nid primary;
-    PeerNi* lpni = peer_ni_for(from, &primary);
+    PeerNi* lpni = st_.peer_ni_for(from, &primary);
     if (!lpni) return reject();
-    note_alive(ni, lpni);
-    note_received_from(lpni);
+    router_.note_alive(ni, lpni);
+    health_.note_received_from(lpni);
     lpni->stats.add(TypeStats::kReceived, hdr.type);
     if (hdr.src_nid == from) {
       initiator = primary;
     } else {
-      if (drop_asym_route_.load(std::memory_order_relaxed) && hdr.src_nid.net() != from.net() &&
-          asymmetric(hdr.src_nid, lpni)) [[unlikely]] {
+      if (st_.tun.drop_asym_route.load(std::memory_order_relaxed) && hdr.src_nid.net() != from.net() &&
+          router_.asymmetric(hdr.src_nid, lpni)) [[unlikely]] {
         LNET_LOG(Warn, kLogRouter, "dropping a %s from %s routed by %s: we do not route back to %s through it",
                  msg_type_name(hdr.type), hdr.src_nid.to_string().c_str(), from.to_string().c_str(),
                  hdr.src_nid.net().to_string().c_str());
         drop_payload(ni, cpt, hdr, lnd_private, delayed);
         return 0;
       }
-      MutexLock g(net_locks_[cpts_.of_nid(hdr.src_nid)]);
-      if (PeerNi* src = peers_.find(hdr.src_nid)) initiator = src->peer->primary;
+      MutexLock g(st_.locks[st_.cpts.of_nid(hdr.src_nid)]);
+      if (PeerNi* src = st_.peers.find(hdr.src_nid)) initiator = src->peer->primary;
     }
   }
 
@@ -83,8 +83,8 @@ int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private,
   ev.sender = from;
   ev.msg_type = hdr.type;
   ev.rlength = hdr.payload_length;
-  counters_.add(cpt, kRecvCount);
-  counters_.add(cpt, kRecvLength, hdr.payload_length);
+  st_.counters.add(cpt, kRecvCount);
+  st_.counters.add(cpt, kRecvLength, hdr.payload_length);
   ni.stats.add(TypeStats::kReceived, hdr.type);
 
   switch (hdr.type) {
@@ -108,8 +108,8 @@ void Core::lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov,
 }
 
 void Core::drop_payload(Ni& ni, unsigned cpt, const Header& hdr, void* lnd_private, bool delayed) {
-  counters_.add(cpt, kDropCount);
-  counters_.add(cpt, kDropLength, hdr.payload_length);
+  st_.counters.add(cpt, kDropCount);
+  st_.counters.add(cpt, kDropLength, hdr.payload_length);
   ni.stats.add(TypeStats::kDropped, hdr.type);
   (void)ni.lnd->recv(ni, lnd_private, nullptr, delayed, nullptr, 0, 0, 0, hdr.payload_length);
 }
@@ -195,8 +195,8 @@ void Core::parse_get(Message* msg) {
     // The driver moves the payload itself (e.g. into a sink the initiator pre-posted).
     msg->txni = ni;
     msg->tx_committed = true;
-    counters_.add(msg->cpt, kSendCount);
-    counters_.add(msg->cpt, kSendLength, msg->len);
+    st_.counters.add(msg->cpt, kSendCount);
+    st_.counters.add(msg->cpt, kSendLength, msg->len);
     lnd_recv(msg, false, md->iov, md->niov, msg->offset, msg->len, msg->len);
     return;
   }
@@ -224,7 +224,7 @@ LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   auto& get = static_cast<Message&>(lget);
   Ni& ni = static_cast<Ni&>(nif);
   const Header& gh = get.hdr;
-  unsigned cpt = cpts_.of_nid(get.next_hop);
+  unsigned cpt = st_.cpts.of_nid(get.next_hop);
   Message* msg = new_msg(cpt);
   msg->receiving = true;
   msg->rxni = &ni;
@@ -262,8 +262,8 @@ void Core::set_reply_length(LndMessage& lreply, std::uint32_t len) {
   msg.hdr.payload_length = len;
   msg.ev.rlength = len;
   if (msg.ev.mlength > len) msg.ev.mlength = len;
-  counters_.add(msg.cpt, kRecvCount);
-  counters_.add(msg.cpt, kRecvLength, len);
+  st_.counters.add(msg.cpt, kRecvCount);
+  st_.counters.add(msg.cpt, kRecvLength, len);
   msg.rxni->stats.add(TypeStats::kReceived, MsgType::Reply);
 }
 

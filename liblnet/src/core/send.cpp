@@ -16,18 +16,19 @@ Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId 
                            std::uint64_t match_bits, std::uint32_t offset, int* rc) {
   *rc = portal >= kMaxPortals || target.nid.is_any() ? -EINVAL : 0;
   if (*rc) return nullptr;
-  Message* msg = new_msg(cpts_.current());
+  Message* msg = new_msg(st_.cpts.current());
   // Every request of ours has a deadline (resends stop there); its ACK or REPLY is
   // awaited until then when response_tracking says so (pings and pushes always).
-  msg->deadline_ns = coarse_now_ns() + std::int64_t{transaction_timeout_.load(std::memory_order_relaxed)} * kNsPerSec;
-  int mode = response_tracking_.load(std::memory_order_relaxed);
+  msg->deadline_ns =
+      coarse_now_ns() + std::int64_t{st_.tun.transaction_timeout.load(std::memory_order_relaxed)} * kNsPerSec;
+  int mode = st_.tun.response_tracking.load(std::memory_order_relaxed);
   bool track = response && (portal == kReservedPortal || (mode & (type == MsgType::Get ? 1 : 2)));
   EventType rsp = type == MsgType::Get ? EventType::Reply : EventType::Ack;
   if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload, track ? msg->deadline_ns : 0, rsp))) {
     free_msg(msg);
     return nullptr;
   }
-  if (track && monitor_idle_.load()) wake_monitor();
+  if (track) health_.wake();
   msg->iov = msg->md->iov;  // the MD does not change while the message holds it
   msg->niov = msg->md->niov;
   msg->offset = 0;
@@ -96,7 +97,7 @@ int Core::send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, st
 }
 
 int Core::send_local(Message* msg, Nid dst) {
-  msg->txni = lo_ni_;
+  msg->txni = st_.lo_ni;
   msg->txpeer = nullptr;
   msg->hdr.dest_nid = dst;
   msg->hdr.src_nid = dst;
@@ -107,14 +108,14 @@ int Core::send_local(Message* msg, Nid dst) {
     msg->ev.sender = dst;
   }
   msg->tx_committed = true;
-  counters_.add(msg->cpt, kSendCount);
-  counters_.add(msg->cpt, kSendLength, msg->len);
+  st_.counters.add(msg->cpt, kSendCount);
+  st_.counters.add(msg->cpt, kSendLength, msg->len);
   ni_send(msg);
   return 0;
 }
 
 int Core::send(Nid self, Message* msg, Nid dst) {
-  if (!started_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;
+  if (!started_.load(std::memory_order_acquire) || st_.stopping.load(std::memory_order_relaxed)) return -ESHUTDOWN;
   Ni* src_ni = nullptr;
   if (!self.is_any()) {
     src_ni = find_ni(self);
@@ -123,30 +124,30 @@ int Core::send(Nid self, Message* msg, Nid dst) {
   bool forward = msg->routing;
   if (!forward && dst == Nid::lo()) return send_local(msg, dst);
   if (!forward && find_ni(dst)) {
-    (void)peer_ni_for(dst);  // one of our own NIDs is a peer like any destination
+    (void)st_.peer_ni_for(dst);  // one of our own NIDs is a peer like any destination
     return send_local(msg, dst);
   }
   if (dst.is_lo()) return -EHOSTUNREACH;  // 0@lo is the only loopback NID
 
-  unsigned cpt = cpts_.of_nid(dst);
+  unsigned cpt = st_.cpts.of_nid(dst);
   // A request of ours waits for the discovery of its peer, or of the gateway a route
   // takes (once: a peer that stays undiscovered with discovery off lets it go).
-  bool may_wait = discovery_.load(std::memory_order_relaxed) && !discovery_exempt(msg);
-  std::unique_lock lk(net_locks_[cpt]);
+  bool may_wait = st_.tun.discovery.load(std::memory_order_relaxed) && !peer::Discovery::exempt(msg);
+  std::unique_lock lk(st_.locks[cpt]);
   // Hands msg to the discovery of `peer`; true when it is held there.
   auto held_for = [&](Peer* peer) {
     lk.unlock();
-    Hold h = hold_for_discovery(peer, msg);
-    if (h == Hold::Held) return true;
-    may_wait = h == Hold::Again;  // Go: no more waiting; Again: the peer merged, look again
+    peer::Discovery::Hold h = discovery_.hold(peer, msg);
+    if (h == peer::Discovery::Hold::Held) return true;
+    may_wait = h == peer::Discovery::Hold::Again;  // Go: no more waiting; Again: the peer merged, look again
     lk.lock();
     return false;
   };
   for (;;) {
-    PeerNi* lpni = peers_.find(dst);
+    PeerNi* lpni = st_.peers.find(dst);
     if (!lpni) {
       lk.unlock();
-      if (!peer_ni_for(dst)) return -ENOMEM;
+      if (!st_.peer_ni_for(dst)) return -ENOMEM;
       lk.lock();
       continue;
     }
@@ -156,15 +157,15 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     net::Selector::Query q;
     q.cpt = cpt;
-    q.nets = &table();
+    q.nets = &st_.nets();
     q.dst = lpni;
     q.src = src_ni;
     // Responses go back exactly where the request came from; forwarded messages go to
     // the NID their header names.
     // So do recovery pings: they probe that one peer NI.
     q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward || msg->recovery;
-    q.numa_range = numa_range_.load(std::memory_order_relaxed);
-    q.gw_min_health = gateway_min_health();
+    q.numa_range = st_.tun.numa_range.load(std::memory_order_relaxed);
+    q.gw_min_health = st_.gateway_min_health();
     q.gw_discovery = may_wait;
     net::Path path;
     if (int rc = selector_.select(q, path)) {
@@ -174,16 +175,16 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     if (path.lpni->cpt != cpt) {
       // Credits of the chosen peer NI live under its own CPT lock.
-      std::uint64_t gen = config_gen_.load(std::memory_order_relaxed);
+      std::uint64_t gen = st_.config_gen.load(std::memory_order_relaxed);
       lk.unlock();
       cpt = path.lpni->cpt;
-      lk = std::unique_lock(net_locks_[cpt]);
-      if (config_gen_.load(std::memory_order_relaxed) != gen) continue;
+      lk = std::unique_lock(st_.locks[cpt]);
+      if (st_.config_gen.load(std::memory_order_relaxed) != gen) continue;
     }
-    if (forward && !next_hop_alive(msg, path.lpni)) {
+    if (forward && !router_.next_hop_alive(msg, path.lpni)) {
       lk.unlock();
-      counters_.add(cpt, kDropCount);
-      counters_.add(cpt, kDropLength, msg->len);
+      st_.counters.add(cpt, kDropCount);
+      st_.counters.add(cpt, kDropLength, msg->len);
       LNET_LOG(Warn, kLogRouter, "dropping a %s for %s: %s has been silent and down for its peer_timeout",
                msg_type_name(msg->hdr.type), msg->target.to_string().c_str(), path.lpni->nid.to_string().c_str());
       msg->health = HealthStatus::RemoteDropped;
@@ -204,9 +205,9 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     msg->cpt = cpt;  // credits of the peer NI's CPT from here on
     msg->tx_committed = true;
-    counters_.add(cpt, forward ? kRouteCount : kSendCount);
-    counters_.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
-    if (stopping_.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
+    st_.counters.add(cpt, forward ? kRouteCount : kSendCount);
+    st_.counters.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
+    if (st_.stopping.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
     bool now = post_send_locked(msg);
     lk.unlock();
     if (now) ni_send(msg);

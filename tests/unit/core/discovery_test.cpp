@@ -90,7 +90,9 @@ class Discovery : public ::testing::Test {
   bool settle() {
     core::Core& ca = core::Core::of(*a);
     core::Core& cb = core::Core::of(*b);
-    return eventually([&] { return ca.dc_idle() && cb.dc_idle() && ca.dc_idle() && cb.dc_idle(); });
+    return eventually([&] {
+      return ca.discovery().idle() && cb.discovery().idle() && ca.discovery().idle() && cb.discovery().idle();
+    });
   }
   // Messages a sent on the reserved portal (pings are GETs, pushes PUTs).
   static std::size_t sent_on_portal0(Nid from_net_of, MsgType type) {
@@ -346,16 +348,16 @@ TEST_F(Discovery, EventsAStateDoesNotExpectAreIgnored) {
   auto before = nids_of(info_of(*a, gni(2)));
   // A ping reply or a push ACK while discovered (seed 004: impossible events): ignored.
   std::vector<std::uint8_t> reply = ping_info_of(kPingFeatNiStatus | kPingFeatMultiRail, {2, 12, 52});
-  core.dc_ping_done(peer, 0, reply);
-  core.dc_push_done(peer, 0);
-  core.dc_push_done(peer, -EIO);
+  core.discovery().ping_done(peer, 0, reply);
+  core.discovery().push_done(peer, 0);
+  core.discovery().push_done(peer, -EIO);
   EXPECT_EQ(peer->dc.state.load(), DcState::Discovered);
   EXPECT_EQ(nids_of(info_of(*a, gni(2))), before);
   // The same to an undiscovered peer (made on receive).
   ASSERT_TRUE(a->control().add_peer(PeerConfig{gni(77), true, {}}, false));
   net::Peer* fresh = peer_of(*a, gni(77));
-  core.dc_ping_done(fresh, 0, reply);
-  core.dc_push_done(fresh, 0);
+  core.discovery().ping_done(fresh, 0, reply);
+  core.discovery().push_done(fresh, 0);
   EXPECT_EQ(fresh->dc.state.load(), DcState::Undiscovered);
   EXPECT_EQ(info_of(*a, gni(77)).nis.size(), 1u);
 }

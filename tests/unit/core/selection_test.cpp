@@ -462,10 +462,10 @@ TEST_F(Health, SensitivityZeroFreezesHealth) {
 
 TEST(RecoveryBackoff, DoublesFromOneSecondUpToTheCap) {
   const int want[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 512, 512};
-  for (unsigned k = 0; k < std::size(want); ++k) EXPECT_EQ(core::recovery_backoff(k, 900), want[k]) << k;
-  EXPECT_EQ(core::recovery_backoff(6, 60), 60);  // max_recovery_ping_interval
-  EXPECT_EQ(core::recovery_backoff(0, 1), 1);
-  EXPECT_EQ(core::recovery_backoff(30, 900), 512);
+  for (unsigned k = 0; k < std::size(want); ++k) EXPECT_EQ(health::recovery_backoff(k, 900), want[k]) << k;
+  EXPECT_EQ(health::recovery_backoff(6, 60), 60);  // max_recovery_ping_interval
+  EXPECT_EQ(health::recovery_backoff(0, 1), 1);
+  EXPECT_EQ(health::recovery_backoff(30, 900), 512);
 }
 
 class Recovery : public Health {

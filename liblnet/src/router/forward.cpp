@@ -5,11 +5,11 @@
 
 #include <lnet/log.hpp>
 
-#include "core/core.hpp"
+#include "router/router.hpp"
 
 #include <lnet/mutex.hpp>
 
-namespace lnet::core {
+namespace lnet::router {
 
 namespace {
 
@@ -22,31 +22,31 @@ std::int64_t coarse_seconds() {
 
 }  // namespace
 
-int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
-  unsigned cpt = cpts_.of_nid(from);
+int Router::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
+  unsigned cpt = st_.cpts.of_nid(from);
   auto reject = [&]() {
-    counters_.add(cpt, kErrors);
-    counters_.add(cpt, kDropCount);
-    counters_.add(cpt, kDropLength, hdr.payload_length);
+    st_.counters.add(cpt, kErrors);
+    st_.counters.add(cpt, kDropCount);
+    st_.counters.add(cpt, kDropLength, hdr.payload_length);
     ni.stats.add(TypeStats::kDropped, hdr.type);
     return -EPROTO;
   };
   // Something on our own net should have been sent to its NID directly.
-  if (hdr.dest_nid.net() == ni.nid.net() || is_local_nid(hdr.dest_nid)) return reject();
+  if (hdr.dest_nid.net() == ni.nid.net() || st_.is_local_nid(hdr.dest_nid)) return reject();
   if (rdma_req && hdr.type == MsgType::Get) return reject();
-  if (!routing_.load(std::memory_order_relaxed) || &ni == lo_ni_) {
+  if (!st_.routing.load(std::memory_order_relaxed) || &ni == st_.lo_ni) {
     // Not a router: drop what is not ours.
-    counters_.add(cpt, kDropCount);
-    counters_.add(cpt, kDropLength, hdr.payload_length);
+    st_.counters.add(cpt, kDropCount);
+    st_.counters.add(cpt, kDropLength, hdr.payload_length);
     ni.stats.add(TypeStats::kDropped, hdr.type);
     (void)ni.lnd->recv(ni, lnd_private, nullptr, false, nullptr, 0, 0, 0, hdr.payload_length);
     return 0;
   }
-  PeerNi* rxpeer = peer_ni_for(from);
+  PeerNi* rxpeer = st_.peer_ni_for(from);
   if (!rxpeer) return reject();
   note_alive(ni, rxpeer);
-  note_received_from(rxpeer);
-  Message* msg = new_msg(cpt);
+  health_.note_received_from(rxpeer);
+  Message* msg = host_.new_msg(cpt);
   msg->receiving = true;
   msg->routing = true;
   msg->rxni = &ni;
@@ -62,31 +62,30 @@ int Core::parse_forward(Ni& ni, const Header& hdr, Nid from, void* lnd_private, 
   return 0;
 }
 
-void Core::note_alive(Ni& ni, PeerNi* lpni) {
-  if (!routing_.load(std::memory_order_relaxed)) return;
+void Router::note_alive(Ni& ni, PeerNi* lpni) {
+  if (!st_.routing.load(std::memory_order_relaxed)) return;
   std::int64_t now = coarse_seconds();
   lpni->last_alive.store(now, std::memory_order_relaxed);
   if (ni.last_rx.load(std::memory_order_relaxed) != now) ni.last_rx.store(now, std::memory_order_relaxed);
 }
 
-void Core::link_up(NetInterface& ni) {
-  auto& n = static_cast<Ni&>(ni);
+void Router::link_up(Ni& n) {
   n.last_rx.store(coarse_seconds(), std::memory_order_relaxed);
-  if (routing_.load(std::memory_order_relaxed) && n.silent.load()) check_ni_liveness();
+  if (st_.routing.load(std::memory_order_relaxed) && n.silent.load()) check_ni_liveness();
 }
 
-void Core::check_ni_liveness() {
+void Router::check_ni_liveness() {
   // A router's NI that has heard nothing for router_ping_timeout + the check interval
   // is reported down in its ping info (seed 003; the pings of its peers on that side
   // would have kept it alive), so the gateways' users apply avoid_asym_router_failure;
   // an NI whose driver knows its link is alive (a proxy attached to the UP LND) is not.
   // The router itself still uses it (as LNet: the status is what peers are told).
-  GlobalTunables g = globals();
-  if (g.alive_router_check_interval <= 0) return;
-  std::int64_t now = coarse_seconds(), limit = g.router_ping_timeout + g.alive_router_check_interval;
+  int interval = st_.tun.router_check_interval.load(std::memory_order_relaxed);
+  if (interval <= 0) return;
+  std::int64_t now = coarse_seconds(), limit = st_.tun.router_ping_timeout.load(std::memory_order_relaxed) + interval;
   bool changed = false;
-  for (Ni* ni : table().nis) {
-    if (ni == lo_ni_ || ni->deleted.load()) continue;
+  for (Ni* ni : st_.nets().nis) {
+    if (ni == st_.lo_ni || ni->deleted.load()) continue;
     bool silent = now - ni->last_rx.load(std::memory_order_relaxed) > limit &&
                   !(ni->net && ni->net->lnd && ni->net->lnd->link_alive(*ni));
     if (ni->silent.exchange(silent) == silent) continue;
@@ -97,26 +96,23 @@ void Core::check_ni_liveness() {
     else
       LNET_LOG(Warn, kLogRouter, "%s hears again: reported up", ni->nid.to_string().c_str());
   }
-  if (changed) {
-    MutexLock c(config_mutex_);
-    refresh_ping_target();  // the new status, pushed to the peers
-  }
+  if (changed) host_.ping_info_changed();  // the new status, pushed to the peers
 }
 
-bool Core::next_hop_alive(const Message* msg, const PeerNi* lpni) const {
+bool Router::next_hop_alive(const Message* msg, const PeerNi* lpni) const {
   // LNet's peer aliveness on routers: responses always go, and a userspace target is
   // not judged; otherwise a next hop that has sent us nothing for its net's
   // peer_timeout goes only while its driver does not report it down.
   if (msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply) return true;
   if (msg->target.pid & kPidUserFlag) return true;
-  const net::NetView* v = find_net(lpni->nid.net());
+  const net::NetView* v = st_.find_net(lpni->nid.net());
   int timeout = v && !v->nis.empty() ? v->nis.front()->config.tunables.peer_timeout : 0;
   if (timeout <= 0) return true;
   if (coarse_seconds() - lpni->last_alive.load(std::memory_order_relaxed) < timeout) return true;
   return lpni->alive.load(std::memory_order_relaxed);
 }
 
-bool Core::take_router_resources_locked(Message* msg) {
+bool Router::take_resources_locked(Message* msg) {
   PeerNi* lp = msg->rxpeer;
   if (!msg->rtr_credit) {
     msg->rtr_credit = true;
@@ -127,7 +123,7 @@ bool Core::take_router_resources_locked(Message* msg) {
     }
   }
   int kind = net::pool_for(msg->hdr.payload_length);
-  net::RtrPool& pool = rtr_buffers_.pool(msg->rtr_cpt, kind);
+  net::RtrPool& pool = buffers_.pool(msg->rtr_cpt, kind);
   if (msg->rtr_pool < 0) {
     msg->rtr_pool = kind;
     if (--pool.credits < pool.min_credits) pool.min_credits = pool.credits;
@@ -136,53 +132,63 @@ bool Core::take_router_resources_locked(Message* msg) {
       return false;
     }
   }
-  msg->rtrbuf = rtr_buffers_.take(pool, kind);  // made the first time it is needed
+  msg->rtrbuf = buffers_.take(pool, kind);  // made the first time it is needed
   return true;
 }
 
-void Core::router_recv(Message* msg) {
+void Router::recv(Message* msg) {
   std::uint32_t len = msg->hdr.payload_length;
-  lnd_recv(msg, false, &msg->rtrbuf->iov, 1, 0, len, len);
+  Ni* ni = msg->rxni;
+  int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, msg->rx_delayed, &msg->rtrbuf->iov, 1, 0, len, len);
+  if (rc < 0) {
+    msg->health = HealthStatus::LocalError;
+    host_.finalize(msg, rc);
+  }
 }
 
-void Core::forward(Message* msg) {
+void Router::drain_waiting(Fifo<FifoLink>& to) {
+  for (unsigned c = 0; c < st_.cpts.count(); ++c)
+    for (int k = 0; k < net::kNumPools; ++k) to.splice(buffers_.pool(c, k).waiting);
+}
+
+void Router::forward(Message* msg) {
   bool ready;
   {
-    MutexLock g(net_locks_[msg->rtr_cpt]);
-    ready = take_router_resources_locked(msg);
+    MutexLock g(st_.locks[msg->rtr_cpt]);
+    ready = take_resources_locked(msg);
   }
   // When it waits, the driver keeps the payload until a credit or a buffer comes back.
-  if (ready) router_recv(msg);
+  if (ready) recv(msg);
 }
 
-void Core::forward_received(Message* msg) {
+void Router::forward_received(Message* msg) {
   msg->receiving = false;
   msg->sending = true;
   msg->iov = &msg->rtrbuf->iov;
   msg->niov = 1;
   msg->offset = 0;
   msg->len = msg->hdr.payload_length;
-  if (int rc = send(Nid::any(), msg, msg->hdr.dest_nid)) {
+  if (int rc = host_.send(Nid::any(), msg, msg->hdr.dest_nid)) {
     if (msg->health == HealthStatus::Ok) msg->health = HealthStatus::LocalNoRoute;
-    finalize(msg, rc);
+    host_.finalize(msg, rc);
   }
 }
 
-void Core::release_router_resources(Message* msg) {
+void Router::release_resources(Message* msg) {
   MsgQueue ready;
   {
-    MutexLock g(net_locks_[msg->rtr_cpt]);
+    MutexLock g(st_.locks[msg->rtr_cpt]);
     if (msg->rtr_pool >= 0) {
-      net::RtrPool& pool = rtr_buffers_.pool(msg->rtr_cpt, msg->rtr_pool);
+      net::RtrPool& pool = buffers_.pool(msg->rtr_cpt, msg->rtr_pool);
       if (msg->rtrbuf) {
-        rtr_buffers_.give(pool, msg->rtrbuf);
+        buffers_.give(pool, msg->rtrbuf);
         msg->rtrbuf = nullptr;
       }
       msg->rtr_pool = -1;
       if (++pool.credits <= 0) {
         if (FifoLink* l = pool.waiting.pop_front()) {
           Message* w = as_message(l);
-          if (take_router_resources_locked(w)) ready.push_back(w);
+          if (take_resources_locked(w)) ready.push_back(w);
         }
       }
     }
@@ -192,12 +198,12 @@ void Core::release_router_resources(Message* msg) {
       if (++lp->rtr_credits <= 0) {
         if (FifoLink* l = lp->rtrq.pop_front()) {
           Message* w = as_message(l);
-          if (take_router_resources_locked(w)) ready.push_back(w);
+          if (take_resources_locked(w)) ready.push_back(w);
         }
       }
     }
   }
-  while (Message* w = ready.pop_front()) router_recv(w);
+  while (Message* w = ready.pop_front()) recv(w);
 }
 
-}  // namespace lnet::core
+}  // namespace lnet::router

@@ -1,4 +1,4 @@
-// The core's message: one PUT/GET/ACK/REPLY from commit to finalize, pooled (no heap
+// The message of an instance: one PUT/GET/ACK/REPLY from commit to finalize, pooled (no heap
 // allocation per message once warm). It is what the driver sees (LndMessage) and what
 // the portals deliver events of (Delivery), and it waits in one queue at a time through
 // the Delivery's link: the net layer's credit and router queues hold it as a FifoLink.
@@ -16,12 +16,21 @@ struct PeerNi;
 struct RtrBuffer;
 }  // namespace lnet::net
 
-namespace lnet::core {
+namespace lnet::msg {
 
-class Core;
+struct Message;
+
+// What finishes a message once it is finalized (the core of its instance).
+class Owner {
+ public:
+  virtual void process(Message* msg) = 0;
+
+ protected:
+  ~Owner() = default;
+};
 
 struct Message : LndMessage, portals::Delivery {
-  Core* core = nullptr;
+  Owner* owner = nullptr;
   unsigned cpt = 0;        // CPT whose locks guard its credits
   unsigned alloc_cpt = 0;  // CPT that counts it in msgs_alloc
 
@@ -68,4 +77,4 @@ inline Message* as_message(portals::Delivery* d) { return static_cast<Message*>(
 Message* msg_alloc();
 void msg_free(Message* m);
 
-}  // namespace lnet::core
+}  // namespace lnet::msg

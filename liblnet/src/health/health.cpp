@@ -3,12 +3,12 @@
 // (up to 1000); a peer NI rises only when heard from (note_received_from; a gateway's, or
 // on a router, to 1000); a failure lowers the one its health status blames. Selection
 // prefers the healthier NIs (net/selection.cpp). Also resend and response timeouts.
+#include "health/health.hpp"
 #include "base/clock.hpp"
-#include "core/core.hpp"
 
 #include <algorithm>
 
-namespace lnet::core {
+namespace lnet::health {
 
 namespace {
 
@@ -25,43 +25,14 @@ void lower(std::atomic<int>& h, int by) {
 
 }  // namespace
 
-std::size_t Core::peer_ni_count(const PeerNi* lpni) const {
-  MutexLock g(net_locks_[lpni->cpt]);  // peers change under every net lock
-  std::size_t nis = 0;
-  for (const auto& pn : lpni->peer->nets) nis += pn->nis.size();
-  return nis;
-}
-
-Nid Core::gateway_nid(const net::Peer* peer) const {
-  const net::RouteTable* rt = routes_.table();
-  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
-    Nid gw = rt->routes[i].cfg.gateway;
-    MutexLock g(net_locks_[cpts_.of_nid(gw)]);
-    if (PeerNi* named = peers_.find(gw); named && named->peer == peer) return gw;
-  }
-  return Nid::any();
-}
-
-bool Core::is_gateway(const PeerNi* lpni) const {
-  // Any NI of a gateway peer (a route names one of its NIDs).
-  const net::RouteTable* rt = routes_.table();
-  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
-    Nid gw = rt->routes[i].cfg.gateway;
-    if (gw == lpni->nid) return true;
-    MutexLock g(net_locks_[cpts_.of_nid(gw)]);
-    if (PeerNi* named = peers_.find(gw); named && named->peer == lpni->peer) return true;
-  }
-  return false;
-}
-
-bool Core::remote_health_applies(const PeerNi* lpni) const {
+bool Health::remote_applies(const PeerNi* lpni) const {
   // A peer with one NI has nothing to choose between, unless it is a gateway or this
   // node routes (facts §5.3).
-  return routing() || peer_ni_count(lpni) > 1 || is_gateway(lpni);
+  return st_.routing.load(std::memory_order_relaxed) || st_.peer_ni_count(lpni) > 1 || st_.is_gateway(lpni);
 }
 
-void Core::account_health(Message* msg) {
-  int by = health_sensitivity_.load(std::memory_order_relaxed);
+void Health::account(const Message* msg) {
+  int by = st_.tun.health_sensitivity.load(std::memory_order_relaxed);
   Ni* ni = msg->txni;
   if (ni && ni->nid.is_lo()) ni = nullptr;  // the loopback NI has no health
   PeerNi* lpni = msg->txpeer;
@@ -80,73 +51,59 @@ void Core::account_health(Message* msg) {
   if (remote && lpni) lpni->failures.add(h);
   if (local && ni && by) {
     lower(ni->health, by);
-    queue_recovery(ni);
+    queue(ni);
   }
   if (remote && lpni) lower_peer_ni(lpni);
 }
 
-void Core::lower_peer_ni(PeerNi* lpni) {
+void Health::lower_peer_ni(PeerNi* lpni) {
   // A gateway's routes may set what a failure costs it (LNet's route health_sensitivity).
   unsigned own = lpni->peer->health_sensitivity.load(std::memory_order_relaxed);
-  int by = own ? static_cast<int>(own) : health_sensitivity_.load(std::memory_order_relaxed);
-  if (by == 0 || !remote_health_applies(lpni)) return;
+  int by = own ? static_cast<int>(own) : st_.tun.health_sensitivity.load(std::memory_order_relaxed);
+  if (by == 0 || !remote_applies(lpni)) return;
   lower(lpni->health, by);
-  queue_recovery(lpni);
+  queue(lpni);
 }
 
 // A failed PUT or GET of ours goes again, on the path selection now prefers (the failure
 // lowered the health of the NI it blamed), when the failure says another path may work
 // (facts §5.3): a local failure while this node has another NI, a remote drop while the
 // peer has another NI; at most retry_count times and never past its deadline.
-bool Core::may_resend(const Message* msg) const {
-  if (msg->deadline_ns == 0 || msg->routing || msg->recovery || stopping_.load(std::memory_order_relaxed)) return false;
-  int retries = retry_count_.load(std::memory_order_relaxed);
-  if (retries == 0 || health_sensitivity_.load(std::memory_order_relaxed) == 0) return false;
+bool Health::may_resend(const Message* msg) const {
+  if (msg->deadline_ns == 0 || msg->routing || msg->recovery || st_.stopping.load(std::memory_order_relaxed))
+    return false;
+  int retries = st_.tun.retry_count.load(std::memory_order_relaxed);
+  if (retries == 0 || st_.tun.health_sensitivity.load(std::memory_order_relaxed) == 0) return false;
   if (msg->retries >= static_cast<unsigned>(retries) || steady_now_ns() >= msg->deadline_ns) return false;
   switch (msg->health) {
     case HealthStatus::LocalInterrupt:
     case HealthStatus::LocalDropped:
     case HealthStatus::LocalAborted:
     case HealthStatus::LocalNoRoute:
-    case HealthStatus::LocalTimeout: return table().nis.size() > 2;  // besides 0@lo
-    case HealthStatus::RemoteDropped: return msg->txpeer && peer_ni_count(msg->txpeer) > 1;
+    case HealthStatus::LocalTimeout: return st_.nets().nis.size() > 2;  // besides 0@lo
+    case HealthStatus::RemoteDropped: return msg->txpeer && st_.peer_ni_count(msg->txpeer) > 1;
     default: return false;
-  }
-}
-
-void Core::resend(Message* msg) {
-  counters_.add(msg->cpt, kResendCount);
-  ++msg->retries;
-  msg->status = 0;
-  msg->health = HealthStatus::Ok;
-  msg->tx_committed = msg->tx_delayed = false;
-  msg->txni = nullptr;
-  msg->txpeer = nullptr;
-  msg->sending = true;
-  if (int rc = send(msg->self, msg, msg->target.nid)) {
-    msg->health = HealthStatus::LocalError;
-    finalize(msg, rc);
   }
 }
 
 // A response that never came counts against the peer NI the request last went to, as a
 // remote failure would (facts §5.3).
-void Core::response_timed_out(Nid next_hop) {
-  counters_.add(next_hop.is_any() ? 0 : cpts_.of_nid(next_hop), kResponseTimeout);
+void Health::response_timed_out(Nid next_hop) {
+  st_.counters.add(next_hop.is_any() ? 0 : st_.cpts.of_nid(next_hop), kResponseTimeout);
   if (next_hop.is_any()) return;  // sent to ourselves, or never handed to a driver
-  if (PeerNi* lpni = find_peer_ni(next_hop)) lower_peer_ni(lpni);
+  if (PeerNi* lpni = st_.find_peer_ni(next_hop)) lower_peer_ni(lpni);
 }
 
-void Core::note_received_from(PeerNi* lpni) {
-  int by = health_sensitivity_.load(std::memory_order_relaxed);
+void Health::note_received_from(PeerNi* lpni) {
+  int by = st_.tun.health_sensitivity.load(std::memory_order_relaxed);
   if (by == 0 || lpni->health.load(std::memory_order_relaxed) >= kMaxHealth) return;  // the common case
   // A router (or this node routing) is taken as fully healthy once heard from.
-  if (routing() || is_gateway(lpni))
+  if (st_.routing.load(std::memory_order_relaxed) || st_.is_gateway(lpni))
     lpni->health.store(kMaxHealth, std::memory_order_relaxed);
   else
     raise(lpni->health, by);
   // One that aged out of recovery (recovery_limit) goes on recovering once it speaks.
-  if (lpni->health.load(std::memory_order_relaxed) < kMaxHealth) queue_recovery(lpni);
+  if (lpni->health.load(std::memory_order_relaxed) < kMaxHealth) queue(lpni);
 }
 
-}  // namespace lnet::core
+}  // namespace lnet::health

@@ -14,65 +14,65 @@
 #include <lnet/log.hpp>
 
 #include "base/clock.hpp"
-#include "core/core.hpp"
+#include "health/health.hpp"
 
-namespace lnet::core {
+namespace lnet::health {
 
 int recovery_backoff(unsigned ping_count, int max_interval) {
   return std::min(1 << std::min(ping_count, 9U), max_interval);
 }
 
-std::int64_t Core::recovery_interval_ns(unsigned ping_count) const {
-  return recovery_backoff(ping_count, max_recovery_ping_interval_.load(std::memory_order_relaxed)) * kNsPerSec;
+std::int64_t Health::interval_ns(unsigned ping_count) const {
+  return recovery_backoff(ping_count, st_.tun.max_recovery_ping_interval.load(std::memory_order_relaxed)) * kNsPerSec;
 }
 
-void Core::queue_recovery_locked(RecoveryState& st, std::int64_t now) {
-  st.queued = true;
-  if (st.since == 0) st.since = now;
-  st.next_ping = now + recovery_interval_ns(st.ping_count);
+void Health::queue_locked(RecoveryState& rs, std::int64_t now) {
+  rs.queued = true;
+  if (rs.since == 0) rs.since = now;
+  rs.next_ping = now + interval_ns(rs.ping_count);
 }
 
-void Core::queue_recovery(Ni* ni) {
+void Health::queue(Ni* ni) {
   {
-    MutexLock g(recovery_mutex_);
+    MutexLock g(mutex_);
     if (ni->recovery.queued) return;
-    queue_recovery_locked(ni->recovery, steady_now_ns());
+    queue_locked(ni->recovery, steady_now_ns());
     ni_recovery_.push_back(ni);
   }
-  if (monitor_idle_.load()) wake_monitor();
+  wake();
 }
 
-void Core::queue_recovery(PeerNi* lpni) {
+void Health::queue(PeerNi* lpni) {
   {
-    MutexLock g(recovery_mutex_);
+    MutexLock g(mutex_);
     if (lpni->recovery.queued) return;
     std::int64_t now = steady_now_ns();
-    int limit = recovery_limit_.load(std::memory_order_relaxed);
+    int limit = st_.tun.recovery_limit.load(std::memory_order_relaxed);
     if (limit > 0 && lpni->recovery.since && now - lpni->recovery.since > limit * kNsPerSec) {
       lpni->recovery.since = 0;  // aged out: a message from it starts a new period
       return;
     }
-    queue_recovery_locked(lpni->recovery, now);
+    queue_locked(lpni->recovery, now);
     peer_recovery_.push_back(lpni);
   }
-  if (monitor_idle_.load()) wake_monitor();
+  wake();
 }
 
-bool Core::recovering() const {
-  MutexLock g(recovery_mutex_);
+bool Health::recovering() const {
+  MutexLock g(mutex_);
   return !ni_recovery_.empty() || !peer_recovery_.empty();
 }
 
-bool Core::recover(std::int64_t now) {
+bool Health::recover(std::int64_t now) {
   struct Due {
     Nid src;
     Nid dst;
     RecoveryState* st;
   };
   std::vector<Due> due;
-  int limit = recovery_limit_.load(std::memory_order_relaxed);
+  int limit = st_.tun.recovery_limit.load(std::memory_order_relaxed);
   {
-    MutexLock g(recovery_mutex_);
+    MutexLock g(mutex_);
     auto done = [](RecoveryState& st, bool aged) {
       st.queued = false;
       st.ping_count = 0;
@@ -83,7 +83,7 @@ bool Core::recover(std::int64_t now) {
       if (st.pending || now < st.next_ping) return;
       st.pending = true;
       ++st.ping_count;
-      st.next_ping = now + recovery_interval_ns(st.ping_count);
+      st.next_ping = now + interval_ns(st.ping_count);
       due.push_back(Due{src, dst, &st});
     };
     std::erase_if(ni_recovery_, [&](Ni* ni) {
@@ -110,20 +110,20 @@ bool Core::recover(std::int64_t now) {
   for (Due& d : due) {
     if (d.dst.is_any()) d.dst = recovery_peer_for(d.src);
     if (d.dst.is_any()) {  // nobody to ping on its net yet
-      MutexLock g(recovery_mutex_);
+      MutexLock g(mutex_);
       d.st->pending = false;
       continue;
     }
-    recovery_ping(d.src, d.dst, d.st);
+    ping(d.src, d.dst, d.st);
   }
   return recovering();
 }
 
-Nid Core::recovery_peer_for(Nid local) {
-  ExclusiveLock x(net_locks_);
+Nid Health::recovery_peer_for(Nid local) const {
+  ExclusiveLock x(st_.locks);
   Nid best = Nid::any();
   int best_health = -1;
-  for (const auto& p : peers_.peers()) {
+  for (const auto& p : st_.peers.peers()) {
     if (p->deleted) continue;
     for (const auto& lpni : p->nis) {
       int h = lpni->health.load();
@@ -136,7 +136,7 @@ Nid Core::recovery_peer_for(Nid local) {
   return best;
 }
 
-void Core::recovery_ping(Nid src, Nid dst, RecoveryState* st) {
+void Health::ping(Nid src, Nid dst, RecoveryState* rs) {
   // The answer is not read (only that it came): a buffer of the smallest ping info,
   // truncated. It lives as long as the MD's handler.
   auto buf = std::make_shared<std::array<std::uint8_t, kPingInfoMinSize>>();
@@ -145,35 +145,35 @@ void Core::recovery_ping(Nid src, Nid dst, RecoveryState* st) {
   d.length = buf->size();
   d.threshold = 2;  // SEND + REPLY
   d.options = kMdTruncate;
-  d.handler = [this, buf, st, dst](const Event& ev) {
+  d.handler = [this, buf, rs, dst](const Event& ev) {
     if (ev.type == EventType::Reply || (ev.type == EventType::Send && ev.status))
       LNET_LOG(Debug, kLogCore, "recovery ping of %s: %s %d", dst.to_string().c_str(), event_type_name(ev.type),
                ev.status);
     if (ev.type == EventType::Reply && ev.status == 0) {
-      MutexLock g(recovery_mutex_);
-      st->ping_count = 0;  // it answers: the back-off starts again
-      if (st->queued) st->next_ping = steady_now_ns() + recovery_interval_ns(0);
+      MutexLock g(mutex_);
+      rs->ping_count = 0;  // it answers: the back-off starts again
+      if (rs->queued) rs->next_ping = steady_now_ns() + interval_ns(0);
     }
     // A failed send gets no REPLY: the MD goes now.
-    if (ev.type == EventType::Send && ev.status != 0 && !ev.unlinked) (void)md_unlink(ev.md_handle);
+    if (ev.type == EventType::Send && ev.status != 0 && !ev.unlinked) (void)host_.md_unlink(ev.md_handle);
     if (ev.unlinked) {
-      MutexLock g(recovery_mutex_);
-      st->pending = false;
+      MutexLock g(mutex_);
+      rs->pending = false;
     }
   };
-  auto md = md_bind(d, Unlink::Unlink);
+  auto md = host_.md_bind(d, Unlink::Unlink);
   if (md) {
-    int rc = send_get(src, *md, ProcessId{dst, kPidLustre}, kReservedPortal, kPingMatchBits, 0, true);
+    int rc = host_.send_recovery_ping(*md, src, dst);
     LNET_LOG(Debug, kLogCore, "recovery ping of %s from %s: %d", dst.to_string().c_str(), src.to_string().c_str(), rc);
     if (rc == 0) return;
-    (void)md_unlink(*md);
+    (void)host_.md_unlink(*md);
   }
-  MutexLock g(recovery_mutex_);
-  st->pending = false;
+  MutexLock g(mutex_);
+  rs->pending = false;
 }
 
-std::vector<Nid> Core::recovery_queue(bool local) const {
-  MutexLock g(recovery_mutex_);
+std::vector<Nid> Health::recovery_queue(bool local) const {
+  MutexLock g(mutex_);
   std::vector<Nid> out;
   if (local)
     for (Ni* ni : ni_recovery_) out.push_back(ni->nid);
@@ -182,27 +182,27 @@ std::vector<Nid> Core::recovery_queue(bool local) const {
   return out;
 }
 
-Status Core::set_ni_health(Nid nid, int value) {
+Status Health::set_ni_health(Nid nid, int value) {
   if (value < 0 || value > kMaxHealth)
     return Failure{-EINVAL, "health " + std::to_string(value) + " is outside 0..1000"};
   bool any = false;
-  for (Ni* ni : table().nis) {
-    if (ni == lo_ni_ || (!nid.is_any() && ni->nid != nid)) continue;
+  for (Ni* ni : st_.nets().nis) {
+    if (ni == st_.lo_ni || (!nid.is_any() && ni->nid != nid)) continue;
     ni->health.store(value);
-    if (value < kMaxHealth) queue_recovery(ni);
+    if (value < kMaxHealth) queue(ni);
     any = true;
   }
   if (!any) return Failure{-ENOENT, "no local NI " + nid.to_string()};
   return {};
 }
 
-Status Core::set_peer_ni_health(Nid nid, int value) {
+Status Health::set_peer_ni_health(Nid nid, int value) {
   if (value < 0 || value > kMaxHealth)
     return Failure{-EINVAL, "health " + std::to_string(value) + " is outside 0..1000"};
   std::vector<PeerNi*> set;
   {
-    ExclusiveLock x(net_locks_);
-    for (const auto& p : peers_.peers()) {
+    ExclusiveLock x(st_.locks);
+    for (const auto& p : st_.peers.peers()) {
       if (p->deleted) continue;
       for (const auto& lpni : p->nis) {
         if (lpni->removed || (!nid.is_any() && lpni->nid != nid)) continue;
@@ -213,8 +213,17 @@ Status Core::set_peer_ni_health(Nid nid, int value) {
   }
   if (set.empty()) return Failure{-ENOENT, "no peer NI " + nid.to_string()};
   if (value < kMaxHealth)
-    for (PeerNi* lpni : set) queue_recovery(lpni);
+    for (PeerNi* lpni : set) queue(lpni);
   return {};
 }
 
-}  // namespace lnet::core
+}  // namespace lnet::health
+
+namespace lnet::health {
+
+std::pair<unsigned, std::int64_t> Health::recovery_of(const RecoveryState& rs) const {
+  MutexLock g(mutex_);
+  return {rs.ping_count, rs.queued ? rs.next_ping / kNsPerSec : 0};
+}
+
+}  // namespace lnet::health

@@ -1,8 +1,8 @@
 // Messages come from the process-wide Pool (per-thread caches, batched refills).
 #include <lnet/lnd/pool.hpp>
-#include "core/message.hpp"
+#include "msg/message.hpp"
 
-namespace lnet::core {
+namespace lnet::msg {
 
 Message* msg_alloc() {
   Message* m = Pool<Message>::take();
@@ -12,4 +12,4 @@ Message* msg_alloc() {
 
 void msg_free(Message* m) { Pool<Message>::give(m); }
 
-}  // namespace lnet::core
+}  // namespace lnet::msg

@@ -1,0 +1,103 @@
+#include "net/state.hpp"
+
+#include <algorithm>
+
+namespace lnet::net {
+
+namespace {
+constexpr int kDefaultPeerCredits = 8;  // LNet's, for a driver that names none
+}  // namespace
+
+void LiveTunables::store(const GlobalTunables& g) {
+  numa_range.store(g.numa_range, std::memory_order_relaxed);
+  health_sensitivity.store(g.health_sensitivity, std::memory_order_relaxed);
+  retry_count.store(g.retry_count, std::memory_order_relaxed);
+  transaction_timeout.store(g.transaction_timeout, std::memory_order_relaxed);
+  response_tracking.store(g.response_tracking, std::memory_order_relaxed);
+  recovery_interval.store(g.recovery_interval, std::memory_order_relaxed);
+  router_ping_timeout.store(g.router_ping_timeout, std::memory_order_relaxed);
+  recovery_limit.store(g.recovery_limit, std::memory_order_relaxed);
+  max_recovery_ping_interval.store(g.max_recovery_ping_interval, std::memory_order_relaxed);
+  max_interfaces.store(static_cast<std::uint32_t>(g.max_interfaces), std::memory_order_relaxed);
+  router_sensitivity.store(g.router_sensitivity, std::memory_order_relaxed);
+  drop_asym_route.store(g.drop_asym_route != 0, std::memory_order_relaxed);
+  // discovery and router_check_interval: their owners store them (a change there acts).
+}
+
+int State::peer_credits_for(NetId net) const {
+  const NetView* v = find_net(net);
+  if (v && !v->nis.empty()) {
+    const NetTunables& t = v->nis.front()->config.tunables;
+    return std::min(t.peer_credits, t.credits);  // a peer never gets more than the NI has
+  }
+  return kDefaultPeerCredits;
+}
+
+int State::peer_rtr_credits_for(NetId net) const {
+  const NetView* v = find_net(net);
+  NetTunables t = v && !v->nis.empty() ? v->nis.front()->config.tunables : NetTunables{};
+  if (t.peer_buffer_credits > 0) return t.peer_buffer_credits;
+  return std::max(t.peer_credits > 0 ? t.peer_credits : kDefaultPeerCredits, 1);
+}
+
+PeerNi* State::find_peer_ni(Nid nid) const {
+  MutexLock g(locks[cpts.of_nid(nid)]);
+  return peers.find(nid);
+}
+
+int State::add_peer_ni_locked(Nid primary, Nid nid, bool multi_rail) {
+  int rc = peers.add_ni(primary, nid, multi_rail, peer_credits_for(nid.net()), peer_rtr_credits_for(nid.net()));
+  if (rc == 0) {
+    udsp.apply_new(peers.find(primary), nets());
+    udsp.apply_new(peers.find(nid), nets());
+  }
+  config_gen.fetch_add(1, std::memory_order_relaxed);
+  return rc;
+}
+
+PeerNi* State::peer_ni_for(Nid nid, Nid* primary) {
+  {
+    MutexLock g(locks[cpts.of_nid(nid)]);
+    if (PeerNi* lpni = peers.find(nid)) {
+      if (primary) *primary = lpni->peer->primary;  // discovery may change it: read under the lock
+      return lpni;
+    }
+  }
+  // First message to or from this NID: its peer is made (a configuration change).
+  ExclusiveLock x(locks);
+  if (!peers.find(nid)) (void)add_peer_ni_locked(nid, nid, false);
+  PeerNi* lpni = peers.find(nid);
+  if (lpni && primary) *primary = lpni->peer->primary;
+  return lpni;
+}
+
+std::size_t State::peer_ni_count(const PeerNi* lpni) const {
+  MutexLock g(locks[lpni->cpt]);  // peers change under every net lock
+  std::size_t nis = 0;
+  for (const auto& pn : lpni->peer->nets) nis += pn->nis.size();
+  return nis;
+}
+
+Nid State::gateway_nid(const Peer* peer) const {
+  const RouteTable* rt = routes.table();
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    Nid gw = rt->routes[i].cfg.gateway;
+    MutexLock g(locks[cpts.of_nid(gw)]);
+    if (PeerNi* named = peers.find(gw); named && named->peer == peer) return gw;
+  }
+  return Nid::any();
+}
+
+bool State::is_gateway(const PeerNi* lpni) const {
+  // Any NI of a gateway peer (a route names one of its NIDs).
+  const RouteTable* rt = routes.table();
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    Nid gw = rt->routes[i].cfg.gateway;
+    if (gw == lpni->nid) return true;
+    MutexLock g(locks[cpts.of_nid(gw)]);
+    if (PeerNi* named = peers.find(gw); named && named->peer == lpni->peer) return true;
+  }
+  return false;
+}
+
+}  // namespace lnet::net
