@@ -67,7 +67,7 @@ check portals liblnet/src/portals/portal_table.cpp core/core.hpp forbidden
 check portals liblnet/src/portals/portal_table.cpp net/peer_table.hpp forbidden
 check net liblnet/src/net/selection.cpp base/cpt.hpp allowed
 check net liblnet/src/net/selection.cpp portals/delivery.hpp forbidden
-check net liblnet/src/net/selection.cpp core/message.hpp forbidden
+check net liblnet/src/net/selection.cpp msg/message.hpp forbidden
 check net liblnet/src/net/state.cpp msg/message.hpp forbidden
 check msg liblnet/src/msg/message_pool.cpp portals/delivery.hpp allowed
 check msg liblnet/src/msg/message_pool.cpp peer/discovery.hpp forbidden

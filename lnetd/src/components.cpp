@@ -52,22 +52,6 @@ class UpComponent final : public Component {
   }
   // Proxies pass the nets this lnetd reaches to their applications as the nets behind it.
   void changed(Instance& lnet) override { up_->set_nets(routed_nets(lnet.control())); }
-  std::vector<dlc::DriverCounters> driver_stats() override {
-    if (!up_->running()) return {};
-    up::UpStats s = up_->stats();
-    return {{"up",
-             {{"proxies", s.proxies},
-              {"connections", s.connections},
-              {"refused_connections", s.refused},
-              {"pids", s.pids},
-              {"parses", s.parses},
-              {"sends", s.sends},
-              {"payloads_in_place", s.in_place},
-              {"payloads_copied", s.copies},
-              {"payloads_inline", s.inlined},
-              {"bad_messages", s.bad_messages},
-              {"failed_messages", s.failed}}}};
-  }
 
  private:
   // The nets this lnetd reaches besides its mpi nets: its other local nets, and the nets

@@ -42,8 +42,7 @@ class Component {
     (void)req;
     return std::nullopt;
   }
-  // Its counters for `lnetctl stats show`: a driver's ("lnd statistics"), a service's.
-  virtual std::vector<lnet::dlc::DriverCounters> driver_stats() { return {}; }
+  // A service's counters for `lnetctl stats show` (a driver's own: Lnd::counters()).
   virtual std::vector<lnet::dlc::DriverCounters> service_stats() { return {}; }
   // Stops what start() started; the instance is still up.
   virtual void stop() {}

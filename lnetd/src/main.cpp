@@ -236,12 +236,6 @@ int main(int argc, char** argv) {
     return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
   };
   hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
-  hooks.driver_stats = [&components] {
-    std::vector<dlc::DriverCounters> out;
-    for (auto& c : components)
-      for (auto& d : c->driver_stats()) out.push_back(std::move(d));
-    return out;
-  };
   hooks.service_stats = [&components] {
     std::vector<dlc::DriverCounters> out;
     for (auto& c : components)

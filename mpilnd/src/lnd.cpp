@@ -24,12 +24,12 @@ Status MpiLnd::check_config(const NetConfig& config) const {
   std::string net = config.net.to_string();
   if (config.net.num() != opts_.net_number)
     return Failure{-EINVAL, "this MPI driver serves mpi" + std::to_string(opts_.net_number) + ", not " + net};
-  if (t.conns_per_peer != 0)
+  if (t.get("conns_per_peer"))
     return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer on " + net + " (MPI has no connections)"};
-  if (t.tos != -1) return Failure{-EOPNOTSUPP, "not supported yet: tos on " + net + " (MPI chooses the transport)"};
-  if (t.timeout < 0 || t.timeout > 3600)
-    return Failure{-EINVAL, "LND timeout " + std::to_string(t.timeout) + " on " + net + " is not 0..3600"};
-  return {};
+  if (t.get("tos")) return Failure{-EOPNOTSUPP, "not supported yet: tos on " + net + " (MPI chooses the transport)"};
+  if (long to = t.get_or("timeout", 0); to < 0 || to > 3600)
+    return Failure{-EINVAL, "LND timeout " + std::to_string(to) + " on " + net + " is not 0..3600"};
+  return Lnd::check_config(config);  // any other key
 }
 
 int MpiLnd::startup(NetInterface& ni) {
@@ -122,6 +122,29 @@ int MpiLnd::timeout(const NetInterface& ni) const {
   auto* m = static_cast<const MpiNi*>(ni.lnd_data);
   return m ? m->timeout() : opts_.timeout;
 }
+
+std::vector<std::pair<std::string, std::uint64_t>> MpiLnd::counters() const {
+  Stats s = stats();
+  return {{"handshakes", s.handshakes},
+          {"immediate", s.immediate},
+          {"packed", s.packed},
+          {"bulk", s.bulk},
+          {"chunks", s.chunks},
+          {"rdma_gets", s.rdma_gets},
+          {"noops", s.noops},
+          {"credit_waits", s.credit_waits},
+          {"bad_messages", s.bad_messages},
+          {"timeouts", s.timeouts},
+          {"mpi_errors", s.mpi_errors}};
+}
+
+namespace {
+// The mpi net type's tunables (the UP LND declares the same list).
+const bool kTunablesDeclared = [] {
+  register_lnd_tunables(kMpiLnd, {{"timeout", 0, 3600, 0, true, "seconds a transfer may take (lnd_timeout)"}});
+  return true;
+}();
+}  // namespace
 
 Stats MpiLnd::stats() const {
   MutexLock g(mutex_);

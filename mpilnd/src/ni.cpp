@@ -36,7 +36,8 @@ MpiNi::MpiNi(NetInterface& ni, MPI_Comm comm, const std::vector<Nid>& nids, cons
   if (check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag), "MPI_Comm_get_attr(MPI_TAG_UB)") && flag && ub)
     tag_ub_ = static_cast<std::uint32_t>(*static_cast<int*>(ub));  // else the least MPI promises
   grant_ = std::clamp(opts_.credits, 1, 255);
-  timeout_ = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : opts_.timeout;
+  timeout_ = static_cast<int>(ni.config.lnd_tunables.get_or("timeout", 0));
+  if (timeout_ <= 0) timeout_ = opts_.timeout;
   // LNET_MPI_TIMEOUT=0: LNet's derived lnd_timeout (lnet-facts §5.1), when the host has one.
   if (timeout_ == 0) timeout_ = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
   buf_size_ = kMsgHdrSize + std::max<std::size_t>(kHelloSize, kHeaderSize + opts_.short_max);

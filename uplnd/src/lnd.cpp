@@ -31,6 +31,37 @@ UpLnd::~UpLnd() {
 
 std::uint32_t UpLnd::net_type() const { return kMpiLnd; }
 
+Status UpLnd::check_config(const NetConfig& config) const {
+  if (config.lnd_tunables.get_or("timeout", 0) != 0)
+    return Failure{-EOPNOTSUPP,
+                   "not supported yet: an LND timeout on " + config.net.to_string() + " (the UP LND keeps none)"};
+  return Lnd::check_config(config);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> UpLnd::counters() const {
+  if (!running()) return {};
+  UpStats s = stats();
+  return {{"proxies", s.proxies},
+          {"connections", s.connections},
+          {"refused_connections", s.refused},
+          {"pids", s.pids},
+          {"parses", s.parses},
+          {"sends", s.sends},
+          {"payloads_in_place", s.in_place},
+          {"payloads_copied", s.copies},
+          {"payloads_inline", s.inlined},
+          {"bad_messages", s.bad_messages},
+          {"failed_messages", s.failed}};
+}
+
+namespace {
+// The mpi net type's tunables (the MPI LND declares the same list).
+const bool kTunablesDeclared = [] {
+  register_lnd_tunables(kMpiLnd, {{"timeout", 0, 3600, 0, true, "seconds a transfer may take (lnd_timeout)"}});
+  return true;
+}();
+}  // namespace
+
 int UpLnd::startup(NetInterface& ni) {
   MutexLock g(mutex_);
   if (ni_) {

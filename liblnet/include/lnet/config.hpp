@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,13 +28,41 @@ struct NetTunables {
   friend bool operator==(const NetTunables&, const NetTunables&) = default;
 };
 
-// Driver tunables of a network ("lnd tunables" in lnetctl YAML).
+// Driver tunables of a network ("lnd tunables" in lnetctl YAML): the keys set, by name.
+// Which keys a driver takes, their ranges and defaults are the driver's own
+// (LndTunableSpec, <lnet/lnd/lnd.hpp>); the DLC reads, checks and prints them from there.
 struct LndTunables {
-  int conns_per_peer = 0;  // socket LND: bulk connections per peer (0: automatic, 1)
-  int timeout = 0;         // seconds before a stuck connection is closed (0: driver default)
-  int tos = -1;            // IP type of service (-1: leave alone)
+  std::map<std::string, long, std::less<>> values;
+
+  std::optional<long> get(std::string_view name) const {
+    auto it = values.find(name);
+    return it == values.end() ? std::nullopt : std::optional<long>(it->second);
+  }
+  long get_or(std::string_view name, long def) const { return get(name).value_or(def); }
+  void set(std::string_view name, long v) { values[std::string(name)] = v; }
+  bool empty() const { return values.empty(); }
   friend bool operator==(const LndTunables&, const LndTunables&) = default;
 };
+
+// A tunable of a driver: a key of "lnd tunables" in lnetctl YAML. A driver declares its
+// list once per process (register_lnd_tunables, from its library's static initialiser);
+// the DLC reads, checks and prints "lnd tunables" from the list of the NI's net type, and
+// Lnd::check_config refuses a key the list lacks ("not supported yet").
+struct LndTunableSpec {
+  std::string name;        // the YAML key (conns_per_peer)
+  long min = 0, max = 0;   // its range
+  long def = 0;            // what an NI not configured with it has
+  bool read_only = false;  // shown, never set (timeout: from lnd_timeout)
+  std::string help;
+  friend bool operator==(const LndTunableSpec&, const LndTunableSpec&) = default;
+};
+// Declares the tunables of `net_type`'s drivers (replacing an earlier list; drivers that
+// share a net type declare the same one).
+void register_lnd_tunables(std::uint32_t net_type, std::vector<LndTunableSpec> specs);
+// The tunables of `net_type` (empty: none, or no driver declared them here).
+std::vector<LndTunableSpec> lnd_tunables_of(std::uint32_t net_type);
+// The net types that declared tunables.
+std::vector<std::uint32_t> registered_lnd_tunable_types();
 
 // A CPT list as LNet reads one: "[0,1]", "[0-3]", "[0-6/2,9]", a bare "2", or "[*]"/"*"
 // (every CPT: an empty list). Empty lists, empty items and inverted ranges are refused,

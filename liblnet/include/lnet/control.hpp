@@ -89,6 +89,8 @@ class Control {
   virtual std::vector<UdspRule> udsp_rules() const = 0;
   virtual Counters counters() const = 0;
   virtual void reset_counters() = 0;
+  // The counters of the drivers in use that keep their own ("lnd statistics").
+  virtual std::vector<LndCounters> lnd_counters() const { return {}; }
   // CPU partitions the instance shards its locks and queues over.
   virtual unsigned cpt_count() const = 0;
   // The CPT whose locks and queues serve `nid` (lnetctl cpt-of-nid).

@@ -93,17 +93,13 @@ struct Response {
 };
 
 // What a daemon offers beyond the instance itself.
-// Counters of a driver the daemon hosts, by name, in the order shown.
-struct DriverCounters {
-  std::string driver;  // e.g. "up" (the UP LND)
-  std::vector<std::pair<std::string, std::uint64_t>> counters;
-};
+// Counters of a service the daemon runs, by name, in the order shown (a driver's own come
+// through Control::lnd_counters()).
+using DriverCounters = LndCounters;
 
 struct Hooks {
   std::function<Status()> configure;    // lnet configure --all
   std::function<Status()> unconfigure;  // lnet unconfigure
-  // stats show: the "lnd statistics" block (drivers with counters of their own).
-  std::function<std::vector<DriverCounters>()> driver_stats;
   // stats show: blocks of the daemon's services ("selftest statistics"), by name.
   std::function<std::vector<DriverCounters>()> service_stats;
 };

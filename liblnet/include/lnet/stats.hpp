@@ -51,6 +51,12 @@ struct MsgTypeStats {
   std::uint64_t total() const { return put + get + reply + ack + hello; }
 };
 
+// The counters of a driver in use, by name, in its order (Lnd::counters()).
+struct LndCounters {
+  std::string driver;  // e.g. "up" (the UP LND), "mpi" (the MPI LND)
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+};
+
 struct NiInfo {
   Nid nid;
   bool up = true;

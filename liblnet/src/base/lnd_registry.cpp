@@ -2,6 +2,7 @@
 // (the built-in ones when liblnet is loaded) or is registered by the program.
 #include "base/lnd_registry.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <lnet/mutex.hpp>
@@ -12,6 +13,7 @@ namespace {
 struct Registry {
   Mutex mutex;
   std::map<std::uint32_t, LndFactory> factories LNET_GUARDED_BY(mutex);
+  std::map<std::uint32_t, std::vector<LndTunableSpec>> tunables LNET_GUARDED_BY(mutex);
 };
 Registry& registry() {
   static Registry* r = new Registry;  // drivers register from static initialisers
@@ -23,6 +25,27 @@ void register_lnd(std::uint32_t net_type, LndFactory factory) {
   Registry& r = registry();
   MutexLock g(r.mutex);
   r.factories[net_type] = factory;
+}
+
+void register_lnd_tunables(std::uint32_t net_type, std::vector<LndTunableSpec> specs) {
+  Registry& r = registry();
+  MutexLock g(r.mutex);
+  r.tunables[net_type] = std::move(specs);
+}
+
+std::vector<LndTunableSpec> lnd_tunables_of(std::uint32_t net_type) {
+  Registry& r = registry();
+  MutexLock g(r.mutex);
+  auto it = r.tunables.find(net_type);
+  return it == r.tunables.end() ? std::vector<LndTunableSpec>{} : it->second;
+}
+
+std::vector<std::uint32_t> registered_lnd_tunable_types() {
+  Registry& r = registry();
+  MutexLock g(r.mutex);
+  std::vector<std::uint32_t> out;
+  for (const auto& kv : r.tunables) out.push_back(kv.first);
+  return out;
 }
 
 std::unique_ptr<Lnd> make_lnd(std::uint32_t net_type) {
@@ -37,15 +60,18 @@ std::unique_ptr<Lnd> make_lnd(std::uint32_t net_type) {
 namespace lnet {
 
 Status Lnd::check_config(const NetConfig& config) const {
-  const LndTunables& t = config.lnd_tunables;
-  const LndTunables none;
+  // Every key set is one of the net type's tunables, settable, within its range.
   std::string net = config.net.to_string();
-  if (t.conns_per_peer != none.conns_per_peer)
-    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer on " + net + " (its driver takes no such tunable)"};
-  if (t.timeout != none.timeout)
-    return Failure{-EOPNOTSUPP, "not supported yet: an LND timeout on " + net + " (its driver takes no such tunable)"};
-  if (t.tos != none.tos)
-    return Failure{-EOPNOTSUPP, "not supported yet: tos on " + net + " (its driver takes no such tunable)"};
+  std::vector<LndTunableSpec> specs = lnd_tunables_of(config.net.type());
+  for (const auto& [name, value] : config.lnd_tunables.values) {
+    auto spec = std::find_if(specs.begin(), specs.end(), [&](const LndTunableSpec& t) { return t.name == name; });
+    if (spec == specs.end())
+      return Failure{-EOPNOTSUPP, "not supported yet: " + name + " on " + net + " (its driver takes no such tunable)"};
+    if (spec->read_only) continue;  // shown only; the driver keeps its own
+    if (value < spec->min || value > spec->max)
+      return Failure{-EINVAL, name + " " + std::to_string(value) + " on " + net + " is outside " +
+                                  std::to_string(spec->min) + ".." + std::to_string(spec->max)};
+  }
   return {};
 }
 

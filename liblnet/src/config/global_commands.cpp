@@ -77,15 +77,13 @@ Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
   put("successful_resends", k.successful_resends);
   YAML::Node root;
   root["statistics"] = n;
-  if (hooks.driver_stats) {
-    YAML::Node drivers;
-    for (const DriverCounters& d : hooks.driver_stats()) {
-      YAML::Node c;
-      for (const auto& [name, v] : d.counters) c[name] = int_node(static_cast<long>(v));
-      drivers[d.driver] = c;
-    }
-    if (drivers.size()) root["lnd statistics"] = drivers;
+  YAML::Node drivers;  // each driver's own counters (Lnd::counters())
+  for (const LndCounters& d : lnet.control().lnd_counters()) {
+    YAML::Node c;
+    for (const auto& [name, v] : d.counters) c[name] = int_node(static_cast<long>(v));
+    drivers[d.driver] = c;
   }
+  if (drivers.size()) root["lnd statistics"] = drivers;
   if (hooks.service_stats)
     for (const DriverCounters& d : hooks.service_stats()) {
       YAML::Node c;

@@ -28,7 +28,7 @@ void verbose_ni(YAML::Node& ni, const NiInfo& i) {
   ni["health stats"] = h;
   if (!i.nid.is_lo()) {
     ni["tunables"] = tunables_node(i.tunables);
-    YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables, i.lnd_timeout);
+    YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables);
     if (lt.size() > 0) ni["lnd tunables"] = lt;
   }
   ni["dev cpt"] = int_node(-1);  // no NI knows its device's CPT
@@ -147,13 +147,20 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
   } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, -1, 1 << 20},  // -1: the default, as in YAML
               {"peer-credits", &nc.tunables.peer_credits, 0, 65535},
               {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 65535},
-              {"credits", &nc.tunables.credits, 1, 1 << 20},
-              {"conns-per-peer", &nc.lnd_tunables.conns_per_peer, 0, 127},
-              {"tos", &nc.lnd_tunables.tos, -1, 255}};
+              {"credits", &nc.tunables.credits, 1, 1 << 20}};
   for (auto& a : ints) {
     auto v = int_arg(r, a.name, *a.field, a.lo, a.hi);
     if (!v) return error_block("add", "net", v.code(), v.message());
     *a.field = static_cast<int>(*v);
+  }
+  // lnetctl's options for driver tunables: set only when given; the NI's driver says
+  // whether it takes them.
+  for (auto [option, key, lo, hi] :
+       {std::tuple{"conns-per-peer", "conns_per_peer", 0L, 127L}, std::tuple{"tos", "tos", -1L, 255L}}) {
+    if (!r.arg(option)) continue;
+    auto v = int_arg(r, option, 0, lo, hi);
+    if (!v) return error_block("add", "net", v.code(), v.message());
+    nc.lnd_tunables.set(key, *v);
   }
   if (nc.tunables.peer_timeout < 0) nc.tunables.peer_timeout = NetTunables{}.peer_timeout;
   if (const std::string* cpt = r.arg("cpt")) {
@@ -232,9 +239,9 @@ Response net_set(Instance& lnet, const Request& r, const Hooks&) {
   } else if (*health >= 0 || *cpp >= 0) {
     return error_block("set", "net", -EINVAL, "net set needs --nid, --net or --all");
   }
-  if (*cpp >= 0)  // every NI of a tcp net has one connection of each type per peer
+  if (*cpp >= 0)  // a driver that takes conns_per_peer (the socket LND) makes one of each type
     for (const NiInfo& i : nis) {
-      if (i.nid.net().type() != kSockLnd)
+      if (!i.lnd_tunables.get("conns_per_peer"))
         return error_block("set", "net", -EOPNOTSUPP,
                            "not supported yet: conns_per_peer on " + i.nid.net().to_string());
       if (*cpp > 1)

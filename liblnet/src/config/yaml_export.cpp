@@ -31,8 +31,7 @@ YAML::Node ni_node(const NetConfig& nc, bool backup) {
   if (nc.nid && (nc.interfaces.empty() || !backup)) ni["nid"] = nc.nid->to_string();
   if (!nc.interfaces.empty()) ni["interfaces"] = interfaces_node(nc.interfaces);
   ni["tunables"] = tunables_node(nc.tunables);
-  YAML::Node lt = lnd_tunables_node(nc.net, nc.lnd_tunables, nc.lnd_tunables.timeout);
-  if (backup) lt.remove("timeout");  // read-only: the driver's, derived from lnd_timeout
+  YAML::Node lt = lnd_tunables_node(nc.net, nc.lnd_tunables, backup);  // read-only keys: the driver's own
   if (lt.size() > 0) ni["lnd tunables"] = lt;
   if (!nc.cpts.empty()) ni["CPT"] = cpt_list(nc.cpts);
   return ni;
@@ -156,7 +155,7 @@ SystemConfig export_config(Instance& lnet) {
       const NiInfo& i = live[k];
       bool same = nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || i.interfaces == nc.interfaces;
       if (taken[k] || i.nid.net() != nc.net || !same) continue;
-      nc.lnd_tunables.timeout = i.lnd_timeout;
+      nc.lnd_tunables = i.lnd_tunables;  // the values in effect (what the drivers made of 0s)
       taken[k] = true;
       break;
     }

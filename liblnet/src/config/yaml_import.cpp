@@ -164,20 +164,27 @@ const char* foreign_lnd_tunable(const std::string& k) {
   return nullptr;
 }
 
+std::optional<LndTunableSpec> any_lnd_tunable(std::string_view name) {
+  for (std::uint32_t type : registered_lnd_tunable_types())
+    for (LndTunableSpec& spec : lnd_tunables_of(type))
+      if (spec.name == name) return spec;
+  return std::nullopt;
+}
+
 Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t, SystemConfig& cfg) {
   if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    if (k == "conns_per_peer") {
+    // The keys are the drivers' own (LndTunableSpec): read here by the first driver that
+    // declares one; whether the NI's own driver takes it is its check when the NI comes up.
+    if (std::optional<LndTunableSpec> spec = any_lnd_tunable(k)) {
+      if (spec->read_only) continue;  // shown only (timeout: derived from lnd_timeout, net set --lnd-timeout)
       auto v = as_int(kv.second, k);
       if (!v) return v.failure();
-      if (*v < 0 || *v > 127)
-        return bad(kv.second, "invalid conns_per_peer value " + std::to_string(*v) + " (valid range 0-127)");
-      t.conns_per_peer = static_cast<int>(*v);
-    } else if (k == "tos") {
-      if (auto r = parse_int_field(kv.second, {"tos", &t.tos, -1, 255}); !r) return r;
-    } else if (k == "timeout") {
-      continue;  // read-only: the driver's timeout, derived from lnd_timeout (net set --lnd-timeout)
+      if (*v < spec->min || *v > spec->max)
+        return bad(kv.second, "invalid " + k + " value " + std::to_string(*v) + " (valid range " +
+                                  std::to_string(spec->min) + "-" + std::to_string(spec->max) + ")");
+      t.set(k, *v);
     } else if (const char* lnd = foreign_lnd_tunable(k)) {
       warn(cfg, kv.first,
            "ignored: '" + k + "' is a tunable of the " + lnd + " driver, which this build does not have");

@@ -136,15 +136,10 @@ YAML::Node udsp_info_node(unsigned net_priority, unsigned nid_priority, const st
   return u;
 }
 
-YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout) {
+YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, bool settable_only) {
   YAML::Node n;
-  if (net.type() == kSockLnd) {
-    n["conns_per_peer"] = int_node(t.conns_per_peer > 0 ? t.conns_per_peer : 1);  // 0 (auto) is one here
-    n["timeout"] = int_node(timeout);
-    n["tos"] = int_node(t.tos);
-  } else if (net.type() == kMpiLnd) {
-    n["timeout"] = int_node(timeout);
-  }
+  for (const LndTunableSpec& spec : lnd_tunables_of(net.type()))
+    if (!settable_only || !spec.read_only) n[spec.name] = int_node(t.get_or(spec.name, spec.def));
   return n;
 }
 

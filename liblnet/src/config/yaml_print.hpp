@@ -35,7 +35,9 @@ Result<FaultRule> fault_rule_from_yaml(const YAML::Node& n, bool delay);
 YAML::Node tunables_node(const NetTunables& t);
 // "lnd tunables" of a net, those its driver has: tcp conns_per_peer, timeout (the
 // driver's, `timeout` seconds) and tos; mpi timeout; none for lo (a null node).
-YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, int timeout);
+// The "lnd tunables" of an NI on `net`: its driver's keys (LndTunableSpec) in their order,
+// each as `t` has it or its default; `settable_only`: without the read-only ones.
+YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, bool settable_only = false);
 // "interfaces": {0: eth0, 1: eth1}.
 YAML::Node interfaces_node(const std::vector<std::string>& ifs);
 // "[0,1]".

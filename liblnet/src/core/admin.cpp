@@ -159,6 +159,17 @@ Result<PeerInfo> Admin::discover(Nid nid, bool force, std::chrono::milliseconds 
 
 Status Admin::set_peer_state(Nid nid, std::uint32_t state) { return c_.discovery_.set_peer_state(nid, state); }
 
+std::vector<LndCounters> Admin::lnd_counters() const {
+  std::vector<LndCounters> out;
+  MutexLock g(c_.config_mutex_);
+  for (const auto& [type, lnd] : c_.lnds_) {
+    std::string name = lnd->counters_name();
+    auto counters = lnd->counters();
+    if (!name.empty() && !counters.empty()) out.push_back(LndCounters{std::move(name), std::move(counters)});
+  }
+  return out;
+}
+
 void Admin::reset_counters() {
   c_.st_.counters.reset();
   for (Ni* ni : c_.st_.nets().nis) ni->stats.reset();

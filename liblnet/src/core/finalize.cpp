@@ -33,6 +33,28 @@ void Core::finalize(LndMessage* lmsg, int status) {
   f.active = false;
 }
 
+void Core::return_credits(Message* msg) {
+  MsgQueue to_send;
+  {
+    MutexLock g(st_.locks[msg->cpt]);
+    return_credits_locked(msg, to_send);
+  }
+  bool stop = st_.stopping.load(std::memory_order_relaxed);
+  std::int64_t now = to_send.empty() ? 0 : coarse_now_ns();
+  while (Message* m = to_send.pop_front()) {
+    if (stop) {
+      m->health = HealthStatus::LocalAborted;
+      finalize(m, -ESHUTDOWN);
+    } else if (m->deadline_ns && now >= m->deadline_ns) {
+      // It waited for credits past its deadline: it would be too late anyway.
+      m->health = HealthStatus::LocalTimeout;
+      finalize(m, -ETIMEDOUT);
+    } else {
+      ni_send(m);
+    }
+  }
+}
+
 void Core::process(Message* msg) {
   if (msg->sending) {
     msg->sending = false;
@@ -50,27 +72,7 @@ void Core::process(Message* msg) {
       if (msg->txni) msg->txni->stats.add(TypeStats::kDropped, msg->hdr.type);
       if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kDropped, msg->hdr.type);
     }
-    if (msg->tx_credit || msg->peer_tx_credit) {
-      MsgQueue to_send;
-      {
-        MutexLock g(st_.locks[msg->cpt]);
-        return_credits_locked(msg, to_send);
-      }
-      bool stop = st_.stopping.load(std::memory_order_relaxed);
-      std::int64_t now = to_send.empty() ? 0 : coarse_now_ns();
-      while (Message* m = to_send.pop_front()) {
-        if (stop) {
-          m->health = HealthStatus::LocalAborted;
-          finalize(m, -ESHUTDOWN);
-        } else if (m->deadline_ns && now >= m->deadline_ns) {
-          // It waited for credits past its deadline: it would be too late anyway.
-          m->health = HealthStatus::LocalTimeout;
-          finalize(m, -ETIMEDOUT);
-        } else {
-          ni_send(m);
-        }
-      }
-    }
+    if (msg->tx_credit || msg->peer_tx_credit) return_credits(msg);
     if (again) {
       resend(msg);  // its event waits for the last attempt
       return;

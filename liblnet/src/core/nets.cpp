@@ -60,6 +60,23 @@ Result<Lnd*> Core::driver_for(const NetConfig& nc) {
   return lnds_.emplace(type, std::move(lnd)).first->second.get();
 }
 
+void Core::share_credits(Ni& ni) const {
+  // The NI's CPTs: a list naming every CPT is no list. Its credits are shared out over
+  // them as LNet does (lnet-facts: NI tx credits); the other CPTs' queues stay empty.
+  const NetTunables& t = ni.config.tunables;
+  ni.cpts = ni.config.cpts;
+  std::sort(ni.cpts.begin(), ni.cpts.end());
+  if (ni.cpts.size() == st_.cpts.count()) ni.cpts.clear();
+  int ncpts = static_cast<int>(ni.cpts.empty() ? st_.cpts.count() : ni.cpts.size());
+  int per_cpt = std::max(t.credits, 0);
+  if (ncpts > 1) per_cpt = std::min(t.credits, std::max(t.credits / ncpts, 8 * t.peer_credits));
+  ni.tq = std::make_unique<net::TxQueue[]>(st_.cpts.count());
+  for (unsigned c = 0; c < st_.cpts.count(); ++c) {
+    bool on = ni.cpts.empty() || std::binary_search(ni.cpts.begin(), ni.cpts.end(), c);
+    ni.tq[c].credits = ni.tq[c].max_credits = ni.tq[c].min_credits = on ? per_cpt : 0;
+  }
+}
+
 Result<Ni*> Core::bring_up(const NetConfig& nc) {
   bool lo = nc.net.type() == kLoLnd;
   if (!lo)
@@ -102,19 +119,7 @@ Result<Ni*> Core::bring_up(const NetConfig& nc) {
   // The flow-control tunables as the driver settled them (lnet-lnd(7)).
   NetTunables& t = ni->config.tunables;
   if (!lo && t.peer_credits <= 0) t.peer_credits = kDefaultPeerCredits;
-  // The NI's CPTs: a list naming every CPT is no list. Its credits are shared out over
-  // them as LNet does (lnet-facts: NI tx credits); the other CPTs' queues stay empty.
-  ni->cpts = nc.cpts;
-  std::sort(ni->cpts.begin(), ni->cpts.end());
-  if (ni->cpts.size() == st_.cpts.count()) ni->cpts.clear();
-  int ncpts = static_cast<int>(ni->cpts.empty() ? st_.cpts.count() : ni->cpts.size());
-  int per_cpt = std::max(t.credits, 0);
-  if (ncpts > 1) per_cpt = std::min(t.credits, std::max(t.credits / ncpts, 8 * t.peer_credits));
-  ni->tq = std::make_unique<net::TxQueue[]>(st_.cpts.count());
-  for (unsigned c = 0; c < st_.cpts.count(); ++c) {
-    bool on = ni->cpts.empty() || std::binary_search(ni->cpts.begin(), ni->cpts.end(), c);
-    ni->tq[c].credits = ni->tq[c].max_credits = ni->tq[c].min_credits = on ? per_cpt : 0;
-  }
+  share_credits(*ni);
   if (ni->poll) {
     ni->poll_id = add_progress(ni->poll, ni->poll_ctx);
     if (ni->poll_id < 0)
@@ -281,7 +286,9 @@ std::vector<NiInfo> Admin::ni_info() const {
     i.up = ni->up.load() && !ni->silent.load();  // the status peers are told
     i.interfaces = ni->config.interfaces;
     i.tunables = ni->config.tunables;
-    i.lnd_tunables = ni->config.lnd_tunables;
+    for (const LndTunableSpec& spec : lnd_tunables_of(ni->nid.net().type()))  // the values in effect
+      i.lnd_tunables.set(
+          spec.name, ni->lnd->tunable_in_effect(*ni, spec.name, ni->config.lnd_tunables.get_or(spec.name, spec.def)));
     i.lnd_timeout = ni->lnd->timeout(*ni);
     i.cpts = ni->cpts;
     if (i.cpts.empty())

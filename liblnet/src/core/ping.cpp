@@ -90,6 +90,71 @@ void Core::on_push(const Event& ev) {
   if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
 }
 
+namespace {
+
+// One ping's wait, shared with the MD's handler: after a timeout the MD may outlive the
+// call (its GET still in a driver), so the buffer lives here too.
+struct PingWait {
+  std::vector<std::uint8_t> buf;
+  Mutex m;
+  std::condition_variable cv;
+  bool replied LNET_GUARDED_BY(m) = false;
+  bool failed LNET_GUARDED_BY(m) = false;
+  bool done LNET_GUARDED_BY(m) = false;  // the MD is unlinked: no more events
+  int status LNET_GUARDED_BY(m) = 0;
+  std::uint32_t mlength LNET_GUARDED_BY(m) = 0;
+};
+
+}  // namespace
+
+Result<std::vector<std::uint8_t>> Core::ping_once(ProcessId target, Nid source, std::size_t size,
+                                                  std::chrono::milliseconds timeout) {
+  auto w = std::make_shared<PingWait>();
+  w->buf.resize(size);
+  MdDesc d;
+  d.start = w->buf.data();
+  d.length = size;
+  d.threshold = 2;  // SEND + REPLY
+  d.options = kMdTruncate;
+  d.handler = [w](const Event& ev) {
+    MutexLock g(w->m);
+    if (ev.type == EventType::Reply) {
+      w->replied = ev.status == 0;
+      w->status = ev.status;
+      w->mlength = ev.mlength;
+    } else if (ev.status != 0) {
+      w->failed = true;
+      w->status = ev.status;
+    }
+    if (ev.unlinked) w->done = true;
+    w->cv.notify_all();
+  };
+  auto md = md_bind(d, Unlink::Unlink);
+  if (!md) return md.failure();
+  if (int rc = get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
+    (void)md_unlink(*md);
+    return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
+  }
+  MutexLock lk(w->m);
+  bool answered = wait_with_progress(lk.native(), w->cv, std::chrono::steady_clock::now() + timeout,
+                                     [&]() LNET_REQUIRES(w->m) { return w->done || w->failed; });
+  if (!w->done) {
+    // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
+    // either in already (done) or refused from now on.
+    lk.unlock();
+    (void)md_unlink(*md);
+    lk.lock();
+  }
+  if (!w->replied) {
+    if (!answered)
+      return Failure{-ETIMEDOUT,
+                     "no answer from " + target.to_string() + " within " + std::to_string(timeout.count()) + " ms"};
+    int rc = w->status ? w->status : -EIO;
+    return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
+  }
+  return std::vector<std::uint8_t>(w->buf.begin(), w->buf.begin() + w->mlength);
+}
+
 Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source) {
   if (target.nid.is_any()) return Failure{-EINVAL, "ping needs a target NID"};
   if (!source.is_any() && !find_ni(source))
@@ -97,65 +162,11 @@ Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeou
   if (target.pid == kPidAny) target.pid = kPidLustre;
   max_nids = std::clamp(max_nids, 1U, st_.tun.max_interfaces.load());
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
-
-  // Shared with the MD's handler: after a timeout the MD may outlive this call (its GET
-  // still in a driver), so the buffer lives here too.
-  struct Wait {
-    std::vector<std::uint8_t> buf;
-    Mutex m;
-    std::condition_variable cv;
-    bool replied LNET_GUARDED_BY(m) = false;
-    bool failed LNET_GUARDED_BY(m) = false;
-    bool done LNET_GUARDED_BY(m) = false;  // the MD is unlinked: no more events
-    int status LNET_GUARDED_BY(m) = 0;
-    std::uint32_t mlength LNET_GUARDED_BY(m) = 0;
-  };
   for (int attempt = 0;; ++attempt) {
-    auto w = std::make_shared<Wait>();
-    w->buf.resize(size);
-    MdDesc d;
-    d.start = w->buf.data();
-    d.length = size;
-    d.threshold = 2;  // SEND + REPLY
-    d.options = kMdTruncate;
-    d.handler = [w](const Event& ev) {
-      MutexLock g(w->m);
-      if (ev.type == EventType::Reply) {
-        w->replied = ev.status == 0;
-        w->status = ev.status;
-        w->mlength = ev.mlength;
-      } else if (ev.status != 0) {
-        w->failed = true;
-        w->status = ev.status;
-      }
-      if (ev.unlinked) w->done = true;
-      w->cv.notify_all();
-    };
-    auto md = md_bind(d, Unlink::Unlink);
-    if (!md) return md.failure();
-    if (int rc = get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
-      (void)md_unlink(*md);
-      return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
-    }
-    MutexLock lk(w->m);
-    bool answered = wait_with_progress(lk.native(), w->cv, std::chrono::steady_clock::now() + timeout,
-                                       [&]() LNET_REQUIRES(w->m) { return w->done || w->failed; });
-    if (!w->done) {
-      // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
-      // either in already (done) or refused from now on.
-      lk.unlock();
-      (void)md_unlink(*md);
-      lk.lock();
-    }
-    if (!w->replied) {
-      if (!answered)
-        return Failure{-ETIMEDOUT,
-                       "no answer from " + target.to_string() + " within " + std::to_string(timeout.count()) + " ms"};
-      int rc = w->status ? w->status : -EIO;
-      return Failure{rc, "ping of " + target.to_string() + " failed: " + errno_string(rc)};
-    }
+    auto reply = ping_once(target, source, size, timeout);
+    if (!reply) return reply.failure();
     std::size_t needed = 0;
-    auto info = decode_ping_info(std::span(w->buf.data(), w->mlength), st_.tun.max_interfaces.load(), &needed);
+    auto info = decode_ping_info(*reply, st_.tun.max_interfaces.load(), &needed);
     if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
       size = needed;  // more NIs than we made room for: ask again with a big enough buffer
       continue;

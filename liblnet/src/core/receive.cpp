@@ -29,6 +29,26 @@ int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_privat
   return parse_received(ni, hdr, from, lnd_private, rdma_req, false);
 }
 
+Message* Core::new_rx(Ni& ni, const Header& hdr, Nid from, Nid initiator, unsigned cpt) {
+  Message* msg = new_msg(cpt);
+  msg->receiving = true;
+  msg->rxni = &ni;
+  msg->from = from;
+  msg->hdr = hdr;
+  msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+  Event& ev = msg->ev;
+  ev.target = ProcessId{hdr.dest_nid, hdr.dest_pid};
+  ev.initiator = ProcessId{initiator, hdr.src_pid};
+  ev.source = ProcessId{hdr.src_nid, hdr.src_pid};
+  ev.sender = from;
+  ev.msg_type = hdr.type;
+  ev.rlength = hdr.payload_length;
+  st_.counters.add(cpt, kRecvCount);
+  st_.counters.add(cpt, kRecvLength, hdr.payload_length);
+  ni.stats.add(TypeStats::kReceived, hdr.type);
+  return msg;
+}
+
 int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed) {
   unsigned cpt = st_.cpts.of_nid(from);
   auto reject = [&]() {
@@ -67,26 +87,10 @@ int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private,
     }
   }
 
-  Message* msg = new_msg(cpt);
-  msg->receiving = true;
-  msg->rxni = &ni;
-  msg->from = from;
+  Message* msg = new_rx(ni, hdr, from, initiator, cpt);
   msg->lnd_private = lnd_private;
   msg->rx_delayed = delayed;
-  msg->hdr = hdr;
   msg->rdma_get = rdma_req && hdr.type == MsgType::Get;
-  msg->target = ProcessId{hdr.dest_nid, hdr.dest_pid};
-  Event& ev = msg->ev;
-  ev.target = ProcessId{hdr.dest_nid, hdr.dest_pid};
-  ev.initiator = ProcessId{initiator, hdr.src_pid};
-  ev.source = ProcessId{hdr.src_nid, hdr.src_pid};
-  ev.sender = from;
-  ev.msg_type = hdr.type;
-  ev.rlength = hdr.payload_length;
-  st_.counters.add(cpt, kRecvCount);
-  st_.counters.add(cpt, kRecvLength, hdr.payload_length);
-  ni.stats.add(TypeStats::kReceived, hdr.type);
-
   switch (hdr.type) {
     case MsgType::Put: parse_put(msg); break;
     case MsgType::Get: parse_get(msg); break;

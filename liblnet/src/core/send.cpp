@@ -155,20 +155,8 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       if (held_for(lpni->peer)) return 0;
       continue;
     }
-    net::Selector::Query q;
-    q.cpt = cpt;
-    q.nets = &st_.nets();
-    q.dst = lpni;
-    q.src = src_ni;
-    // Responses go back exactly where the request came from; forwarded messages go to
-    // the NID their header names.
-    // So do recovery pings: they probe that one peer NI.
-    q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || forward || msg->recovery;
-    q.numa_range = st_.tun.numa_range.load(std::memory_order_relaxed);
-    q.gw_min_health = st_.gateway_min_health();
-    q.gw_discovery = may_wait;
     net::Path path;
-    if (int rc = selector_.select(q, path)) {
+    if (int rc = selector_.select(query(msg, lpni, src_ni, cpt, may_wait), path)) {
       if (rc != -EAGAIN) return rc;
       if (held_for(path.lpni->peer)) return 0;  // the route's gateway, discovered on first use
       continue;
@@ -183,36 +171,60 @@ int Core::send(Nid self, Message* msg, Nid dst) {
     }
     if (forward && !router_.next_hop_alive(msg, path.lpni)) {
       lk.unlock();
-      st_.counters.add(cpt, kDropCount);
-      st_.counters.add(cpt, kDropLength, msg->len);
-      LNET_LOG(Warn, kLogRouter, "dropping a %s for %s: %s has been silent and down for its peer_timeout",
-               msg_type_name(msg->hdr.type), msg->target.to_string().c_str(), path.lpni->nid.to_string().c_str());
-      msg->health = HealthStatus::RemoteDropped;
-      return -EHOSTUNREACH;
+      return drop_for_silent_hop(msg, path.lpni, cpt);
     }
-    msg->txni = path.ni;
-    msg->txpeer = path.lpni;
-    if (!forward) {  // a forwarded message keeps its source
-      msg->hdr.src_nid = path.ni->nid;
-      msg->hdr.src_pid = pid_;
-    }
-    msg->hdr.dest_nid = path.dest;
-    msg->next_hop = path.lpni->nid;
-    portals::PortalTable::note_next_hop(msg, path.lpni->nid);
-    if (msg->ev.type == EventType::Send) {  // not the event of a request we answer
-      msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
-      msg->ev.sender = path.ni->nid;
-    }
-    msg->cpt = cpt;  // credits of the peer NI's CPT from here on
-    msg->tx_committed = true;
-    st_.counters.add(cpt, forward ? kRouteCount : kSendCount);
-    st_.counters.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
+    take_path(msg, path, cpt);
     if (st_.stopping.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
     bool now = post_send_locked(msg);
     lk.unlock();
     if (now) ni_send(msg);
     return 0;
   }
+}
+
+net::Selector::Query Core::query(const Message* msg, PeerNi* dst, Ni* src, unsigned cpt, bool may_wait) const {
+  net::Selector::Query q;
+  q.cpt = cpt;
+  q.nets = &st_.nets();
+  q.dst = dst;
+  q.src = src;
+  // Responses go back exactly where the request came from; forwarded messages go to
+  // the NID their header names. So do recovery pings: they probe that one peer NI.
+  q.exact = msg->hdr.type == MsgType::Ack || msg->hdr.type == MsgType::Reply || msg->routing || msg->recovery;
+  q.numa_range = st_.tun.numa_range.load(std::memory_order_relaxed);
+  q.gw_min_health = st_.gateway_min_health();
+  q.gw_discovery = may_wait;
+  return q;
+}
+
+void Core::take_path(Message* msg, const net::Path& path, unsigned cpt) {
+  bool forward = msg->routing;
+  msg->txni = path.ni;
+  msg->txpeer = path.lpni;
+  if (!forward) {  // a forwarded message keeps its source
+    msg->hdr.src_nid = path.ni->nid;
+    msg->hdr.src_pid = pid_;
+  }
+  msg->hdr.dest_nid = path.dest;
+  msg->next_hop = path.lpni->nid;
+  portals::PortalTable::note_next_hop(msg, path.lpni->nid);
+  if (msg->ev.type == EventType::Send) {  // not the event of a request we answer
+    msg->ev.initiator = msg->ev.source = ProcessId{path.ni->nid, pid_};
+    msg->ev.sender = path.ni->nid;
+  }
+  msg->cpt = cpt;  // credits of the peer NI's CPT from here on
+  msg->tx_committed = true;
+  st_.counters.add(cpt, forward ? kRouteCount : kSendCount);
+  st_.counters.add(cpt, forward ? kRouteLength : kSendLength, msg->len);
+}
+
+int Core::drop_for_silent_hop(Message* msg, const PeerNi* hop, unsigned cpt) {
+  st_.counters.add(cpt, kDropCount);
+  st_.counters.add(cpt, kDropLength, msg->len);
+  LNET_LOG(Warn, kLogRouter, "dropping a %s for %s: %s has been silent and down for its peer_timeout",
+           msg_type_name(msg->hdr.type), msg->target.to_string().c_str(), hop->nid.to_string().c_str());
+  msg->health = HealthStatus::RemoteDropped;
+  return -EHOSTUNREACH;
 }
 
 bool Core::post_send_locked(Message* msg) {

@@ -146,6 +146,8 @@ class MpiLnd final : public Lnd {
   int recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
   int timeout(const NetInterface& ni) const override;
+  std::vector<std::pair<std::string, std::uint64_t>> counters() const override;
+  std::string counters_name() const override { return "mpi"; }
 
   // What its NI counted (zeros while it is down).
   Stats stats() const;

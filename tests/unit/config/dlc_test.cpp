@@ -112,7 +112,7 @@ TEST(DlcParse, TheFactsExample) {
   ASSERT_EQ(cfg->nets.size(), 1u);
   EXPECT_EQ(cfg->nets[0].net, NetId::make(kSockLnd, 0));
   EXPECT_EQ(cfg->nets[0].interfaces, std::vector<std::string>{"eth1"});
-  EXPECT_EQ(cfg->nets[0].lnd_tunables.timeout, 0);  // read-only: the driver's, derived from lnd_timeout
+  EXPECT_FALSE(cfg->nets[0].lnd_tunables.get("timeout"));  // read-only: the driver's, derived from lnd_timeout
   ASSERT_EQ(cfg->routes.size(), 1u);
   EXPECT_EQ(cfg->routes[0].net, *NetId::parse("tcp7"));
   EXPECT_EQ(cfg->routes[0].gateway, *Nid::parse("10.9.0.1@tcp"));

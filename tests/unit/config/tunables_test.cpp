@@ -51,7 +51,7 @@ TEST(Tunables, CptListsNameCptsOfTheInstance) {
 
 TEST(Tunables, LndTunablesADriverDoesNotTakeAreRefused) {
   Config cfg = test::fabric_config({81});
-  cfg.nets[0].lnd_tunables.conns_per_peer = 2;
+  cfg.nets[0].lnd_tunables.set("conns_per_peer", 2);
   auto r = Instance::create(cfg, kPidLustre);
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("not supported yet: conns_per_peer on gni"), std::string::npos) << r.message();

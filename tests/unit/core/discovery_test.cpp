@@ -1,4 +1,4 @@
-// Dynamic discovery (core/discovery.cpp) between instances joined by the test fabric:
+// Dynamic discovery (peer/discovery.cpp) between instances joined by the test fabric:
 // lazy discovery on first send, primary NIDs, merging, pushes on NI changes, discovery
 // off on either side, failures, bad pushes, and the events each state must ignore.
 #include <gtest/gtest.h>

@@ -191,7 +191,7 @@ TEST(SocketParams, TimeoutZeroTakesLnetsDerivedLndTimeout) {
   EXPECT_EQ(nis[1].lnd_timeout, 10);
   lnet->reset();
   // An NI's own timeout, or LNET_SOCK_TIMEOUT, wins.
-  cfg.nets[0].lnd_tunables.timeout = 7;
+  cfg.nets[0].lnd_tunables.set("timeout", 7);
   lnet = Instance::create(cfg, kPidLustre);
   ASSERT_TRUE(lnet) << lnet.message();
   EXPECT_EQ((*lnet)->control().ni_info()[1].lnd_timeout, 7);

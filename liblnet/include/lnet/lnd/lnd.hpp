@@ -10,6 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <lnet/config.hpp>
 #include <lnet/lnd/header.hpp>
@@ -184,6 +188,17 @@ class Lnd {
   // drivers it was handed when it is created and uses the first that offers some; it
   // keeps that driver object alive as long as it has router buffers.
   virtual BufferMemory* router_memory() { return nullptr; }
+  // The value in effect on `ni` of one of the driver's tunables (its LndTunableSpec),
+  // given what was configured (or the default): what `net show -v` and export print.
+  // The default: "timeout" is the driver's timeout(), the others as configured.
+  virtual long tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const {
+    return name == "timeout" ? timeout(ni) : configured;
+  }
+  // The driver's own counters (`lnetctl stats show` prints them under its name), in a
+  // fixed order; read without stopping the driver.
+  virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
+  // The name its counters go under ("socklnd", "mpilnd", "up").
+  virtual std::string counters_name() const { return {}; }
 };
 
 // Makes a driver for one net type; registered once per process.

@@ -66,7 +66,7 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
 void Conn::start_connect(std::uint32_t ip, int port) {
   const SocketParams& p = lnd_.params();
   int timeout_s = sni_->timeout.load(std::memory_order_relaxed);
-  int tos = sni_->ni->config.lnd_tunables.tos;
+  int tos = static_cast<int>(sni_->ni->config.lnd_tunables.get_or("tos", -1));
   set_socket_options(fd_, p, timeout_s, tos);
   sockaddr_in local{};
   local.sin_family = AF_INET;
@@ -154,7 +154,8 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) 
   c->peer_ip_ = ntohl(from.sin_addr.s_addr);
   c->peer_port_ = ntohs(from.sin_port);
   c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
-  set_socket_options(fd, lnd.params(), sni.timeout.load(std::memory_order_relaxed), sni.ni->config.lnd_tunables.tos);
+  set_socket_options(fd, lnd.params(), sni.timeout.load(std::memory_order_relaxed),
+                     static_cast<int>(sni.ni->config.lnd_tunables.get_or("tos", -1)));
   {
     MutexLock g(sni.conns_mutex);
     sni.conns.push_back(c);
@@ -174,7 +175,8 @@ void Conn::rehome(SockNi& to) {
     to.conns.push_back(self);
   }
   sni_ = &to;
-  set_socket_options(fd_, lnd_.params(), to.timeout.load(std::memory_order_relaxed), to.ni->config.lnd_tunables.tos);
+  set_socket_options(fd_, lnd_.params(), to.timeout.load(std::memory_order_relaxed),
+                     static_cast<int>(to.ni->config.lnd_tunables.get_or("tos", -1)));
 }
 
 void Conn::send_raw(const std::vector<std::uint8_t>& bytes) {

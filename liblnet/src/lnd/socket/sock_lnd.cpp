@@ -136,7 +136,8 @@ int SocketLnd::startup(NetInterface& ni) {
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   // The NI's own timeout, else LNET_SOCK_TIMEOUT; 0 there (sock_timeout=0) takes LNet's
   // derived lnd_timeout, as ksocklnd does.
-  int timeout = ni.config.lnd_tunables.timeout > 0 ? ni.config.lnd_tunables.timeout : params_.timeout;
+  int timeout = static_cast<int>(ni.config.lnd_tunables.get_or("timeout", 0));
+  if (timeout <= 0) timeout = params_.timeout;
   if (timeout == 0) timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
   sni->timeout.store(timeout, std::memory_order_relaxed);
   // The NI's peer_credits when the configuration left them: ksocklnd's default.
@@ -495,17 +496,20 @@ int SocketLnd::recv(NetInterface&, void* lnd_private, LndMessage* msg, bool, con
 }
 
 Status SocketLnd::check_config(const NetConfig& config) const {
+  if (Status s = Lnd::check_config(config); !s) return s;  // the keys and ranges of kTunables
   const LndTunables& t = config.lnd_tunables;
   std::string net = config.net.to_string();
-  if (t.conns_per_peer > 1)
-    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer " + std::to_string(t.conns_per_peer) + " on " + net +
+  if (long cpp = t.get_or("conns_per_peer", 0); cpp > 1)
+    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer " + std::to_string(cpp) + " on " + net +
                                     " (one connection of each type per peer)"};
-  if (t.conns_per_peer < 0)
-    return Failure{-EINVAL, "conns_per_peer " + std::to_string(t.conns_per_peer) + " on " + net};
-  if (t.timeout < 0) return Failure{-EINVAL, "LND timeout " + std::to_string(t.timeout) + " on " + net};
-  if (t.tos < -1 || t.tos > 255)
-    return Failure{-EINVAL, "tos " + std::to_string(t.tos) + " on " + net + " is not -1 or 0..255"};
+  if (long to = t.get_or("timeout", 0); to < 0)
+    return Failure{-EINVAL, "LND timeout " + std::to_string(to) + " on " + net};
   return {};
+}
+
+long SocketLnd::tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const {
+  if (name == "conns_per_peer") return configured > 0 ? configured : 1;  // 0 (auto) is one here
+  return Lnd::tunable_in_effect(ni, name, configured);
 }
 
 int SocketLnd::timeout(const NetInterface& ni) const {
@@ -526,6 +530,10 @@ namespace {
 const struct Registrar {
   Registrar() {
     register_lnd(kSockLnd, [] { return std::unique_ptr<Lnd>(new SocketLnd); });
+    register_lnd_tunables(kSockLnd,
+                          {{"conns_per_peer", 0, 127, 0, false, "bulk connections per peer (0: from the link speed)"},
+                           {"timeout", 0, 3600, 0, true, "seconds before a stuck connection is closed (lnd_timeout)"},
+                           {"tos", -1, 255, -1, false, "IP type of service of its sockets (-1: left alone)"}});
   }
 } registrar;
 }  // namespace

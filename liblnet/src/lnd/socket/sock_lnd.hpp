@@ -93,6 +93,7 @@ class SocketLnd final : public Lnd {
            std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) override;
   Status check_config(const NetConfig& config) const override;
   int timeout(const NetInterface& ni) const override;
+  long tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const override;
   int set_timeout(NetInterface& ni, int seconds) override;
 
   const SocketParams& params() const { return params_; }

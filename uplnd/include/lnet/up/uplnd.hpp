@@ -62,6 +62,10 @@ class UpLnd final : public Lnd {
   BufferMemory* router_memory() override;
   // A proxy is attached: the NI is alive while its applications are quiet.
   bool link_alive(const NetInterface& ni) const override;
+  // Its tunables are the mpi net type's (timeout, shown only: it keeps no timeout).
+  Status check_config(const NetConfig& config) const override;
+  std::vector<std::pair<std::string, std::uint64_t>> counters() const override;
+  std::string counters_name() const override { return "up"; }
 
   UpStats stats() const;
   // Whether an NI of this driver is up (lnetd has an mpi net).

@@ -49,6 +49,7 @@ class Admin final : public Control {
   std::vector<UdspRule> udsp_rules() const override;
   Counters counters() const override { return c_.st_.counters.snapshot(); }
   void reset_counters() override;
+  std::vector<LndCounters> lnd_counters() const override;
   unsigned cpt_count() const override { return c_.st_.cpts.count(); }
   unsigned cpt_of_nid(Nid nid) const override { return c_.st_.cpts.of_nid(nid); }
 

@@ -139,6 +139,8 @@ class Core final : public LndHost,
   // Local NIs (nets.cpp); under config_mutex_.
   Result<Lnd*> driver_for(const NetConfig& nc) LNET_REQUIRES(config_mutex_);
   Result<Ni*> bring_up(const NetConfig& nc) LNET_REQUIRES(config_mutex_);
+  // The NI's tx credits shared out over its CPTs (its configured list).
+  void share_credits(Ni& ni) const;
   void take_down(Ni* ni) LNET_REQUIRES(config_mutex_);
   void publish(std::unique_ptr<net::NetTable> t) LNET_REQUIRES(config_mutex_);
   Status set_globals_locked(const GlobalTunables& g) LNET_REQUIRES(config_mutex_);
@@ -154,12 +156,23 @@ class Core final : public LndHost,
   int send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, std::uint64_t match_bits,
                std::uint32_t offset, bool recovery);
   int send_local(Message* msg, Nid dst);
+  // The selector's question for `msg` to `dst` (from `src`, or any NI when null).
+  net::Selector::Query query(const Message* msg, PeerNi* dst, Ni* src, unsigned cpt, bool may_wait) const;
+  // The path chosen: the message takes it (its header, event and counters say so).
+  void take_path(Message* msg, const net::Path& path, unsigned cpt);
+  // A forwarded message whose next hop has been silent and down: dropped.
+  [[gnu::cold]] int drop_for_silent_hop(Message* msg, const PeerNi* hop, unsigned cpt);
   bool post_send_locked(Message* msg);  // true: send now; false: queued for credits
   void return_credits_locked(Message* msg, MsgQueue& to_send);
+  // A sent message gives its credits back; the messages they let go are sent.
+  void return_credits(Message* msg);
   void ni_send(Message* msg);
 
   // Receiving (receive.cpp). `delayed`: a fault rule held it (parse() returned long ago).
   int parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req, bool delayed);
+  // A received message for us, counted, its event filled (`initiator`: the sender's
+  // primary NID).
+  Message* new_rx(Ni& ni, const Header& hdr, Nid from, Nid initiator, unsigned cpt);
   // Fault rules on receive (fault.cpp): true when they took the message (dropped, or held
   // until the monitor hands it back).
   [[gnu::cold]] bool fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
@@ -186,6 +199,9 @@ class Core final : public LndHost,
   int setup_ping_target();
   void post_push_target();
   void on_push(const Event& ev);
+  // One ping (a GET of `target`'s ping info into `size` bytes): the reply's bytes.
+  Result<std::vector<std::uint8_t>> ping_once(ProcessId target, Nid source, std::size_t size,
+                                              std::chrono::milliseconds timeout);
 
   Config config_;
   Pid pid_;

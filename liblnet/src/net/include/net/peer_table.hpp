@@ -44,7 +44,7 @@ inline constexpr std::uint32_t kForcePush = 0x4000;
 inline constexpr std::uint32_t kLockPrimary = 0x100000;
 }  // namespace peer_state
 
-// Where a peer is in discovery (core/discovery.cpp has the transitions).
+// Where a peer is in discovery (peer/discovery.cpp has the transitions).
 enum class DcState : std::uint8_t {
   Undiscovered,  // nothing learned yet, or the last round failed
   Queued,        // waiting for the discovery thread
