@@ -63,8 +63,10 @@ Status Lnd::check_config(const NetConfig& config) const {
   // Every key set is one of the net type's tunables, settable, within its range.
   std::string net = config.net.to_string();
   std::vector<LndTunableSpec> specs = lnd_tunables_of(config.net.type());
-  for (const auto& [name, value] : config.lnd_tunables.values) {
-    auto spec = std::find_if(specs.begin(), specs.end(), [&](const LndTunableSpec& t) { return t.name == name; });
+  for (const auto& kv : config.lnd_tunables.values) {
+    const std::string& name = kv.first;
+    long value = kv.second;
+    auto spec = std::find_if(specs.begin(), specs.end(), [&name](const LndTunableSpec& t) { return t.name == name; });
     if (spec == specs.end())
       return Failure{-EOPNOTSUPP, "not supported yet: " + name + " on " + net + " (its driver takes no such tunable)"};
     if (spec->read_only) continue;  // shown only; the driver keeps its own
