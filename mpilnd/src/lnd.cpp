@@ -1,6 +1,7 @@
 // lnet::mpi::MpiLnd: the mpi driver of one communicator, for any host of the SPI.
 #include <algorithm>
 
+#include <lnet/lnd/mpi_net.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
 #include <lnet/mutex.hpp>
@@ -139,9 +140,9 @@ std::vector<std::pair<std::string, std::uint64_t>> MpiLnd::counters() const {
 }
 
 namespace {
-// The mpi net type's tunables (the UP LND declares the same list).
+// The mpi net type's tunables (<lnet/lnd/mpi_net.hpp>).
 const bool kTunablesDeclared = [] {
-  register_lnd_tunables(kMpiLnd, {{"timeout", 0, 3600, 0, true, "seconds a transfer may take (lnd_timeout)"}});
+  register_lnd_tunables(kMpiLnd, mpi_net_tunables());
   return true;
 }();
 }  // namespace

@@ -1,5 +1,6 @@
 // UpLnd: the driver object lnetd hands to its Instance; one NI, on an mpi net.
 #include <lnet/lnd/ifaddr.hpp>
+#include <lnet/lnd/mpi_net.hpp>
 #include <lnet/log.hpp>
 #include <lnet/up/uplnd.hpp>
 
@@ -55,9 +56,9 @@ std::vector<std::pair<std::string, std::uint64_t>> UpLnd::counters() const {
 }
 
 namespace {
-// The mpi net type's tunables (the MPI LND declares the same list).
+// The mpi net type's tunables (<lnet/lnd/mpi_net.hpp>).
 const bool kTunablesDeclared = [] {
-  register_lnd_tunables(kMpiLnd, {{"timeout", 0, 3600, 0, true, "seconds a transfer may take (lnd_timeout)"}});
+  register_lnd_tunables(kMpiLnd, mpi_net_tunables());
   return true;
 }();
 }  // namespace

@@ -2,6 +2,7 @@
 // ping may bring back; NI CPT lists name CPTs the instance has; LND tunables a driver does not take.
 #include <gtest/gtest.h>
 
+#include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
 
 #include "support/fabric.hpp"
@@ -55,6 +56,34 @@ TEST(Tunables, LndTunablesADriverDoesNotTakeAreRefused) {
   auto r = Instance::create(cfg, kPidLustre);
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("not supported yet: conns_per_peer on gni"), std::string::npos) << r.message();
+}
+
+// A driver's own tunables: declared once (here for bxi3f, which no driver of this build
+// serves), then read, checked and printed by the DLC from the declaration alone.
+TEST(Tunables, ADriversDeclaredTunablesAreReadCheckedAndPrinted) {
+  register_lnd_tunables(kBxi3Lnd, {{"knob", 0, 10, 3, false, "a test knob"}, {"gauge", 0, 99, 7, true, "shown"}});
+  auto cfg = dlc::parse_config(
+      "net:\n  - net type: bxi3f\n    local NI(s):\n      - nid: 5@bxi3f\n        lnd tunables:\n"
+      "          knob: 9\n          gauge: 50\n");
+  ASSERT_TRUE(cfg) << cfg.message();
+  ASSERT_EQ(cfg->nets.size(), 1u);
+  EXPECT_EQ(cfg->nets[0].lnd_tunables.get("knob"), 9);
+  EXPECT_FALSE(cfg->nets[0].lnd_tunables.get("gauge")) << "read-only: shown, never read";
+  std::string text = dlc::config_to_yaml(*cfg, false);
+  EXPECT_NE(text.find("knob: 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("gauge: 7"), std::string::npos) << "the default of a key not set\n" << text;
+  EXPECT_EQ(dlc::config_to_yaml(*cfg, true).find("gauge"), std::string::npos) << "a backup leaves read-only keys out";
+  auto range = dlc::parse_config(
+      "net:\n  - net type: bxi3f\n    local NI(s):\n      - nid: 5@bxi3f\n        lnd tunables:\n"
+      "          knob: 11\n");
+  ASSERT_FALSE(range);
+  EXPECT_NE(range.message().find("invalid knob value 11 (valid range 0-10)"), std::string::npos) << range.message();
+  // A key the net type's driver did not declare is refused when the NI comes up.
+  Config c = test::fabric_config({83});
+  c.nets[0].lnd_tunables.set("knob", 1);
+  auto r = Instance::create(c, kPidLustre);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("not supported yet: knob on gni"), std::string::npos) << r.message();
 }
 
 TEST(Tunables, PeerCreditsDefaultToTheDrivers) {
