@@ -26,14 +26,92 @@ static int expect(struct lnet_handle_eq eq, enum lnet_event_kind kind, struct ln
   return 0;
 }
 
-int main(void) {
-  struct lnet_process_id me, ids[4], any = {LNET_NID_ANY, LNET_PID_ANY};
-  struct lnet_handle_eq eq;
+/* The target: an ME for our match bits with an MD that takes PUT and GET. */
+static int attach_target(struct lnet_handle_eq eq, char* buf, unsigned int len, struct lnet_handle_md* out) {
+  struct lnet_process_id any = {LNET_NID_ANY, LNET_PID_ANY};
   struct lnet_handle_me meh;
-  struct lnet_handle_md target_md, src_md, sink_md;
   struct lnet_md md;
+  int rc = LNetMEAttach(PORTAL, any, MATCH_BITS, 0, LNET_UNLINK, LNET_INS_AFTER, &meh);
+
+  if (rc) return fail("LNetMEAttach", rc);
+  memset(&md, 0, sizeof(md));
+  md.start = buf;
+  md.length = len;
+  md.threshold = LNET_MD_THRESH_INF;
+  md.options = LNET_MD_OP_PUT | LNET_MD_OP_GET | LNET_MD_MANAGE_REMOTE;
+  md.eq_handle = eq;
+  LNetInvalidateMDHandle(&md.bulk_handle);
+  rc = LNetMDAttach(meh, md, LNET_RETAIN, out);
+  return rc ? fail("LNetMDAttach", rc) : 0;
+}
+
+/* A free-floating MD over buf for one PUT or GET (two events: SEND and ACK/REPLY). */
+static int bind_buffer(struct lnet_handle_eq eq, char* buf, unsigned int len, struct lnet_handle_md* out) {
+  struct lnet_md md;
+  int rc;
+
+  memset(&md, 0, sizeof(md));
+  md.start = buf;
+  md.length = len;
+  md.threshold = 2;
+  md.eq_handle = eq;
+  LNetInvalidateMDHandle(&md.bulk_handle);
+  rc = LNetMDBind(md, LNET_UNLINK, out);
+  return rc ? fail("LNetMDBind", rc) : 0;
+}
+
+/* PUT with an ACK: SEND, PUT (at the target) and ACK events. */
+static int put_and_check(struct lnet_handle_eq eq, struct lnet_process_id me, char* source, const char* target) {
+  struct lnet_handle_md src_md;
   struct lnet_event ev;
-  char target[64] = "", source[64] = "hello over 0@lo", sink[64] = "";
+  unsigned int len = (unsigned int)strlen(source) + 1;
+  int rc, seen_put = 0, seen_send = 0, seen_ack = 0;
+
+  if (bind_buffer(eq, source, len, &src_md)) return 1;
+  rc = LNetPut(LNET_NID_ANY, src_md, LNET_ACK_REQ, me, PORTAL, MATCH_BITS, 0, 42);
+  if (rc) return fail("LNetPut", rc);
+  for (int i = 0; i < 3; i++) {
+    rc = LNetEQPoll(&eq, 1, 1000, &ev, NULL);
+    if (rc <= 0) return fail("waiting for PUT events", rc == 0 ? -ETIMEDOUT : rc);
+    if (ev.status) return fail("PUT event", ev.status);
+    seen_put += ev.type == LNET_EVENT_PUT && ev.hdr_data == 42 && ev.mlength == len;
+    seen_send += ev.type == LNET_EVENT_SEND;
+    seen_ack += ev.type == LNET_EVENT_ACK && ev.unlinked;
+  }
+  if (!seen_put || !seen_send || !seen_ack || strcmp(target, source) != 0) return fail("PUT", -EPROTO);
+  printf("PUT %u bytes to portal %d: SEND, PUT and ACK seen, data \"%s\"\n", len, PORTAL, target);
+  return 0;
+}
+
+/* GET it back: SEND, GET (at the target) and REPLY events. */
+static int get_and_check(struct lnet_handle_eq eq, struct lnet_process_id me, const char* source) {
+  struct lnet_handle_md sink_md;
+  struct lnet_event ev;
+  char sink[64] = "";
+  int rc, seen_get = 0, seen_send = 0, seen_reply = 0;
+
+  if (bind_buffer(eq, sink, sizeof(sink), &sink_md)) return 1;
+  rc = LNetGet(LNET_NID_ANY, sink_md, me, PORTAL, MATCH_BITS, 0, false);
+  if (rc) return fail("LNetGet", rc);
+  for (int i = 0; i < 3; i++) {
+    rc = LNetEQPoll(&eq, 1, 1000, &ev, NULL);
+    if (rc <= 0) return fail("waiting for GET events", rc == 0 ? -ETIMEDOUT : rc);
+    if (ev.status) return fail("GET event", ev.status);
+    seen_get += ev.type == LNET_EVENT_GET;
+    seen_send += ev.type == LNET_EVENT_SEND;
+    seen_reply += ev.type == LNET_EVENT_REPLY && ev.unlinked;
+  }
+  if (!seen_get || !seen_send || !seen_reply || strcmp(sink, source) != 0) return fail("GET", -EPROTO);
+  printf("GET %zu bytes back: SEND, GET and REPLY seen, data \"%s\"\n", sizeof(sink), sink);
+  return 0;
+}
+
+int main(void) {
+  struct lnet_process_id me, ids[4];
+  struct lnet_handle_eq eq;
+  struct lnet_handle_md target_md;
+  struct lnet_event ev;
+  char target[64] = "", source[64] = "hello over 0@lo";
   int rc, n;
 
   rc = LNetNIInit(LNET_PID_ANY);
@@ -48,61 +126,9 @@ int main(void) {
 
   rc = LNetEQAlloc(16, LNET_EQ_HANDLER_NONE, &eq);
   if (rc) return fail("LNetEQAlloc", rc);
-
-  /* The target: an ME for our match bits with an MD that takes PUT and GET. */
-  rc = LNetMEAttach(PORTAL, any, MATCH_BITS, 0, LNET_UNLINK, LNET_INS_AFTER, &meh);
-  if (rc) return fail("LNetMEAttach", rc);
-  memset(&md, 0, sizeof(md));
-  md.start = target;
-  md.length = sizeof(target);
-  md.threshold = LNET_MD_THRESH_INF;
-  md.options = LNET_MD_OP_PUT | LNET_MD_OP_GET | LNET_MD_MANAGE_REMOTE;
-  md.eq_handle = eq;
-  LNetInvalidateMDHandle(&md.bulk_handle);
-  rc = LNetMDAttach(meh, md, LNET_RETAIN, &target_md);
-  if (rc) return fail("LNetMDAttach", rc);
-
-  /* PUT with an ACK: SEND, PUT (at the target) and ACK events. */
-  md.start = source;
-  md.length = (unsigned int)strlen(source) + 1;
-  md.threshold = 2;
-  md.options = 0;
-  rc = LNetMDBind(md, LNET_UNLINK, &src_md);
-  if (rc) return fail("LNetMDBind", rc);
-  rc = LNetPut(LNET_NID_ANY, src_md, LNET_ACK_REQ, me, PORTAL, MATCH_BITS, 0, 42);
-  if (rc) return fail("LNetPut", rc);
-  int seen_put = 0, seen_send = 0, seen_ack = 0;
-  for (int i = 0; i < 3; i++) {
-    rc = LNetEQPoll(&eq, 1, 1000, &ev, NULL);
-    if (rc <= 0) return fail("waiting for PUT events", rc == 0 ? -ETIMEDOUT : rc);
-    if (ev.status) return fail("PUT event", ev.status);
-    seen_put += ev.type == LNET_EVENT_PUT && ev.hdr_data == 42 && ev.mlength == md.length;
-    seen_send += ev.type == LNET_EVENT_SEND;
-    seen_ack += ev.type == LNET_EVENT_ACK && ev.unlinked;
-  }
-  if (!seen_put || !seen_send || !seen_ack || strcmp(target, source) != 0) return fail("PUT", -EPROTO);
-  printf("PUT %u bytes to portal %d: SEND, PUT and ACK seen, data \"%s\"\n", md.length, PORTAL, target);
-
-  /* GET it back: SEND, GET (at the target) and REPLY events. */
-  md.start = sink;
-  md.length = sizeof(sink);
-  md.threshold = 2;
-  rc = LNetMDBind(md, LNET_UNLINK, &sink_md);
-  if (rc) return fail("LNetMDBind", rc);
-  rc = LNetGet(LNET_NID_ANY, sink_md, me, PORTAL, MATCH_BITS, 0, false);
-  if (rc) return fail("LNetGet", rc);
-  int seen_get = 0, seen_reply = 0;
-  seen_send = 0;
-  for (int i = 0; i < 3; i++) {
-    rc = LNetEQPoll(&eq, 1, 1000, &ev, NULL);
-    if (rc <= 0) return fail("waiting for GET events", rc == 0 ? -ETIMEDOUT : rc);
-    if (ev.status) return fail("GET event", ev.status);
-    seen_get += ev.type == LNET_EVENT_GET;
-    seen_send += ev.type == LNET_EVENT_SEND;
-    seen_reply += ev.type == LNET_EVENT_REPLY && ev.unlinked;
-  }
-  if (!seen_get || !seen_send || !seen_reply || strcmp(sink, source) != 0) return fail("GET", -EPROTO);
-  printf("GET %zu bytes back: SEND, GET and REPLY seen, data \"%s\"\n", sizeof(sink), sink);
+  if (attach_target(eq, target, sizeof(target), &target_md)) return 1;
+  if (put_and_check(eq, me, source, target)) return 1;
+  if (get_and_check(eq, me, source)) return 1;
 
   rc = LNetMDUnlink(target_md);
   if (rc) return fail("LNetMDUnlink", rc);

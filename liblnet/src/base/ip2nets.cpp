@@ -81,6 +81,55 @@ Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector
   return networks;
 }
 
+namespace {
+
+// The interfaces rule `r` puts its net on: those it names (all of them up, with an address
+// in its ranges if it has ranges), else every interface up with an address in its ranges,
+// else the first one up. None: *why says so.
+std::vector<Ip2netsRule::Interface> interfaces_for(const Ip2netsRule& r, const std::vector<HostInterface>& host,
+                                                   const std::vector<NidPattern>& ranges, std::string* why) {
+  auto in_range = [&](std::uint32_t ip) {
+    return std::any_of(ranges.begin(), ranges.end(), [&](const NidPattern& p) { return matches(p, ip); });
+  };
+  std::vector<Ip2netsRule::Interface> chosen;
+  if (!r.interfaces.empty()) {
+    for (const auto& want : r.interfaces) {
+      bool exists = false, up = false, hit = false;
+      for (const HostInterface& h : host) {
+        if (h.name != want.name) continue;
+        exists = true;
+        up = up || h.up;
+        hit = hit || (h.up && in_range(h.ipv4));
+      }
+      if (!exists)
+        *why = "no interface '" + want.name + "'";
+      else if (!up)
+        *why = "interface '" + want.name + "' is not up";
+      else if (!ranges.empty() && !hit)
+        *why = "interface '" + want.name + "' has no address in the ranges";
+      if (!why->empty()) break;
+      chosen.push_back(want);
+    }
+  } else if (!ranges.empty()) {
+    for (const HostInterface& h : host) {
+      if (!h.up || !in_range(h.ipv4)) continue;
+      bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == h.name; });
+      if (!seen) chosen.push_back({h.name, std::nullopt});
+    }
+    if (chosen.empty()) *why = "no interface that is up has an address in the ranges";
+  } else {
+    for (const HostInterface& h : host)
+      if (h.up && !h.loopback) {
+        chosen.push_back({h.name, std::nullopt});
+        break;
+      }
+    if (chosen.empty()) *why = "no interface is up";
+  }
+  return chosen;
+}
+
+}  // namespace
+
 Result<std::vector<NetConfig>> resolve_ip2nets(const std::vector<Ip2netsRule>& rules,
                                                const std::vector<HostInterface>& host,
                                                std::vector<std::string>* skipped) {
@@ -100,44 +149,8 @@ Result<std::vector<NetConfig>> resolve_ip2nets(const std::vector<Ip2netsRule>& r
       if (!p) return p.failure();
       ranges.push_back(*p);
     }
-    auto in_range = [&](std::uint32_t ip) {
-      return std::any_of(ranges.begin(), ranges.end(), [&](const NidPattern& p) { return matches(p, ip); });
-    };
-    std::vector<Ip2netsRule::Interface> chosen;
     std::string why;
-    if (!r.interfaces.empty()) {
-      for (const auto& want : r.interfaces) {
-        bool exists = false, up = false, hit = false;
-        for (const HostInterface& h : host) {
-          if (h.name != want.name) continue;
-          exists = true;
-          up = up || h.up;
-          hit = hit || (h.up && in_range(h.ipv4));
-        }
-        if (!exists)
-          why = "no interface '" + want.name + "'";
-        else if (!up)
-          why = "interface '" + want.name + "' is not up";
-        else if (!ranges.empty() && !hit)
-          why = "interface '" + want.name + "' has no address in the ranges";
-        if (!why.empty()) break;
-        chosen.push_back(want);
-      }
-    } else if (!ranges.empty()) {
-      for (const HostInterface& h : host) {
-        if (!h.up || !in_range(h.ipv4)) continue;
-        bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == h.name; });
-        if (!seen) chosen.push_back({h.name, std::nullopt});
-      }
-      if (chosen.empty()) why = "no interface that is up has an address in the ranges";
-    } else {
-      for (const HostInterface& h : host)
-        if (h.up && !h.loopback) {
-          chosen.push_back({h.name, std::nullopt});
-          break;
-        }
-      if (chosen.empty()) why = "no interface is up";
-    }
+    std::vector<Ip2netsRule::Interface> chosen = interfaces_for(r, host, ranges, &why);
     if (!why.empty()) {
       skip(r, why);
       continue;

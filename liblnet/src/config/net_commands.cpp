@@ -107,6 +107,39 @@ Response add_ip2net(Control& c, const std::string& text, const NetConfig& tunabl
   return ok(YAML::Node());
 }
 
+// net add's tunables, CPTs and driver tunables into `nc`.
+Status read_tunables(const Request& r, NetConfig& nc) {
+  struct IntArg {
+    const char* name;
+    int* field;
+    long lo, hi;
+  } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, -1, 1 << 20},  // -1: the default, as in YAML
+              {"peer-credits", &nc.tunables.peer_credits, 0, 65535},
+              {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 65535},
+              {"credits", &nc.tunables.credits, 1, 1 << 20}};
+  for (auto& a : ints) {
+    auto v = int_arg(r, a.name, *a.field, a.lo, a.hi);
+    if (!v) return v.failure();
+    *a.field = static_cast<int>(*v);
+  }
+  // lnetctl's options for driver tunables: set only when given; the NI's driver says
+  // whether it takes them.
+  for (auto [option, key, lo, hi] :
+       {std::tuple{"conns-per-peer", "conns_per_peer", 0L, 127L}, std::tuple{"tos", "tos", -1L, 255L}}) {
+    if (!r.arg(option)) continue;
+    auto v = int_arg(r, option, 0, lo, hi);
+    if (!v) return v.failure();
+    nc.lnd_tunables.set(key, *v);
+  }
+  if (nc.tunables.peer_timeout < 0) nc.tunables.peer_timeout = NetTunables{}.peer_timeout;
+  if (const std::string* cpt = r.arg("cpt")) {
+    auto parsed = parse_cpt_list(*cpt);
+    if (!parsed) return Failure{-EINVAL, "--cpt: " + parsed.message()};
+    nc.cpts = *parsed;
+  }
+  return {};
+}
+
 }  // namespace
 
 Response net_add(Instance& lnet, const Request& r, const Hooks&) {
@@ -140,34 +173,7 @@ Response net_add(Instance& lnet, const Request& r, const Hooks&) {
     if (n->net() != nc.net) return error_block("add", "net", -EINVAL, "--nid " + *nid + " is not on " + *net);
     nc.nid = *n;
   }
-  struct IntArg {
-    const char* name;
-    int* field;
-    long lo, hi;
-  } ints[] = {{"peer-timeout", &nc.tunables.peer_timeout, -1, 1 << 20},  // -1: the default, as in YAML
-              {"peer-credits", &nc.tunables.peer_credits, 0, 65535},
-              {"peer-buffer-credits", &nc.tunables.peer_buffer_credits, 0, 65535},
-              {"credits", &nc.tunables.credits, 1, 1 << 20}};
-  for (auto& a : ints) {
-    auto v = int_arg(r, a.name, *a.field, a.lo, a.hi);
-    if (!v) return error_block("add", "net", v.code(), v.message());
-    *a.field = static_cast<int>(*v);
-  }
-  // lnetctl's options for driver tunables: set only when given; the NI's driver says
-  // whether it takes them.
-  for (auto [option, key, lo, hi] :
-       {std::tuple{"conns-per-peer", "conns_per_peer", 0L, 127L}, std::tuple{"tos", "tos", -1L, 255L}}) {
-    if (!r.arg(option)) continue;
-    auto v = int_arg(r, option, 0, lo, hi);
-    if (!v) return error_block("add", "net", v.code(), v.message());
-    nc.lnd_tunables.set(key, *v);
-  }
-  if (nc.tunables.peer_timeout < 0) nc.tunables.peer_timeout = NetTunables{}.peer_timeout;
-  if (const std::string* cpt = r.arg("cpt")) {
-    auto parsed = parse_cpt_list(*cpt);
-    if (!parsed) return error_block("add", "net", -EINVAL, "--cpt: " + parsed.message());
-    nc.cpts = *parsed;
-  }
+  if (Status t = read_tunables(r, nc); !t) return error_block("add", "net", t.code(), t.message());
   if (ip2net) return add_ip2net(lnet.control(), *ip2net, nc);
   auto added = lnet.control().add_ni(nc);
   if (!added) return error_block("add", "net", added.code(), added.message());
@@ -200,6 +206,35 @@ Response net_del(Instance& lnet, const Request& r, const Hooks&) {
   return ok(YAML::Node());
 }
 
+namespace {
+
+// The local NIs net set names (--all, --nid or --net); none named is an error when
+// `needed`.
+Result<std::vector<NiInfo>> nis_named(Control& c, const Request& r, bool needed) {
+  std::vector<NiInfo> nis;
+  if (r.flag("all")) {
+    for (const NiInfo& i : c.ni_info())
+      if (!i.nid.is_lo()) nis.push_back(i);
+  } else if (const std::string* n = r.arg("nid")) {
+    auto p = Nid::parse(*n);
+    if (!p) return Failure{-EINVAL, p.message()};
+    for (const NiInfo& i : c.ni_info())
+      if (i.nid == *p) nis.push_back(i);
+    if (nis.empty()) return Failure{-ENOENT, "no local NI " + p->to_string()};
+  } else if (const std::string* net = r.arg("net")) {
+    auto id = NetId::parse(*net);
+    if (!id) return Failure{-EINVAL, id.message()};
+    for (const NiInfo& i : c.ni_info())
+      if (i.nid.net() == *id) nis.push_back(i);
+    if (nis.empty()) return Failure{-ENOENT, "no local NI on " + id->to_string()};
+  } else if (needed) {
+    return Failure{-EINVAL, "net set needs --nid, --net or --all"};
+  }
+  return nis;
+}
+
+}  // namespace
+
 Response net_set(Instance& lnet, const Request& r, const Hooks&) {
   auto health = int_arg(r, "health", -1, 0, 1000);
   if (!health) return error_block("set", "net", -EINVAL, health.message());
@@ -220,27 +255,10 @@ Response net_set(Instance& lnet, const Request& r, const Hooks&) {
     if (Status s = c.set_lnd_timeout(*id, static_cast<int>(*lnd_timeout)); !s)
       return error_block("set", "net", s.code(), s.message());
   }
-  std::vector<NiInfo> nis;
-  if (r.flag("all")) {
-    for (const NiInfo& i : c.ni_info())
-      if (!i.nid.is_lo()) nis.push_back(i);
-  } else if (const std::string* n = r.arg("nid")) {
-    auto p = Nid::parse(*n);
-    if (!p) return error_block("set", "net", -EINVAL, p.message());
-    for (const NiInfo& i : c.ni_info())
-      if (i.nid == *p) nis.push_back(i);
-    if (nis.empty()) return error_block("set", "net", -ENOENT, "no local NI " + p->to_string());
-  } else if (const std::string* net = r.arg("net")) {
-    auto id = NetId::parse(*net);
-    if (!id) return error_block("set", "net", -EINVAL, id.message());
-    for (const NiInfo& i : c.ni_info())
-      if (i.nid.net() == *id) nis.push_back(i);
-    if (nis.empty()) return error_block("set", "net", -ENOENT, "no local NI on " + id->to_string());
-  } else if (*health >= 0 || *cpp >= 0) {
-    return error_block("set", "net", -EINVAL, "net set needs --nid, --net or --all");
-  }
+  auto nis = nis_named(c, r, *health >= 0 || *cpp >= 0);
+  if (!nis) return error_block("set", "net", nis.code(), nis.message());
   if (*cpp >= 0)  // a driver that takes conns_per_peer (the socket LND) makes one of each type
-    for (const NiInfo& i : nis) {
+    for (const NiInfo& i : *nis) {
       if (!i.lnd_tunables.get("conns_per_peer"))
         return error_block("set", "net", -EOPNOTSUPP,
                            "not supported yet: conns_per_peer on " + i.nid.net().to_string());
@@ -254,7 +272,7 @@ Response net_set(Instance& lnet, const Request& r, const Hooks&) {
       if (Status s = c.set_ni_health(Nid::any(), static_cast<int>(*health)); !s)
         return error_block("set", "net", s.code(), s.message());
     } else {
-      for (const NiInfo& i : nis)
+      for (const NiInfo& i : *nis)
         if (Status s = c.set_ni_health(i.nid, static_cast<int>(*health)); !s)
           return error_block("set", "net", s.code(), s.message());
     }

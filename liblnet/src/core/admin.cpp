@@ -1,5 +1,5 @@
 // The Control of an instance: peers, selection rules, fault rules and counters (the NIs
-// and globals are in nets.cpp, beside the core's NI bring-up).
+// and globals are in admin_nets.cpp).
 #include <algorithm>
 
 #include <lnet/log.hpp>
@@ -159,16 +159,7 @@ Result<PeerInfo> Admin::discover(Nid nid, bool force, std::chrono::milliseconds 
 
 Status Admin::set_peer_state(Nid nid, std::uint32_t state) { return c_.discovery_.set_peer_state(nid, state); }
 
-std::vector<LndCounters> Admin::lnd_counters() const {
-  std::vector<LndCounters> out;
-  MutexLock g(c_.config_mutex_);
-  for (const auto& [type, lnd] : c_.lnds_) {
-    std::string name = lnd->counters_name();
-    auto counters = lnd->counters();
-    if (!name.empty() && !counters.empty()) out.push_back(LndCounters{std::move(name), std::move(counters)});
-  }
-  return out;
-}
+std::vector<LndCounters> Admin::lnd_counters() const { return c_.nets_.lnd_counters(); }
 
 void Admin::reset_counters() {
   c_.st_.counters.reset();
@@ -179,7 +170,7 @@ void Admin::reset_counters() {
 }
 
 Status Admin::add_udsp(const UdspRule& rule, int idx) {
-  MutexLock g(c_.config_mutex_);
+  MutexLock g(c_.nets_.mutex());
   ExclusiveLock x(c_.st_.locks);
   if (Status s = c_.st_.udsp.add(rule, idx); !s) return s;
   c_.st_.udsp.apply(c_.st_.nets(), c_.st_.peers);
@@ -188,7 +179,7 @@ Status Admin::add_udsp(const UdspRule& rule, int idx) {
 }
 
 Status Admin::del_udsp(int idx) {
-  MutexLock g(c_.config_mutex_);
+  MutexLock g(c_.nets_.mutex());
   ExclusiveLock x(c_.st_.locks);
   if (Status s = c_.st_.udsp.del(idx); !s) return s;
   c_.st_.udsp.apply(c_.st_.nets(), c_.st_.peers);
@@ -202,7 +193,7 @@ std::vector<UdspRule> Admin::udsp_rules() const {
 }
 
 Status Admin::add_fault(const FaultRule& rule) {
-  if (Status s = c_.faults_.add(rule); !s) return s;
+  if (Status s = c_.faults_.rules.add(rule); !s) return s;
   LNET_LOG(Info, kLogCore, "fault %s rule added", rule.delay ? "delay" : "drop");
   return {};
 }

@@ -36,11 +36,9 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       st_(default_cpts(config.ncpts)),
       portals_(st_.cpts, make_interface_cookie()),
       admin_(std::make_unique<Admin>(*this)) {
-  {
-    MutexLock g(config_mutex_);
-    (void)set_globals_locked(config.globals);  // checked by whoever made the Config
-  }
-  for (const FaultRule& f : config.faults) (void)faults_.add(f);  // checked when parsed
+  MutexLock g(nets_.mutex());
+  (void)nets_.set_globals(config.globals);                              // checked by whoever made the Config
+  for (const FaultRule& f : config.faults) (void)faults_.rules.add(f);  // checked when parsed
   bool has_router_memory = false;
   for (auto& d : drivers) {
     if (!d) continue;
@@ -48,7 +46,7 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       has_router_memory = true;
       router_.set_memory(d, m);
     }
-    lnds_[d->net_type()] = std::move(d);
+    nets_.add_driver(std::move(d));
   }
 }
 
@@ -56,7 +54,16 @@ Core::~Core() { shutdown(); }
 
 Status Core::startup() {
   if (Status s = config_.globals.check(); !s) return s;
-  if (Status s = start_nets(); !s) {
+  Status s;
+  {
+    MutexLock g(nets_.mutex());
+    s = nets_.start(config_.nets);
+  }
+  if (s) {
+    started_.store(true, std::memory_order_release);
+    if (int rc = ping_target_.setup()) s = Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
+  }
+  if (!s) {
     shutdown();
     return s;
   }
@@ -66,38 +73,21 @@ Status Core::startup() {
   return {};
 }
 
-Status Core::start_nets() {
-  MutexLock g(config_mutex_);
-  st_.table.store(tables_.emplace_back(std::make_unique<net::NetTable>()).get(), std::memory_order_release);
-  NetConfig lo;  // self sends take no credits; the tunables are never used
-  lo.net = NetId::make(kLoLnd, 0);
-  auto r = bring_up(lo);
-  if (!r) return r.failure();
-  st_.lo_ni = *r;
-  for (const NetConfig& nc : config_.nets) {
-    if (nc.net.type() == kLoLnd) continue;  // 0@lo always exists
-    if (auto n = bring_up(nc); !n) return n.failure();
-  }
-  started_.store(true, std::memory_order_release);
-  if (int rc = setup_ping_target()) return Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
-  return {};
-}
-
 void Core::shutdown() {
   if (st_.stopping.exchange(true)) return;
   router_.stop();
   health_.stop();
   discovery_.stop();               // fails the messages it held
-  (void)release_delayed(0, true);  // messages fault rules still hold: discarded
+  (void)faults_.release(0, true);  // messages fault rules still hold: discarded
   portals::DeliveryQueue dropped;
   portals_.clear_all(dropped, *this);
   while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
   // Messages still waiting for credits or router buffers never reached a driver: fail them.
   Fifo<FifoLink> waiting;
   {
-    MutexLock g(config_mutex_);
+    MutexLock g(nets_.mutex());
     ExclusiveLock x(st_.locks);
-    for (auto& ni : all_nis_)
+    for (auto& ni : nets_.all_nis())
       for (unsigned c = 0; ni->tq && c < st_.cpts.count(); ++c) waiting.splice(ni->tq[c].delayed);
     for (auto& p : st_.peers.peers()) {
       for (auto& lpni : p->nis) {
@@ -116,21 +106,27 @@ void Core::shutdown() {
     m->health = HealthStatus::LocalAborted;
     finalize(m, -ESHUTDOWN);
   }
-  MutexLock g(config_mutex_);
-  for (auto& ni : all_nis_)
-    if (!ni->deleted.load()) take_down(ni.get());
-  {
-    ExclusiveLock x(st_.locks);
-    st_.peers.clear();
-  }
-  st_.table.store(nullptr, std::memory_order_release);
-  tables_.clear();
-  all_nis_.clear();
-  all_nets_.clear();
-  lnds_.clear();
-  st_.lo_ni = nullptr;
+  MutexLock g(nets_.mutex());
+  nets_.stop();
   started_.store(false, std::memory_order_release);
 }
+
+Status Core::set_ni_up(Nid nid, bool up) {
+  MutexLock g(nets_.mutex());
+  Ni* ni = st_.nets().find_ni(nid);
+  if (!ni || ni == st_.lo_ni) return Failure{-ENOENT, "no NI " + nid.to_string()};
+  if (ni->up.exchange(up) != up) ping_target_.refresh();
+  return {};
+}
+
+int Core::lnd_timeout() const {
+  GlobalTunables g;
+  g.transaction_timeout = st_.tun.transaction_timeout.load(std::memory_order_relaxed);
+  g.retry_count = st_.tun.retry_count.load(std::memory_order_relaxed);
+  return g.lnd_timeout();
+}
+
+// ---------------------------------------------------------------- Control: NIs and globals
 
 Message* Core::new_msg(unsigned cpt) {
   Message* m = msg::msg_alloc();
@@ -189,11 +185,11 @@ int Core::send_recovery_ping(MdHandle md, Nid src, Nid dst) {
 std::int64_t Core::expire(std::int64_t now) {
   portals_.expire_responses(now, *this, [this](Nid hop) { health_.response_timed_out(hop); });
   std::int64_t next = portals_.next_response_deadline();
-  if (std::int64_t held = release_delayed(now, false); held && (next == 0 || held < next)) next = held;
+  if (std::int64_t held = faults_.release(now, false); held && (next == 0 || held < next)) next = held;
   return next;
 }
 
-bool Core::awaiting() { return portals_.tracked_responses() > 0 || release_delayed(0, false) != 0; }
+bool Core::awaiting() { return portals_.tracked_responses() > 0 || faults_.release(0, false) != 0; }
 
 bool Core::periodic() {
   if (!st_.routing.load(std::memory_order_relaxed)) return false;
@@ -204,8 +200,8 @@ bool Core::periodic() {
 void Core::link_up(NetInterface& ni) { router_.link_up(static_cast<Ni&>(ni)); }
 
 void Core::ping_info_changed() {
-  MutexLock c(config_mutex_);
-  refresh_ping_target();
+  MutexLock c(nets_.mutex());
+  ping_target_.refresh();
 }
 
 void Core::notify_peer(NetInterface&, Nid peer, bool alive) {

@@ -8,7 +8,6 @@
 #include <lnet/log.hpp>
 
 #include "base/clock.hpp"
-#include "core/core.hpp"
 
 namespace lnet::core {
 
@@ -146,27 +145,27 @@ std::optional<HealthStatus> FaultTable::on_send(const Header& h, Nid local) {
   return std::nullopt;
 }
 
-// ---------------------------------------------------------------- the core's side
+// ---------------------------------------------------------------- acting on messages
 
-bool Core::fault_on_send(Message* msg) {
-  std::optional<HealthStatus> h = faults_.on_send(msg->hdr, msg->txni->nid);
+bool Faults::on_send(msg::Message* msg) {
+  std::optional<HealthStatus> h = rules.on_send(msg->hdr, msg->txni->nid);
   if (!h) return false;
   // A drop rule with health errors: the send fails as a driver would fail it.
   msg->health = *h;
-  finalize(msg, -EIO);
+  host_.finalize(msg, -EIO);
   return true;
 }
 
-bool Core::fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
+bool Faults::on_receive(net::Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   unsigned latency = 0;
-  switch (faults_.on_receive(hdr, ni.nid, &latency)) {
+  switch (rules.on_receive(hdr, ni.nid, &latency)) {
     case FaultTable::Verdict::Pass: return false;
-    case FaultTable::Verdict::Drop: drop_payload(ni, st_.cpts.of_nid(from), hdr, lnd_private, false); return true;
+    case FaultTable::Verdict::Drop: host_.drop_payload(ni, cpts_.of_nid(from), hdr, lnd_private, false); return true;
     case FaultTable::Verdict::Delay: {
       std::int64_t release = steady_now_ns() + std::int64_t{latency} * kNsPerSec;
       {
-        MutexLock g(held_mutex_);
-        held_rx_.emplace(release, HeldRx{&ni, hdr, from, lnd_private, rdma_req});
+        MutexLock g(mutex_);
+        held_.emplace(release, Held{&ni, hdr, from, lnd_private, rdma_req});
       }
       health_.wake_now();  // it may be asleep until later than this release
       return true;
@@ -175,21 +174,21 @@ bool Core::fault_on_receive(Ni& ni, const Header& hdr, Nid from, void* lnd_priva
   return false;
 }
 
-std::int64_t Core::release_delayed(std::int64_t now, bool discard) {
+std::int64_t Faults::release(std::int64_t now, bool discard) {
   for (;;) {
-    HeldRx h;
+    Held h;
     {
-      MutexLock g(held_mutex_);
-      auto it = held_rx_.begin();
-      if (it == held_rx_.end()) return 0;
+      MutexLock g(mutex_);
+      auto it = held_.begin();
+      if (it == held_.end()) return 0;
       if (!discard && it->first > now) return it->first;
       h = it->second;
-      held_rx_.erase(it);
+      held_.erase(it);
     }
     if (discard)
-      drop_payload(*h.ni, st_.cpts.of_nid(h.from), h.hdr, h.lnd_private, true);
+      host_.drop_payload(*h.ni, cpts_.of_nid(h.from), h.hdr, h.lnd_private, true);
     else
-      (void)parse_received(*h.ni, h.hdr, h.from, h.lnd_private, h.rdma_req, true);
+      (void)host_.parse_received(*h.ni, h.hdr, h.from, h.lnd_private, h.rdma_req, true);
   }
 }
 

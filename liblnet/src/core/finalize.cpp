@@ -37,7 +37,7 @@ void Core::return_credits(Message* msg) {
   MsgQueue to_send;
   {
     MutexLock g(st_.locks[msg->cpt]);
-    return_credits_locked(msg, to_send);
+    msg::return_credits_locked(msg, to_send);
   }
   bool stop = st_.stopping.load(std::memory_order_relaxed);
   std::int64_t now = to_send.empty() ? 0 : coarse_now_ns();

@@ -20,16 +20,16 @@ Result<std::unique_ptr<Instance>> Instance::create(const Config& config, Pid pid
 }
 
 Pid Instance::pid() const { return core_->pid(); }
-std::vector<Nid> Instance::nids() const { return core_->nids(); }
-int Instance::dist(Nid nid, Nid* src, std::uint32_t* order) const { return core_->dist(nid, src, order); }
+std::vector<Nid> Instance::nids() const { return core_->state().nids(); }
+int Instance::dist(Nid nid, Nid* src, std::uint32_t* order) const { return core_->state().dist(nid, src, order); }
 
 Result<MeHandle> Instance::me_attach(unsigned portal, ProcessId match_id, std::uint64_t match_bits,
                                      std::uint64_t ignore_bits, Unlink unlink, InsPos pos) {
-  return core_->me_attach(portal, match_id, match_bits, ignore_bits, unlink, pos);
+  return core_->portals().me_attach(portal, match_id, match_bits, ignore_bits, unlink, pos);
 }
 Result<MeHandle> Instance::me_insert(MeHandle current, ProcessId match_id, std::uint64_t match_bits,
                                      std::uint64_t ignore_bits, Unlink unlink, InsPos pos) {
-  return core_->me_insert(current, match_id, match_bits, ignore_bits, unlink, pos);
+  return core_->portals().me_insert(current, match_id, match_bits, ignore_bits, unlink, pos);
 }
 int Instance::me_unlink(MeHandle me) { return core_->me_unlink(me); }
 Result<MdHandle> Instance::md_attach(MeHandle me, const MdDesc& md, Unlink unlink) {
@@ -51,11 +51,11 @@ int Instance::get(Nid self, MdHandle md, ProcessId target, unsigned portal, std:
   return core_->get(self, md, target, portal, match_bits, offset, recovery);
 }
 
-int Instance::set_lazy_portal(unsigned portal) { return core_->set_lazy_portal(portal); }
+int Instance::set_lazy_portal(unsigned portal) { return core_->portals().set_lazy(portal); }
 int Instance::clear_lazy_portal(unsigned portal) { return core_->clear_lazy_portal(portal); }
 
 Result<PingResult> Instance::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source) {
-  return core_->ping(target, timeout, max_nids, source);
+  return core::ping(*core_, target, timeout, max_nids, source);
 }
 PingInfo Instance::ping_info() const { return core_->ping_info(); }
 

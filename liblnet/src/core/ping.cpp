@@ -1,5 +1,4 @@
-// Portal 0: the ping target (answers GETs with this node's ping info), the push target
-// (accepts pushed ping info), and ping() itself.
+// ping(): a GET of a node's ping info on portal 0, through the core's API.
 #include <algorithm>
 #include <condition_variable>
 
@@ -9,86 +8,6 @@
 #include "core/core.hpp"
 
 namespace lnet::core {
-
-PingInfo Core::ping_info() const {
-  PingInfo info;
-  info.features = kPingFeatNiStatus | kPingFeatMultiRail | kPingFeatRteDisabled;
-  if (st_.tun.discovery.load()) info.features |= kPingFeatDiscovery;
-  info.pid = pid_;
-  info.nis.push_back(NiStatus{Nid::lo(), st_.ping_seq, 0});  // entry 0's status: the buffer's sequence number
-  if (st_.routing.load()) info.features &= ~kPingFeatRteDisabled;
-  for (Ni* ni : st_.nets().nis) {
-    if (ni == st_.lo_ni) continue;
-    info.nis.push_back(NiStatus{ni->nid, ni->up.load() && !ni->silent.load() ? kNiStatusUp : kNiStatusDown, 0});
-  }
-  return info;
-}
-
-int Core::setup_ping_target() {
-  if (int rc = portals_.set_lazy(kReservedPortal)) return rc;
-  auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Retain, InsPos::After);
-  if (!me) return me.code();
-  ping_me_ = *me;
-  refresh_ping_target();
-  if (!ping_md_.is_valid()) return -ENOMEM;
-  push_target_bytes_.store(kPingInfoMinSize);
-  push_buf_.resize(kPingInfoMinSize);
-  post_push_target();
-  return 0;
-}
-
-void Core::refresh_ping_target(bool force_push) {
-  // A new buffer (with the next sequence number) on the same ME; GETs still reading the
-  // old one keep it alive until they finish. Discovered multi-rail peers are pushed it.
-  bool changed = ping_md_.is_valid();
-  if (changed) {
-    (void)md_unlink(ping_md_);
-    ++st_.ping_seq;
-  }
-  auto buf = std::make_shared<std::vector<std::uint8_t>>(encode_ping_info(ping_info()));
-  MdDesc d;
-  d.start = buf->data();
-  d.length = buf->size();
-  d.threshold = kMdThreshInf;
-  d.options = kMdOpGet | kMdTruncate | kMdManageRemote;
-  d.handler = [buf](const Event&) {};  // owns the buffer for as long as the MD lives
-  auto md = md_attach(ping_me_, d, Unlink::Retain);
-  ping_md_ = md ? *md : MdHandle{};
-  if (changed) discovery_.push_update(force_push);
-}
-
-// One push at a time lands in push_buf_ (its MD takes one PUT; the handler re-posts it,
-// and pushes arriving in between wait on the lazy portal). It starts at the smallest ping
-// info and grows when a push was truncated (discovery asks for the size it needed).
-void Core::post_push_target() {
-  if (st_.stopping.load()) return;
-  std::size_t want = push_target_bytes_.load();
-  if (push_buf_.size() < want) push_buf_.resize(want);
-  auto me = portals_.me_attach(kReservedPortal, ProcessId::any(), kPingMatchBits, 0, Unlink::Unlink, InsPos::After);
-  if (!me) return;
-  MdDesc d;
-  d.start = push_buf_.data();
-  d.length = push_buf_.size();
-  d.threshold = 1;
-  d.options = kMdOpPut | kMdTruncate;
-  d.handler = [this](const Event& ev) { on_push(ev); };
-  if (!md_attach(*me, d, Unlink::Unlink)) (void)portals_.me_unlink(*me, *this);
-}
-
-void Core::on_push(const Event& ev) {
-  if (ev.type == EventType::Put && ev.status == 0) {
-    pushes_received_.fetch_add(1);
-    if (ev.rlength > ev.mlength) {
-      // More than the buffer holds: the next one (re-posted below) is big enough for it.
-      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * std::size_t{st_.tun.max_interfaces.load()};
-      push_target_bytes_.store(std::max(push_target_bytes_.load(), std::min<std::size_t>(ev.rlength, most)));
-    }
-    peer::Discovery::DcEvent e{peer::Discovery::DcEvent::PushReceived, nullptr, ev.source.nid, 0, ev.rlength, {}};
-    e.data.assign(push_buf_.begin(), push_buf_.begin() + ev.mlength);
-    discovery_.post(std::move(e));  // the discovery thread merges it
-  }
-  if (ev.unlinked) post_push_target();  // threshold 1: re-post for the next push
-}
 
 namespace {
 
@@ -105,10 +24,9 @@ struct PingWait {
   std::uint32_t mlength LNET_GUARDED_BY(m) = 0;
 };
 
-}  // namespace
-
-Result<std::vector<std::uint8_t>> Core::ping_once(ProcessId target, Nid source, std::size_t size,
-                                                  std::chrono::milliseconds timeout) {
+// One ping (a GET of `target`'s ping info into `size` bytes): the reply's bytes.
+Result<std::vector<std::uint8_t>> ping_once(Core& core, ProcessId target, Nid source, std::size_t size,
+                                            std::chrono::milliseconds timeout) {
   auto w = std::make_shared<PingWait>();
   w->buf.resize(size);
   MdDesc d;
@@ -129,10 +47,10 @@ Result<std::vector<std::uint8_t>> Core::ping_once(ProcessId target, Nid source, 
     if (ev.unlinked) w->done = true;
     w->cv.notify_all();
   };
-  auto md = md_bind(d, Unlink::Unlink);
+  auto md = core.md_bind(d, Unlink::Unlink);
   if (!md) return md.failure();
-  if (int rc = get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
-    (void)md_unlink(*md);
+  if (int rc = core.get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
+    (void)core.md_unlink(*md);
     return Failure{rc, "cannot ping " + target.to_string() + ": " + errno_string(rc)};
   }
   MutexLock lk(w->m);
@@ -142,7 +60,7 @@ Result<std::vector<std::uint8_t>> Core::ping_once(ProcessId target, Nid source, 
     // No answer (or a failed send): stop waiting for one. A REPLY racing with this is
     // either in already (done) or refused from now on.
     lk.unlock();
-    (void)md_unlink(*md);
+    (void)core.md_unlink(*md);
     lk.lock();
   }
   if (!w->replied) {
@@ -155,18 +73,22 @@ Result<std::vector<std::uint8_t>> Core::ping_once(ProcessId target, Nid source, 
   return std::vector<std::uint8_t>(w->buf.begin(), w->buf.begin() + w->mlength);
 }
 
-Result<PingResult> Core::ping(ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids, Nid source) {
+}  // namespace
+
+Result<PingResult> ping(Core& core, ProcessId target, std::chrono::milliseconds timeout, unsigned max_nids,
+                        Nid source) {
+  const net::State& st = core.state();
   if (target.nid.is_any()) return Failure{-EINVAL, "ping needs a target NID"};
-  if (!source.is_any() && !find_ni(source))
+  if (!source.is_any() && !st.find_ni(source))
     return Failure{-EINVAL, "cannot ping from " + source.to_string() + ": not one of our NIDs"};
   if (target.pid == kPidAny) target.pid = kPidLustre;
-  max_nids = std::clamp(max_nids, 1U, st_.tun.max_interfaces.load());
+  max_nids = std::clamp(max_nids, 1U, st.tun.max_interfaces.load());
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
   for (int attempt = 0;; ++attempt) {
-    auto reply = ping_once(target, source, size, timeout);
+    auto reply = ping_once(core, target, source, size, timeout);
     if (!reply) return reply.failure();
     std::size_t needed = 0;
-    auto info = decode_ping_info(*reply, st_.tun.max_interfaces.load(), &needed);
+    auto info = decode_ping_info(*reply, st.tun.max_interfaces.load(), &needed);
     if (!info && info.code() == -E2BIG && attempt == 0 && needed > size) {
       size = needed;  // more NIs than we made room for: ask again with a big enough buffer
       continue;

@@ -23,7 +23,7 @@ bool valid_for_type(const Header& h) {
 
 int Core::parse(NetInterface& nif, const Header& hdr, Nid from, void* lnd_private, bool rdma_req) {
   Ni& ni = static_cast<Ni&>(nif);
-  if (faults_.receive_rules() && valid_for_type(hdr) && fault_on_receive(ni, hdr, from, lnd_private, rdma_req))
+  if (faults_.rules.receive_rules() && valid_for_type(hdr) && faults_.on_receive(ni, hdr, from, lnd_private, rdma_req))
       [[unlikely]]
     return 0;
   return parse_received(ni, hdr, from, lnd_private, rdma_req, false);

@@ -114,16 +114,28 @@ int Core::send_local(Message* msg, Nid dst) {
   return 0;
 }
 
+namespace {
+
+// Moves `lk` from the lock of CPT *cpt to that of `want`: false when the configuration
+// changed while no lock was held (the path must be chosen again).
+bool relock(net::State& st, std::unique_lock<Mutex>& lk, unsigned* cpt, unsigned want) {
+  if (want == *cpt) return true;
+  std::uint64_t gen = st.config_gen.load(std::memory_order_relaxed);
+  lk.unlock();
+  *cpt = want;
+  lk = std::unique_lock(st.locks[want]);
+  return st.config_gen.load(std::memory_order_relaxed) == gen;
+}
+
+}  // namespace
+
 int Core::send(Nid self, Message* msg, Nid dst) {
   if (!started_.load(std::memory_order_acquire) || st_.stopping.load(std::memory_order_relaxed)) return -ESHUTDOWN;
-  Ni* src_ni = nullptr;
-  if (!self.is_any()) {
-    src_ni = find_ni(self);
-    if (!src_ni) return -EINVAL;  // not one of our NIDs
-  }
+  Ni* src_ni = self.is_any() ? nullptr : st_.find_ni(self);
+  if (!self.is_any() && !src_ni) return -EINVAL;  // not one of our NIDs
   bool forward = msg->routing;
   if (!forward && dst == Nid::lo()) return send_local(msg, dst);
-  if (!forward && find_ni(dst)) {
+  if (!forward && st_.find_ni(dst)) {
     (void)st_.peer_ni_for(dst);  // one of our own NIDs is a peer like any destination
     return send_local(msg, dst);
   }
@@ -161,21 +173,14 @@ int Core::send(Nid self, Message* msg, Nid dst) {
       if (held_for(path.lpni->peer)) return 0;  // the route's gateway, discovered on first use
       continue;
     }
-    if (path.lpni->cpt != cpt) {
-      // Credits of the chosen peer NI live under its own CPT lock.
-      std::uint64_t gen = st_.config_gen.load(std::memory_order_relaxed);
-      lk.unlock();
-      cpt = path.lpni->cpt;
-      lk = std::unique_lock(st_.locks[cpt]);
-      if (st_.config_gen.load(std::memory_order_relaxed) != gen) continue;
-    }
+    if (!relock(st_, lk, &cpt, path.lpni->cpt)) continue;  // the peer NI's credits are under its CPT's lock
     if (forward && !router_.next_hop_alive(msg, path.lpni)) {
       lk.unlock();
       return drop_for_silent_hop(msg, path.lpni, cpt);
     }
     take_path(msg, path, cpt);
     if (st_.stopping.load(std::memory_order_relaxed)) return -ESHUTDOWN;  // shutdown drains the queues
-    bool now = post_send_locked(msg);
+    bool now = msg::take_credits_locked(msg);
     lk.unlock();
     if (now) ni_send(msg);
     return 0;
@@ -227,61 +232,9 @@ int Core::drop_for_silent_hop(Message* msg, const PeerNi* hop, unsigned cpt) {
   return -EHOSTUNREACH;
 }
 
-bool Core::post_send_locked(Message* msg) {
-  PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tx_queue(lpni->nid, msg->cpt);
-  if (!msg->peer_tx_credit) {
-    msg->peer_tx_credit = true;
-    lpni->txq_nob.fetch_add(msg->len + kHeaderSize, std::memory_order_relaxed);
-    int c = lpni->tx_credits.fetch_sub(1, std::memory_order_relaxed) - 1;
-    lpni->min_tx_credits = std::min(lpni->min_tx_credits, c);
-    if (c < 0) {
-      msg->tx_delayed = true;
-      lpni->txq.push_back(msg);
-      return false;
-    }
-  }
-  if (!msg->tx_credit) {
-    msg->tx_credit = true;
-    net::TxQueueLock l(*msg->txni, tq);
-    int c = --tq.credits;
-    tq.min_credits = std::min(tq.min_credits, c);
-    if (c < 0) {
-      msg->tx_delayed = true;
-      tq.delayed.push_back(msg);
-      return false;
-    }
-  }
-  return true;
-}
-
-void Core::return_credits_locked(Message* msg, MsgQueue& to_send) {
-  PeerNi* lpni = msg->txpeer;
-  TxQueue& tq = msg->txni->tx_queue(lpni->nid, msg->cpt);
-  if (msg->tx_credit) {
-    msg->tx_credit = false;
-    net::TxQueueLock l(*msg->txni, tq);
-    if (++tq.credits <= 0) {
-      // The head waiter already holds its peer credit: it can go.
-      if (FifoLink* next = tq.delayed.pop_front()) to_send.push_back(as_message(next));
-    }
-  }
-  if (msg->peer_tx_credit) {
-    msg->peer_tx_credit = false;
-    lpni->txq_nob.fetch_sub(msg->len + kHeaderSize, std::memory_order_relaxed);
-    int c = lpni->tx_credits.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (c <= 0) {
-      if (FifoLink* link = lpni->txq.pop_front()) {
-        Message* next = as_message(link);
-        if (post_send_locked(next)) to_send.push_back(next);
-      }
-    }
-  }
-}
-
 void Core::ni_send(Message* msg) {
   Ni* ni = msg->txni;
-  if (faults_.send_rules() && fault_on_send(msg)) [[unlikely]]
+  if (faults_.rules.send_rules() && faults_.on_send(msg)) [[unlikely]]
     return;
   ni->stats.add(TypeStats::kSent, msg->hdr.type);
   if (msg->txpeer) msg->txpeer->stats.add(TypeStats::kSent, msg->hdr.type);

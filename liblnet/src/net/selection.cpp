@@ -185,6 +185,47 @@ int Selector::select_route(const Query& q, Ni* src, Nid dst, Path& out) const {
   return 0;
 }
 
+int Selector::select_multi_rail(const Query& q, Path& out) const {
+  PeerNi* dst = q.dst;
+  Peer* peer = dst->peer;
+  // Multi-rail: the best local NI over every peer net we share, the nets ranked first by
+  // the health of their best peer NI (a net whose peer NIs all failed is avoided while
+  // another works), then by their selection priorities; then the best peer NI on that
+  // net for it.
+  PeerNet* best_pn = nullptr;
+  Ni* best_ni = nullptr;
+  std::uint32_t best_prio[3] = {UINT_MAX, UINT_MAX, UINT_MAX};
+  LocalNiScore best_score;
+  unsigned node = current_node();
+  for (auto& pn : peer->nets) {
+    const NetView* net = pn->net.type() == kLoLnd ? nullptr : q.nets->find(pn->net);
+    if (!net) continue;
+    int health = 0;
+    for (PeerNi* p : pn->nis) health = std::max(health, p->health.load(std::memory_order_relaxed));
+    std::uint32_t prio[3] = {static_cast<std::uint32_t>(kMaxPeerHealth - health), pn->sel_priority,
+                             net->net->sel_priority.load(std::memory_order_relaxed)};
+    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 3, prio, prio + 3)) continue;
+    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 3, best_prio, best_prio + 3);
+    for (Ni* ni : net->nis) {
+      LocalNiScore s = score_of(ni, q, node);
+      if (s.fatal) continue;
+      if (!best_ni || better_net || compare_local_ni(s, best_score, q.numa_range) < 0) {
+        best_ni = ni;
+        best_pn = pn.get();
+        best_score = s;
+        std::copy(prio, prio + 3, best_prio);
+        better_net = false;
+      }
+    }
+  }
+  if (!best_ni) return select_route(q, nullptr, dst->nid, out);
+  best_ni->seq.fetch_add(1, std::memory_order_relaxed);
+  PeerNi* lpni = best_peer_ni_on(best_pn, best_ni);
+  if (!lpni) return -EHOSTUNREACH;
+  out = {best_ni, lpni, lpni->nid};
+  return 0;
+}
+
 int Selector::select(const Query& q, Path& out) const {
   PeerNi* dst = q.dst;
   Peer* peer = dst->peer;
@@ -222,42 +263,7 @@ int Selector::select(const Query& q, Path& out) const {
     out = {ni, dst, dst->nid};
     return 0;
   }
-  // Multi-rail: the best local NI over every peer net we share, the nets ranked first by
-  // the health of their best peer NI (a net whose peer NIs all failed is avoided while
-  // another works), then by their selection priorities; then the best peer NI on that
-  // net for it.
-  PeerNet* best_pn = nullptr;
-  Ni* best_ni = nullptr;
-  std::uint32_t best_prio[3] = {UINT_MAX, UINT_MAX, UINT_MAX};
-  LocalNiScore best_score;
-  unsigned node = current_node();
-  for (auto& pn : peer->nets) {
-    const NetView* net = pn->net.type() == kLoLnd ? nullptr : q.nets->find(pn->net);
-    if (!net) continue;
-    int health = 0;
-    for (PeerNi* p : pn->nis) health = std::max(health, p->health.load(std::memory_order_relaxed));
-    std::uint32_t prio[3] = {static_cast<std::uint32_t>(kMaxPeerHealth - health), pn->sel_priority,
-                             net->net->sel_priority.load(std::memory_order_relaxed)};
-    if (best_ni && std::lexicographical_compare(best_prio, best_prio + 3, prio, prio + 3)) continue;
-    bool better_net = !best_ni || std::lexicographical_compare(prio, prio + 3, best_prio, best_prio + 3);
-    for (Ni* ni : net->nis) {
-      LocalNiScore s = score_of(ni, q, node);
-      if (s.fatal) continue;
-      if (!best_ni || better_net || compare_local_ni(s, best_score, q.numa_range) < 0) {
-        best_ni = ni;
-        best_pn = pn.get();
-        best_score = s;
-        std::copy(prio, prio + 3, best_prio);
-        better_net = false;
-      }
-    }
-  }
-  if (!best_ni) return select_route(q, nullptr, dst->nid, out);
-  best_ni->seq.fetch_add(1, std::memory_order_relaxed);
-  PeerNi* lpni = best_peer_ni_on(best_pn, best_ni);
-  if (!lpni) return -EHOSTUNREACH;
-  out = {best_ni, lpni, lpni->nid};
-  return 0;
+  return select_multi_rail(q, out);
 }
 
 }  // namespace lnet::net

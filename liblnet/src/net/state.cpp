@@ -4,10 +4,6 @@
 
 namespace lnet::net {
 
-namespace {
-constexpr int kDefaultPeerCredits = 8;  // LNet's, for a driver that names none
-}  // namespace
-
 void LiveTunables::store(const GlobalTunables& g) {
   numa_range.store(g.numa_range, std::memory_order_relaxed);
   health_sensitivity.store(g.health_sensitivity, std::memory_order_relaxed);
@@ -98,6 +94,45 @@ bool State::is_gateway(const PeerNi* lpni) const {
     if (PeerNi* named = peers.find(gw); named && named->peer == lpni->peer) return true;
   }
   return false;
+}
+
+std::vector<Nid> State::nids() const {
+  std::vector<Nid> out;
+  for (Ni* ni : nets().nis) out.push_back(ni->nid);
+  return out;
+}
+
+int State::dist(Nid nid, Nid* src, std::uint32_t* order) const {
+  if (nid.is_lo() && nid != Nid::lo()) return -EHOSTUNREACH;
+  const net::NetTable& t = nets();
+  if (t.find_ni(nid) || nid == Nid::lo()) {
+    if (src) *src = nid;
+    if (order) *order = 0;
+    return 0;
+  }
+  for (std::size_t i = 0; i < t.nets.size(); ++i) {
+    if (t.nets[i].net->id == nid.net() && !t.nets[i].nis.empty()) {
+      if (src) *src = t.nets[i].nis.front()->nid;
+      if (order) *order = static_cast<std::uint32_t>(i);
+      return 1;
+    }
+  }
+  // Reachable through a router: the distance is the route's hop count plus one.
+  const net::RouteTable* rt = routes.table();
+  int best = -1;
+  for (std::size_t i = 0; rt && i < rt->routes.size(); ++i) {
+    const net::RouteEntry& r = rt->routes[i];
+    if (r.cfg.net != nid.net()) continue;
+    const net::NetView* gwnet = t.find(r.cfg.gateway.net());
+    if (!gwnet || gwnet->nis.empty()) continue;
+    int d = (r.cfg.hops < 0 ? 1 : r.cfg.hops) + 1;
+    if (best < 0 || d < best) {
+      best = d;
+      if (src) *src = gwnet->nis.front()->nid;
+      if (order) *order = static_cast<std::uint32_t>(i);
+    }
+  }
+  return best < 0 ? -EHOSTUNREACH : best;
 }
 
 }  // namespace lnet::net

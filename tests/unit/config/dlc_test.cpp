@@ -459,7 +459,7 @@ TEST_F(Commands, PingAndDiscover) {
   EXPECT_NE(r.text.find("bad process id 'nonsense'"), std::string::npos) << r.text;
   auto d = run(*a, "discover", {{"nid", {"32@gni"}}});
   EXPECT_EQ(d.rc, 0) << d.text;
-  EXPECT_NE(core::Core::of(*a).find_peer_ni(gni(32)), nullptr);
+  EXPECT_NE(core::Core::of(*a).state().find_peer_ni(gni(32)), nullptr);
 }
 
 TEST_F(Commands, ImportIsAllOrNothing) {
@@ -574,15 +574,15 @@ TEST_F(Commands, AnNiOnEveryCptExportsWithoutAList) {
 TEST_F(Commands, UdspPrioritiesReachSelection) {
   ASSERT_EQ(run(*a, "net add", {{"net", {"gni"}}, {"nid", {"35@gni"}}}).rc, 0);
   ASSERT_EQ(run(*a, "udsp add", {{"src", {"35@gni"}}, {"priority", {"0"}}}).rc, 0);
-  EXPECT_EQ(core::Core::of(*a).find_ni(gni(35))->sel_priority.load(), 0u);
-  EXPECT_EQ(core::Core::of(*a).find_ni(gni(31))->sel_priority.load(), UINT_MAX);
+  EXPECT_EQ(core::Core::of(*a).state().find_ni(gni(35))->sel_priority.load(), 0u);
+  EXPECT_EQ(core::Core::of(*a).state().find_ni(gni(31))->sel_priority.load(), UINT_MAX);
   EXPECT_EQ(run(*a, "udsp add", {{"src", {"35@gni"}}, {"priority", {"0"}}}).rc, -EALREADY);
   auto show = run(*a, "udsp show");
   EXPECT_NE(show.text.find("udsp:\n    - idx: 0\n      src: 35@gni\n      action:\n          priority: 0\n"),
             std::string::npos)
       << show.text;
   EXPECT_EQ(run(*a, "udsp del", {{"all", {}}}).rc, 0);
-  EXPECT_EQ(core::Core::of(*a).find_ni(gni(35))->sel_priority.load(), UINT_MAX) << "deleting reverts";
+  EXPECT_EQ(core::Core::of(*a).state().find_ni(gni(35))->sel_priority.load(), UINT_MAX) << "deleting reverts";
   // A router rule: shown as added, and in YAML with its rte.
   EXPECT_EQ(run(*a, "udsp add", {{"dst", {"gni"}}, {"rte", {"32@gni"}}}).rc, 0);
   show = run(*a, "udsp show");

@@ -66,7 +66,7 @@ class Discovery : public ::testing::Test {
     ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{to, kPidLustre}, 7, 1, 0, 0), 0);
   }
   static net::Peer* peer_of(Instance& i, Nid nid) {
-    net::PeerNi* lpni = core::Core::of(i).find_peer_ni(nid);
+    net::PeerNi* lpni = core::Core::of(i).state().find_peer_ni(nid);
     return lpni ? lpni->peer : nullptr;
   }
   static DcState state_of(Instance& i, Nid nid) {

@@ -195,7 +195,7 @@ TEST_F(Faults, AHealthErrorFailsTheSendAndItIsResentOnTheOtherRail) {
   Counters c = a->control().counters();
   EXPECT_EQ(c.local_dropped_count, r.fired);
   EXPECT_EQ(c.successful_resends, r.fired);
-  EXPECT_LT(core::Core::of(*a).find_ni(gni(51))->health.load(), 1000);
+  EXPECT_LT(core::Core::of(*a).state().find_ni(gni(51))->health.load(), 1000);
   // Such a rule does not drop on receive.
   EXPECT_EQ(a->control().faults(false)[0].put, r.fired);
 }

@@ -63,7 +63,7 @@ class Responses : public ::testing::Test {
     return a->put(Nid::any(), md, AckReq::Ack, ProcessId{gni(32), kPidLustre}, kPortal, 0, 0, 0);
   }
   std::size_t tracked() { return core::Core::of(*a).portals().tracked_responses(); }
-  int peer_health(Nid n) { return core::Core::of(*a).find_peer_ni(n)->health.load(); }
+  int peer_health(Nid n) { return core::Core::of(*a).state().find_peer_ni(n)->health.load(); }
 
   std::unique_ptr<Instance> a, b;
   char target[64] = "the target's bytes";

@@ -163,7 +163,7 @@ TEST_F(Routing, RouteSelectionFollowsPriorityAndTheChecker) {
 
   // R stops routing: the checker's ping sees RTE_DISABLED and takes the route down.
   ASSERT_TRUE(r->control().set_routing(false));
-  core::Core::of(*a).check_routers();
+  core::Core::of(*a).router().check_routers();
   auto routes = a->control().route_info();
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_FALSE(routes[0].up);
@@ -176,10 +176,10 @@ TEST_F(Routing, RouteSelectionFollowsPriorityAndTheChecker) {
 
   // R comes back.
   ASSERT_TRUE(r->control().set_routing(true));
-  core::Core::of(*a).check_routers();
+  core::Core::of(*a).router().check_routers();
   EXPECT_TRUE(a->control().route_info()[0].up);
   r2.reset();
-  core::Core::of(*a).check_routers();
+  core::Core::of(*a).router().check_routers();
   EXPECT_FALSE(a->control().route_info()[1].up) << "a gateway that does not answer is down";
 }
 
@@ -192,7 +192,7 @@ TEST_F(Routing, ARouterDropsForSilentPeersItsDriverReportsDown) {
   TearDown();
   build(t);
   core::Core& rc = core::Core::of(*r);
-  auto down = [&](bool alive) { rc.notify_peer(*rc.find_ni(gni(3, 1)), gni(4, 1), alive); };
+  auto down = [&](bool alive) { rc.notify_peer(*rc.state().find_ni(gni(3, 1)), gni(4, 1), alive); };
   put("first");  // B answers with an ACK: R has heard from B since
   ASSERT_TRUE(alog.find(EventType::Ack)) << "routed before B is reported down";
   down(false);
@@ -210,7 +210,7 @@ TEST_F(Routing, ARouterDropsForSilentPeersItsDriverReportsDown) {
   alog.clear();
   core::Core& rc2 = core::Core::of(*r);
   ASSERT_TRUE(r->control().add_peer(PeerConfig{gni(4, 1), false, {}}, false));  // known, never heard from
-  rc2.notify_peer(*rc2.find_ni(gni(3, 1)), gni(4, 1), false);
+  rc2.notify_peer(*rc2.state().find_ni(gni(3, 1)), gni(4, 1), false);
   std::uint64_t drops = r->counters().drop_count;
   put("dropped", AckReq::NoAck);
   auto sent = alog.find(EventType::Send);
@@ -218,7 +218,7 @@ TEST_F(Routing, ARouterDropsForSilentPeersItsDriverReportsDown) {
   EXPECT_EQ(sent->status, 0) << "A's send to R succeeded";
   EXPECT_EQ(blog.count(EventType::Put), 0u) << "R did not forward to a silent peer reported down";
   EXPECT_EQ(r->counters().drop_count, drops + 1);
-  rc2.notify_peer(*rc2.find_ni(gni(3, 1)), gni(4, 1), true);
+  rc2.notify_peer(*rc2.state().find_ni(gni(3, 1)), gni(4, 1), true);
   put("up again", AckReq::NoAck, 16);
   EXPECT_TRUE(blog.find(EventType::Put)) << "forwarded once its driver says it is up";
 }
@@ -392,7 +392,7 @@ class MultiRailRouting : public ::testing::Test {
   void settle() {
     for (Nid n : {gni(2), gni(4), gni(6, 1)}) ASSERT_TRUE(a->control().discover(n, false, std::chrono::seconds(10)));
     auto discovered = [](Instance& i, Nid n) {
-      net::PeerNi* p = core::Core::of(i).find_peer_ni(n);
+      net::PeerNi* p = core::Core::of(i).state().find_peer_ni(n);
       return p && p->peer->dc.state.load() == net::DcState::Discovered;
     };
     ASSERT_TRUE(test::eventually([&] {
@@ -428,7 +428,7 @@ TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMove
   // (avoid_asym_router_failure).
   ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(3, 1), false));
   ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(13, 1), false));
-  core::Core::of(*a).check_routers();
+  core::Core::of(*a).router().check_routers();
   auto routes = a->control().route_info();
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_FALSE(routes[0].up) << "R1 has no NI up on gni1";
@@ -438,7 +438,7 @@ TEST_F(MultiRailRouting, AGatewayWithItsRemoteNisDownLosesItsRouteAndTrafficMove
   EXPECT_EQ(hops[gni(4)] + hops[gni(14)], 8);
   // One comes back: R1 is used again.
   ASSERT_TRUE(core::Core::of(*r1).set_ni_up(gni(13, 1), true));
-  core::Core::of(*a).check_routers();
+  core::Core::of(*a).router().check_routers();
   EXPECT_TRUE(a->control().route_info()[0].up);
   hops = send(16);
   EXPECT_GT(hops[gni(2)] + hops[gni(12)], 0);
@@ -458,7 +458,7 @@ TEST_F(MultiRailRouting, AGatewayThatDoesNotAnswerWithinRouterPingTimeoutIsDown)
     ASSERT_TRUE(a->control().add_fault(lost));
   }
   core::Core& core = core::Core::of(*a);
-  core.check_routers();  // returns after router_ping_timeout: R1's round goes on
+  core.router().check_routers();  // returns after router_ping_timeout: R1's round goes on
   auto routes = a->control().route_info();
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_FALSE(routes[0].up) << "R1 did not answer within router_ping_timeout";
@@ -468,7 +468,7 @@ TEST_F(MultiRailRouting, AGatewayThatDoesNotAnswerWithinRouterPingTimeoutIsDown)
   // It answers again: once the lost ping has timed out, the next check brings it back.
   EXPECT_EQ(a->control().del_faults(false, Nid::any(), Nid::any()), 2);
   EXPECT_TRUE(test::eventually([&] {
-    core.check_routers();
+    core.router().check_routers();
     return a->control().route_info()[0].up;
   }));
 }

@@ -119,7 +119,7 @@ class MultiRail : public ::testing::Test {
       if (s.type == MsgType::Put) m[{s.src, s.next_hop}]++;
     return m;
   }
-  core::Ni* ni(Instance& i, Nid n) { return core::Core::of(i).find_ni(n); }
+  core::Ni* ni(Instance& i, Nid n) { return core::Core::of(i).state().find_ni(n); }
 
   std::unique_ptr<Instance> a, b;
   char sink[64] = {};
@@ -202,8 +202,8 @@ TEST_F(MultiRail, HealthierLocalNiWins) {
 TEST_F(MultiRail, SelectionPriorityOutranksCredits) {
   ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
   ni(*a, gni(11))->sel_priority = 0;
-  core::Core::of(*a).find_peer_ni(gni(2))->sel_priority = 1;
-  core::Core::of(*a).find_peer_ni(gni(12))->sel_priority = 2;
+  core::Core::of(*a).state().find_peer_ni(gni(2))->sel_priority = 1;
+  core::Core::of(*a).state().find_peer_ni(gni(12))->sel_priority = 2;
   for (int i = 0; i < 6; ++i) send(gni(2));
   auto p = pairs();
   ASSERT_EQ(p.size(), 1u);
@@ -224,7 +224,7 @@ TEST_F(MultiRail, MoreCreditsWinBeforeRoundRobin) {
 
 TEST_F(MultiRail, PreferredLocalNidSteersThePeerNi) {
   ASSERT_EQ(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}).code(), 0);
-  core::Core::of(*a).find_peer_ni(gni(12))->pref_local = {gni(11)};
+  core::Core::of(*a).state().find_peer_ni(gni(12))->pref_local = {gni(11)};
   for (int i = 0; i < 6; ++i) send(gni(2), gni(11));
   for (auto& [k, n] : pairs()) EXPECT_EQ(k.second, gni(12));
 }
@@ -289,7 +289,7 @@ class Health : public MultiRail {
     MultiRail::TearDown();
   }
   int health(Nid local) { return ni(*a, local)->health.load(); }
-  int peer_health(Nid n) { return core::Core::of(*a).find_peer_ni(n)->health.load(); }
+  int peer_health(Nid n) { return core::Core::of(*a).state().find_peer_ni(n)->health.load(); }
   NiInfo info(Nid n) {
     for (const NiInfo& i : a->control().ni_info())
       if (i.nid == n) return i;
@@ -375,8 +375,8 @@ TEST_F(Health, ANetworkTimeoutLowersBothAndRemoteErrorsOnlyThePeer) {
 
 TEST_F(Health, SuccessesRaiseHealthBackToTheMaximum) {
   ni(*a, gni(1))->health = 750;
-  core::Core::of(*a).find_peer_ni(gni(2))->health = 950;
-  core::Core::of(*a).find_peer_ni(gni(12))->health = 0;  // so that 2@gni carries them
+  core::Core::of(*a).state().find_peer_ni(gni(2))->health = 950;
+  core::Core::of(*a).state().find_peer_ni(gni(12))->health = 0;  // so that 2@gni carries them
   send(gni(2), gni(1));
   EXPECT_EQ(health(gni(1)), 850);
   send(gni(2), gni(1));

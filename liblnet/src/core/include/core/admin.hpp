@@ -41,9 +41,9 @@ class Admin final : public Control {
   Status set_peer_state(Nid nid, std::uint32_t state) override;
   std::vector<Nid> recovery_queue(bool local) const override { return c_.health_.recovery_queue(local); }
   Status add_fault(const FaultRule& rule) override;
-  int del_faults(bool delay, Nid source, Nid dest) override { return c_.faults_.del(delay, source, dest); }
-  void reset_faults(bool delay) override { c_.faults_.reset(delay); }
-  std::vector<FaultRuleInfo> faults(bool delay) const override { return c_.faults_.list(delay); }
+  int del_faults(bool delay, Nid source, Nid dest) override { return c_.faults_.rules.del(delay, source, dest); }
+  void reset_faults(bool delay) override { c_.faults_.rules.reset(delay); }
+  std::vector<FaultRuleInfo> faults(bool delay) const override { return c_.faults_.rules.list(delay); }
   Status add_udsp(const UdspRule& rule, int idx) override;
   Status del_udsp(int idx) override;
   std::vector<UdspRule> udsp_rules() const override;
@@ -54,6 +54,9 @@ class Admin final : public Control {
   unsigned cpt_of_nid(Nid nid) const override { return c_.st_.cpts.of_nid(nid); }
 
  private:
+  // Global tunables checked and taken; the ping target follows the discovery setting.
+  Status apply_globals_locked(const GlobalTunables& g) LNET_REQUIRES(c_.nets_.mutex());
+
   Core& c_;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <optional>
 #include <random>
 #include <vector>
@@ -12,6 +13,10 @@
 #include <lnet/lnd/header.hpp>
 #include <lnet/lnd/lnd.hpp>
 #include <lnet/mutex.hpp>
+
+#include "health/health.hpp"
+#include "msg/message.hpp"
+#include "net/ni.hpp"
 
 namespace lnet::core {
 
@@ -56,6 +61,53 @@ class FaultTable {
   std::minstd_rand rng_ LNET_GUARDED_BY(mutex_){std::random_device{}()};
   std::atomic<bool> rx_{false};
   std::atomic<bool> tx_{false};
+};
+
+// What the rules act through: the core's receive path.
+class FaultHost {
+ public:
+  // A received message checked and handed on (`delayed`: a rule held it; parse() returned
+  // long ago).
+  virtual int parse_received(net::Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req,
+                             bool delayed) = 0;
+  // A received message dropped: counted, its payload discarded by its driver.
+  virtual void drop_payload(net::Ni& ni, unsigned cpt, const Header& hdr, void* lnd_private, bool delayed) = 0;
+  // A message's send failed (its health says how).
+  virtual void finalize(LndMessage* msg, int status) = 0;
+
+ protected:
+  ~FaultHost() = default;
+};
+
+// The rules and what they do to messages: drop or hold received ones (a held message is
+// handed back when its time comes, through the health monitor's wake-ups), fail sends.
+class Faults {
+ public:
+  Faults(const CptTable& cpts, health::Health& health, FaultHost& host) : cpts_(cpts), health_(health), host_(host) {}
+
+  FaultTable rules;
+
+  // True when the rules took the received message (dropped, or held).
+  [[gnu::cold]] bool on_receive(net::Ni& ni, const Header& hdr, Nid from, void* lnd_private, bool rdma_req);
+  // True when a rule failed the send (finalized).
+  [[gnu::cold]] bool on_send(msg::Message* msg);
+  // Hands back the held messages that are due (all of them, discarded, with `discard`);
+  // the earliest still held (0: none).
+  std::int64_t release(std::int64_t now, bool discard);
+
+ private:
+  struct Held {
+    net::Ni* ni;
+    Header hdr;
+    Nid from;
+    void* lnd_private;
+    bool rdma_req;
+  };
+  const CptTable& cpts_;
+  health::Health& health_;
+  FaultHost& host_;
+  Mutex mutex_;
+  std::multimap<std::int64_t, Held> held_ LNET_GUARDED_BY(mutex_);  // by release time
 };
 
 }  // namespace lnet::core

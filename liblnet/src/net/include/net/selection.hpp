@@ -107,6 +107,8 @@ class Selector {
 
  private:
   int select_route(const Query& q, Ni* src, Nid dst, Path& out) const;
+  // A multi-rail peer, no local NI asked for: the best pair of local and peer NI.
+  int select_multi_rail(const Query& q, Path& out) const;
   // The gateway's best NI for reaching it from our side (through `src`'s net if set).
   PeerNi* best_gateway_ni(const Query& q, Peer* gw, Ni* src) const;
   Ni* best_ni_on(const NetView& net, const Query& q) const;

@@ -19,6 +19,8 @@
 
 namespace lnet::net {
 
+inline constexpr int kDefaultPeerCredits = 8;  // LNet's, for a driver that names none
+
 // The global tunables the data path and the threads read (set under the configuration
 // mutex by the core's set_globals).
 struct LiveTunables {
@@ -66,6 +68,10 @@ class State {
   const NetView* find_net(NetId id) const { return nets().find(id); }
   Ni* find_ni(Nid nid) const { return nets().find_ni(nid); }
   bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
+  // Our NIDs, and the distance to `nid` (0: ours, 1: on one of our nets, else through
+  // the nearest route; -EHOSTUNREACH) with the NID we would send from (lnet::Instance).
+  std::vector<Nid> nids() const;
+  int dist(Nid nid, Nid* src, std::uint32_t* order) const;
   // The credits a new peer NI on `net` gets, and its router credits (from the net's NIs).
   int peer_credits_for(NetId net) const;
   int peer_rtr_credits_for(NetId net) const;
