@@ -36,8 +36,6 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       st_(default_cpts(config.ncpts)),
       portals_(st_.cpts, make_interface_cookie()),
       admin_(std::make_unique<Admin>(*this)) {
-  MutexLock g(nets_.mutex());
-  (void)nets_.set_globals(config.globals);                              // checked by whoever made the Config
   for (const FaultRule& f : config.faults) (void)faults_.rules.add(f);  // checked when parsed
   bool has_router_memory = false;
   for (auto& d : drivers) {
@@ -46,8 +44,11 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       has_router_memory = true;
       router_.set_memory(d, m);
     }
-    nets_.add_driver(std::move(d));
   }
+  MutexLock g(nets_.mutex());
+  (void)nets_.set_globals(config.globals);  // checked by whoever made the Config
+  for (auto& d : drivers)
+    if (d) nets_.add_driver(std::move(d));
 }
 
 Core::~Core() { shutdown(); }
@@ -58,10 +59,10 @@ Status Core::startup() {
   {
     MutexLock g(nets_.mutex());
     s = nets_.start(config_.nets);
-  }
-  if (s) {
-    started_.store(true, std::memory_order_release);
-    if (int rc = ping_target_.setup()) s = Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
+    if (s) {
+      started_.store(true, std::memory_order_release);
+      if (int rc = ping_target_.setup()) s = Failure{rc, "cannot set up the ping target: " + errno_string(rc)};
+    }
   }
   if (!s) {
     shutdown();
