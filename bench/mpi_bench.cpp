@@ -225,12 +225,7 @@ struct Lnet {
     auto t0 = Clock::now();
     if (g_rank == 0) {
       for (int i = 0; i < count; ++i) {
-        for (int v; (v = inflight.load(std::memory_order_acquire)) >= g.window;) {
-          if (polled)
-            lnet.progress();
-          else
-            inflight.wait(v, std::memory_order_acquire);
-        }
+        wait_below(inflight, g.window);
         inflight.fetch_add(1, std::memory_order_relaxed);
         if (int rc = lnet.put(Nid::any(), omd, AckReq::NoAck, peer, kPortal, kData, 0, 0); rc)
           fail("PUT: " + std::to_string(rc));
@@ -238,17 +233,22 @@ struct Lnet {
     }
     wait_for(lnet, polled, done);
     double rate = count / secs_since(t0);
-    for (int v; (v = inflight.load(std::memory_order_acquire)) > 0;) {
-      if (polled)
-        lnet.progress();
-      else
-        inflight.wait(v, std::memory_order_acquire);
-    }
+    wait_below(inflight, 1);
     settle();
     (void)lnet.me_unlink(me);
     (void)lnet.md_unlink(omd);
     (void)lnet.md_unlink(amd);
     return rate;
+  }
+
+  // Until fewer than `limit` PUTs are in flight (progressing LNet when it is polled).
+  void wait_below(std::atomic<int>& inflight, int limit) {
+    for (int v; (v = inflight.load(std::memory_order_acquire)) >= limit;) {
+      if (polled)
+        lnet.progress();
+      else
+        inflight.wait(v, std::memory_order_acquire);
+    }
   }
 
   // Both ranks are done with a measurement: credits still owed go back before the next.

@@ -223,22 +223,18 @@ struct PeerProcess {
   }
 };
 
-std::pair<double, double> lnet_once() {
-  PeerProcess peer(lnet_peer);
-  auto a = start({"127.0.0.2"});
-  const ProcessId b{*Nid::parse("127.0.0.3@tcp"), kPidLustre};
-
-  // Ping-pong: each echo that comes back sends the next ping, from the event handler.
+// Ping-pong: each echo that comes back sends the next ping, from the event handler.
+// The mean round trip in us.
+double lnet_pingpong(Instance& a, const ProcessId& b) {
   static char ping[8];
   MdDesc src;
   src.start = ping;
   src.length = 8;
-  MdHandle out = a->md_bind(src, Unlink::Retain).value();
+  MdHandle out = a.md_bind(src, Unlink::Retain).value();
   static char pong[8];
   std::atomic<int> left{g_iters};
   Done done;
-  Instance* ap = a.get();
-  MeHandle me = a->me_attach(kPingPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After).value();
+  MeHandle me = a.me_attach(kPingPortal, ProcessId::any(), 0, ~0ULL, Unlink::Retain, InsPos::After).value();
   MdDesc pd;
   pd.start = pong;
   pd.length = 8;
@@ -246,21 +242,26 @@ std::pair<double, double> lnet_once() {
   pd.handler = [&](const Event& e) {
     if (e.type != EventType::Put) return;
     if (--left > 0) {
-      (void)ap->put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
+      (void)a.put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
     } else {
       done.set();
     }
   };
-  MdHandle pmd = a->md_attach(me, pd, Unlink::Retain).value();
+  MdHandle pmd = a.md_attach(me, pd, Unlink::Retain).value();
   // Warm up the connections first.
-  if (!a->ping(b, std::chrono::milliseconds(5000))) die("lnet ping");
+  if (!a.ping(b, std::chrono::milliseconds(5000))) die("lnet ping");
   auto t0 = Clock::now();
-  (void)a->put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
+  (void)a.put(Nid::any(), out, AckReq::NoAck, b, kPingPortal, 0, 0, 0);
   done.wait();
   double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / g_iters;
+  (void)a.md_unlink(pmd);
+  (void)a.md_unlink(out);
+  return rtt;
+}
 
-  // Streaming: up to 8 PUTs of 1 MiB in flight; the last asks for an ACK, and as every
-  // 1 MiB PUT goes on the one BULK connection, its ACK means all arrived.
+// Streaming: up to 8 PUTs of 1 MiB in flight; the last asks for an ACK, and as every
+// 1 MiB PUT goes on the one BULK connection, its ACK means all arrived. MB/s.
+double lnet_stream(Instance& a, const ProcessId& b) {
   std::vector<char> big(kBig, 'y');
   std::mutex m;
   std::condition_variable cv;
@@ -275,8 +276,8 @@ std::pair<double, double> lnet_once() {
     if (e.type == EventType::Ack) acked = true;
     cv.notify_all();
   };
-  MdHandle bmd = a->md_bind(bd, Unlink::Retain).value();
-  t0 = Clock::now();
+  MdHandle bmd = a.md_bind(bd, Unlink::Retain).value();
+  auto t0 = Clock::now();
   for (int i = 0; i < g_stream; ++i) {
     {
       std::unique_lock lk(m);
@@ -284,19 +285,26 @@ std::pair<double, double> lnet_once() {
       ++inflight;
     }
     bool last = i == g_stream - 1;
-    (void)a->put(Nid::any(), bmd, last ? AckReq::Ack : AckReq::NoAck, b, kBulkPortal, 0, 0, 0);
+    (void)a.put(Nid::any(), bmd, last ? AckReq::Ack : AckReq::NoAck, b, kBulkPortal, 0, 0, 0);
   }
   {
     std::unique_lock lk(m);
     cv.wait(lk, [&] { return acked && inflight == 0; });
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  (void)a->md_unlink(bmd);
-  (void)a->md_unlink(pmd);
-  (void)a->md_unlink(out);
+  (void)a.md_unlink(bmd);
+  return static_cast<double>(kBig) * g_stream / secs / 1e6;
+}
+
+std::pair<double, double> lnet_once() {
+  PeerProcess peer(lnet_peer);
+  auto a = start({"127.0.0.2"});
+  const ProcessId b{*Nid::parse("127.0.0.3@tcp"), kPidLustre};
+  double rtt = lnet_pingpong(*a, b);
+  double bw = lnet_stream(*a, b);
   a.reset();
   peer.stop();
-  return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
+  return {rtt, bw};
 }
 
 // Dynamic discovery of a peer with 4 NIs (127.0.0.3-6): the discover round from a node
@@ -338,9 +346,8 @@ std::tuple<double, double, double> discovery_once() {
   return {round, warm, median(pings)};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The options into the globals: -1 to go on, else the exit status.
+int parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto num = [&](int* out) {
@@ -368,6 +375,31 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
+  return -1;
+}
+
+// --discovery: the discovery rounds against a ping, medians of --reps runs.
+void discovery_table() {
+  std::vector<double> rounds, warms, pings;
+  for (int r = 0; r < g_reps; ++r) {
+    auto [round, warm, ping] = discovery_once();
+    rounds.push_back(round);
+    warms.push_back(warm);
+    pings.push_back(ping);
+    std::fprintf(stderr, "rep %d: discovery %.1f us (warm %.1f us), ping %.1f us\n", r + 1, round, warm, ping);
+  }
+  std::printf("# discovery round of a peer with 4 NIs (ping + push) against one LNet ping round trip\n");
+  std::printf("# %-28s %12s %12s %8s\n", "measure", "ping (us)", "round (us)", "ratio");
+  std::printf("  %-28s %12.1f %12.1f %8.2f\n", "first contact", median(pings), median(rounds),
+              median(rounds) / median(pings));
+  std::printf("  %-28s %12.1f %12.1f %8.2f\n", "connections up", median(pings), median(warms),
+              median(warms) / median(pings));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (int rc = parse_args(argc, argv); rc >= 0) return rc;
   set_log_level(LogLevel::Error);
   std::vector<double> raw_rtt, raw_bw, our_rtt, our_bw;
   for (int r = 0; r < g_reps; ++r) {
@@ -384,21 +416,6 @@ int main(int argc, char** argv) {
   double r1 = median(our_rtt) / median(raw_rtt), r2 = median(our_bw) / median(raw_bw);
   std::printf("  %-28s %12.2f %12.2f %8.3f\n", "8 B round trip (us)", median(raw_rtt), median(our_rtt), r1);
   std::printf("  %-28s %12.0f %12.0f %8.3f\n", "1 MiB stream (MB/s)", median(raw_bw), median(our_bw), r2);
-  if (g_discovery) {
-    std::vector<double> rounds, warms, pings;
-    for (int r = 0; r < g_reps; ++r) {
-      auto [round, warm, ping] = discovery_once();
-      rounds.push_back(round);
-      warms.push_back(warm);
-      pings.push_back(ping);
-      std::fprintf(stderr, "rep %d: discovery %.1f us (warm %.1f us), ping %.1f us\n", r + 1, round, warm, ping);
-    }
-    std::printf("# discovery round of a peer with 4 NIs (ping + push) against one LNet ping round trip\n");
-    std::printf("# %-28s %12s %12s %8s\n", "measure", "ping (us)", "round (us)", "ratio");
-    std::printf("  %-28s %12.1f %12.1f %8.2f\n", "first contact", median(pings), median(rounds),
-                median(rounds) / median(pings));
-    std::printf("  %-28s %12.1f %12.1f %8.2f\n", "connections up", median(pings), median(warms),
-                median(warms) / median(pings));
-  }
+  if (g_discovery) discovery_table();
   return 0;
 }

@@ -54,6 +54,43 @@ void usage() {
       "  pings and its transfers. --env lists the variables (LNET_PROXY, LNET_MPI_*).\n");
 }
 
+// --thread-level's word as MPI's level; false (and why printed) for another word.
+bool set_thread_level(const std::string& v, Options& o) {
+  const std::pair<const char*, int> levels[] = {{"single", MPI_THREAD_SINGLE},
+                                                {"funneled", MPI_THREAD_FUNNELED},
+                                                {"serialized", MPI_THREAD_SERIALIZED},
+                                                {"multiple", MPI_THREAD_MULTIPLE}};
+  bool found = false;
+  for (auto [name, level] : levels)
+    if (v == name) o.thread_level = level, found = true;
+  if (!found)
+    std::fprintf(stderr, "proxy_demo: bad --thread-level '%s': single, funneled, serialized or multiple\n", v.c_str());
+  return found;
+}
+
+// A numeric option (--size, --count, --timeout, --idle, --offset) in its range; false
+// (and why printed) otherwise.
+bool set_number(const std::string& a, const std::string& v, Options& o) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (a == "--size" && !*end && n >= 1 && n <= static_cast<long>(lnet::kMaxPayload)) {
+    o.size = static_cast<std::size_t>(n);
+  } else if (a == "--count" && !*end && n >= 1) {
+    o.count = n;
+  } else if (a == "--timeout" && !*end && n >= 1 && n <= 3600) {
+    o.timeout = static_cast<int>(n);
+  } else if (a == "--idle" && !*end && n >= 0 && n <= 3600) {
+    o.idle = static_cast<int>(n);
+  } else if (a == "--offset" && !*end && n >= 0 && n < (1L << 31)) {
+    o.offset = static_cast<std::size_t>(n);
+  } else {
+    std::fprintf(stderr, "proxy_demo: bad argument '%s %s' (--help)\n", a.c_str(), v.c_str());
+    return false;
+  }
+  return true;
+}
+
+// -1 to go on, else the exit status (help printed, or why the arguments are refused).
 int parse_args(int argc, char** argv, Options& o) {
   bool have_server = false;
   for (int i = 1; i < argc; ++i) {
@@ -72,21 +109,8 @@ int parse_args(int argc, char** argv, Options& o) {
     }
     std::string v = argv[++i];
     if (a == "--thread-level") {
-      const std::pair<const char*, int> levels[] = {{"single", MPI_THREAD_SINGLE},
-                                                    {"funneled", MPI_THREAD_FUNNELED},
-                                                    {"serialized", MPI_THREAD_SERIALIZED},
-                                                    {"multiple", MPI_THREAD_MULTIPLE}};
-      bool found = false;
-      for (auto [name, level] : levels)
-        if (v == name) o.thread_level = level, found = true;
-      if (!found) {
-        std::fprintf(stderr, "proxy_demo: bad --thread-level '%s': single, funneled, serialized or multiple\n",
-                     v.c_str());
-        return 2;
-      }
-      continue;
-    }
-    if (a == "--server") {
+      if (!set_thread_level(v, o)) return 2;
+    } else if (a == "--server") {
       auto n = lnet::Nid::parse(v);
       if (!n) {
         std::fprintf(stderr, "proxy_demo: bad --server '%s': %s\n", v.c_str(), n.message().c_str());
@@ -94,22 +118,7 @@ int parse_args(int argc, char** argv, Options& o) {
       }
       o.server = *n;
       have_server = true;
-      continue;
-    }
-    char* end = nullptr;
-    long n = std::strtol(v.c_str(), &end, 10);
-    if (a == "--size" && !*end && n >= 1 && n <= static_cast<long>(lnet::kMaxPayload)) {
-      o.size = static_cast<std::size_t>(n);
-    } else if (a == "--count" && !*end && n >= 1) {
-      o.count = n;
-    } else if (a == "--timeout" && !*end && n >= 1 && n <= 3600) {
-      o.timeout = static_cast<int>(n);
-    } else if (a == "--idle" && !*end && n >= 0 && n <= 3600) {
-      o.idle = static_cast<int>(n);
-    } else if (a == "--offset" && !*end && n >= 0 && n < (1L << 31)) {
-      o.offset = static_cast<std::size_t>(n);
-    } else {
-      std::fprintf(stderr, "proxy_demo: bad argument '%s %s' (--help)\n", a.c_str(), v.c_str());
+    } else if (!set_number(a, v, o)) {
       return 2;
     }
   }

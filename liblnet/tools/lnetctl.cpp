@@ -190,16 +190,9 @@ int build_request(const dlc::CommandSpec& spec, const po::variables_map& vm, dlc
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  set_log_program("lnetctl");
-  set_log_sink([](LogLevel, std::string_view line) {
-    std::fprintf(stderr, "lnetctl: %.*s\n", static_cast<int>(line.size()), line.data());
-  });
-  std::string socket_path = std::getenv("LNET_CTL_SOCKET") ? std::getenv("LNET_CTL_SOCKET") : kDefaultSocket;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  std::size_t i = 0;
+// The global options before the command (args from `i` on; `i` left at the command):
+// -1 to go on, else the exit status.
+int global_options(const std::vector<std::string>& args, std::size_t& i, std::string& socket_path) {
   for (; i < args.size(); ++i) {  // global options come first
     if (args[i] == "--socket" && i + 1 < args.size()) {
       socket_path = args[++i];
@@ -222,32 +215,36 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
-  std::size_t words = 0;
-  const dlc::CommandSpec* spec = find(args, i, &words);
-  if (!spec) return group_help(args, i);
-  std::vector<std::string> rest(args.begin() + static_cast<long>(i + words), args.end());
-  po::options_description opts(std::string("lnetctl ") + spec->name + " options");
+  return -1;
+}
+
+// The command's options (`rest`, after its words) into `vm`: -1 to go on, else the exit
+// status (its help printed, or why they do not parse).
+int command_options(const dlc::CommandSpec& spec, const std::vector<std::string>& rest, po::variables_map& vm) {
+  po::options_description opts(std::string("lnetctl ") + spec.name + " options");
   po::options_description hidden;
   po::positional_options_description pos;
-  cli::describe(*spec, opts, hidden, pos);
+  cli::describe(spec, opts, hidden, pos);
   opts.add_options()("help,h", "this help");
   po::options_description all;
   all.add(opts).add(hidden);
-  po::variables_map vm;
   try {
     po::store(po::command_line_parser(rest).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    LNET_LOG(Error, kLogConfig, "%s: %s (try lnetctl %s --help)", spec->name, e.what(), spec->name);
+    LNET_LOG(Error, kLogConfig, "%s: %s (try lnetctl %s --help)", spec.name, e.what(), spec.name);
     return 2;
   }
   if (vm.count("help")) {
-    command_help(*spec);
+    command_help(spec);
     return 0;
   }
-  dlc::Request req;
-  std::string out_file;
-  if (int rc = build_request(*spec, vm, req, out_file)) return rc;
+  return -1;
+}
+
+// Sends the request to lnetd and prints its answer (or writes it to `out_file`); the
+// exit status.
+int ask_lnetd(const std::string& socket_path, const dlc::Request& req, const std::string& out_file) {
   dlc::Response resp;
   if (int rc = cli::talk(socket_path, req, resp)) {
     // With LNet not running, export has nothing to say and says it with status 0, as
@@ -270,4 +267,27 @@ int main(int argc, char** argv) {
   }
   std::fputs(resp.text.c_str(), resp.rc == 0 ? stdout : stderr);
   return resp.rc == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  set_log_program("lnetctl");
+  set_log_sink([](LogLevel, std::string_view line) {
+    std::fprintf(stderr, "lnetctl: %.*s\n", static_cast<int>(line.size()), line.data());
+  });
+  std::string socket_path = std::getenv("LNET_CTL_SOCKET") ? std::getenv("LNET_CTL_SOCKET") : kDefaultSocket;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::size_t i = 0;
+  if (int rc = global_options(args, i, socket_path); rc >= 0) return rc;
+  std::size_t words = 0;
+  const dlc::CommandSpec* spec = find(args, i, &words);
+  if (!spec) return group_help(args, i);
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i + words), args.end());
+  po::variables_map vm;
+  if (int rc = command_options(*spec, rest, vm); rc >= 0) return rc;
+  dlc::Request req;
+  std::string out_file;
+  if (int rc = build_request(*spec, vm, req, out_file)) return rc;
+  return ask_lnetd(socket_path, req, out_file);
 }

@@ -181,11 +181,53 @@ void raise_fd_limit() {
              static_cast<unsigned long long>(l.rlim_max));
 }
 
+using Components = std::vector<std::unique_ptr<lnetd::Component>>;
+
+// LNet up with the components' drivers and the configuration applied, then the
+// components started on it (with the keys of the configuration that are lnetd's own).
+std::unique_ptr<Instance> start_lnet(const Config& env, dlc::SystemConfig& cfg, const std::string& source,
+                                     Components& components) {
+  std::vector<std::shared_ptr<Lnd>> drivers;
+  for (auto& c : components)
+    for (auto& d : c->drivers()) drivers.push_back(std::move(d));
+  auto created = Instance::create(env, kPidLustre, std::move(drivers));
+  if (!created) die("cannot start LNet: " + created.message());
+  std::unique_ptr<Instance> lnet = std::move(*created);
+  dlc::SystemConfig daemon_keys;  // the keys of the configuration that are lnetd's own
+  daemon_keys.selftest = cfg.selftest;
+  cfg.selftest.reset();  // not the instance's
+  if (Status s = dlc::apply_config(*lnet, cfg, dlc::ImportMode::Add); !s)
+    die("cannot apply the configuration from " + source + ": " + s.message());
+  for (auto& c : components)
+    if (Status s = c->start(*lnet, daemon_keys); !s) die(s.message());
+  return lnet;
+}
+
+// What the control socket's `lnet configure`, `lnet unconfigure` and `stats show` need
+// of lnetd.
+dlc::Hooks hooks_of(std::unique_ptr<Instance>& lnet, const std::string& startup_yaml, Components& components) {
+  dlc::Hooks hooks;
+  hooks.configure = [&lnet, &startup_yaml]() -> Status {
+    auto c = dlc::parse_config(startup_yaml);
+    if (!c) return c.failure();
+    c->selftest.reset();
+    return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
+  };
+  hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
+  hooks.service_stats = [&components] {
+    std::vector<dlc::DriverCounters> out;
+    for (auto& c : components)
+      for (auto& d : c->service_stats()) out.push_back(std::move(d));
+    return out;
+  };
+  return hooks;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   set_log_program("lnetd");
-  std::vector<std::unique_ptr<lnetd::Component>> components = lnetd::make_components();
+  Components components = lnetd::make_components();
   lnetd::Parsed parsed = lnetd::parse_options(argc, argv, components);
   if (!parsed.options) return parsed.exit_code;
   const lnetd::Options& o = *parsed.options;
@@ -205,19 +247,7 @@ int main(int argc, char** argv) {
   catch_signals();
   raise_fd_limit();
 
-  std::vector<std::shared_ptr<Lnd>> drivers;
-  for (auto& c : components)
-    for (auto& d : c->drivers()) drivers.push_back(std::move(d));
-  auto created = Instance::create(*env, kPidLustre, std::move(drivers));
-  if (!created) die("cannot start LNet: " + created.message());
-  std::unique_ptr<Instance> lnet = std::move(*created);
-  dlc::SystemConfig daemon_keys;  // the keys of the configuration that are lnetd's own
-  daemon_keys.selftest = cfg->selftest;
-  cfg->selftest.reset();  // not the instance's
-  if (Status s = dlc::apply_config(*lnet, *cfg, dlc::ImportMode::Add); !s)
-    die("cannot apply the configuration from " + source + ": " + s.message());
-  for (auto& c : components)
-    if (Status s = c->start(*lnet, daemon_keys); !s) die(s.message());
+  std::unique_ptr<Instance> lnet = start_lnet(*env, *cfg, source, components);
   auto changed = [&lnet, &components] {
     for (auto& c : components) c->changed(*lnet);
   };
@@ -227,21 +257,7 @@ int main(int argc, char** argv) {
       if (auto r = c->handle(req)) return r;
     return std::nullopt;
   };
-
-  dlc::Hooks hooks;
-  hooks.configure = [&lnet, &startup_yaml]() -> Status {
-    auto c = dlc::parse_config(startup_yaml);
-    if (!c) return c.failure();
-    c->selftest.reset();
-    return dlc::apply_config(*lnet, *c, dlc::ImportMode::Add);
-  };
-  hooks.unconfigure = [&lnet] { return unconfigure(lnet->control()); };
-  hooks.service_stats = [&components] {
-    std::vector<dlc::DriverCounters> out;
-    for (auto& c : components)
-      for (auto& d : c->service_stats()) out.push_back(std::move(d));
-    return out;
-  };
+  dlc::Hooks hooks = hooks_of(lnet, startup_yaml, components);
   lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, changed, extra);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());

@@ -22,6 +22,24 @@ struct RankAnswer {
   std::uint64_t nid;
 };
 
+// The TABLE of every rank's answer: the proxies' NIDs, or the first rank's refusal (in
+// this rank's words `why` when it is rank 0's).
+mp::Table table_of(const std::vector<RankAnswer>& all, std::uint32_t pid, const std::string& why) {
+  mp::Table t;
+  t.pid = pid;
+  for (int r = 0; r < static_cast<int>(all.size()) && t.status == 0; ++r) {
+    const RankAnswer& x = all[static_cast<std::size_t>(r)];
+    if (x.status < 0) {
+      t.status = x.status;
+      t.error = r == 0 && !why.empty()
+                    ? why
+                    : "proxy rank " + std::to_string(r) + " could not take the pid (its log says why)";
+    }
+    t.proxies.emplace_back(x.nid);
+  }
+  return t;
+}
+
 }  // namespace
 
 void ProxyRank::accept_app(std::uint64_t serial) {
@@ -156,12 +174,9 @@ bool ProxyRank::await_hello(const App& a) {
   return true;
 }
 
-// Collective over the proxy's ranks: the pid (rank 0 gets it, the others register it),
-// every rank's NID, the forwarding driver, then the TABLE to the application.
-Status ProxyRank::setup_app(App& a) {
+ProxyRank::PidTaken ProxyRank::take_pid(App& a) {
   auto timeout = std::chrono::seconds(opts_.timeout);
-  RankAnswer mine{0, 0, 0};
-  std::string why;
+  PidTaken mine;
   if (rank_ == 0) {
     auto r = up_->call(up::PidNew{}, timeout);
     if (r && r->status == 0) {
@@ -169,54 +184,54 @@ Status ProxyRank::setup_app(App& a) {
       mine.nid = r->nid.value();
     } else {
       mine.status = r ? r->status : r.code();
-      why = r ? "PID_NEW: " + errno_string(r->status) : r.message();
+      mine.why = r ? "PID_NEW: " + errno_string(r->status) : r.message();
     }
   }
-  std::uint32_t pid = a.pid;
-  MPI_Bcast(&pid, 1, MPI_UNSIGNED, 0, comm_);
-  if (rank_ != 0 && pid != 0) {
-    auto r = up_->call(up::PidRegister{0, pid}, timeout);
+  mine.pid = a.pid;
+  MPI_Bcast(&mine.pid, 1, MPI_UNSIGNED, 0, comm_);
+  if (rank_ != 0 && mine.pid != 0) {
+    auto r = up_->call(up::PidRegister{0, mine.pid}, timeout);
     if (r && r->status == 0) {
-      a.pid = pid;
+      a.pid = mine.pid;
       mine.nid = r->nid.value();
     } else {
       mine.status = r ? r->status : r.code();
-      why = r ? "PID_REGISTER: " + errno_string(r->status) : r.message();
+      mine.why = r ? "PID_REGISTER: " + errno_string(r->status) : r.message();
     }
   } else if (rank_ != 0) {
     mine.status = -EIO;
   }
-  if (!why.empty()) LNET_LOG(Error, kLogDaemon, "proxy rank %d: application pid %u: %s", rank_, pid, why.c_str());
+  if (!mine.why.empty())
+    LNET_LOG(Error, kLogDaemon, "proxy rank %d: application pid %u: %s", rank_, mine.pid, mine.why.c_str());
+  return mine;
+}
+
+void ProxyRank::start_link(App& a, mp::Table& t) {
+  std::vector<Nid> nids;
+  NetId net = up_->welcome().nid.net();
+  for (int r = 0; r < a.ranks; ++r) nids.push_back(Nid::make(net, static_cast<std::uint32_t>(r)));
+  nids.insert(nids.end(), t.proxies.begin(), t.proxies.end());
+  a.link = std::make_shared<AppLink>(up_->bridge(), a.serial, a.pid, a.merged, nids, opts_.lnd);
+  up_->attach(a.link);
+  int rc = a.link->start();
+  up_->wake();  // its driver wants polling now
+  int ok = rc == 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_);
+  if (!all_ok) {
+    t.status = rc ? rc : -EIO;
+    t.error = "the MPI LND did not start on every proxy rank (their logs say why)";
+  }
+}
+
+// Collective over the proxy's ranks: the pid (rank 0 gets it, the others register it),
+// every rank's NID, the forwarding driver, then the TABLE to the application.
+Status ProxyRank::setup_app(App& a) {
+  PidTaken mine = take_pid(a);
+  RankAnswer answer{mine.status, 0, mine.nid};
   std::vector<RankAnswer> all(static_cast<std::size_t>(size_));
-  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_);
-  mp::Table t;
-  t.pid = pid;
-  for (int r = 0; r < size_ && t.status == 0; ++r) {
-    const RankAnswer& x = all[static_cast<std::size_t>(r)];
-    if (x.status < 0) {
-      t.status = x.status;
-      t.error = r == 0 && !why.empty()
-                    ? why
-                    : "proxy rank " + std::to_string(r) + " could not take the pid (its log says why)";
-    }
-    t.proxies.emplace_back(x.nid);
-  }
-  if (t.status == 0) {
-    std::vector<Nid> nids;
-    NetId net = up_->welcome().nid.net();
-    for (int r = 0; r < a.ranks; ++r) nids.push_back(Nid::make(net, static_cast<std::uint32_t>(r)));
-    nids.insert(nids.end(), t.proxies.begin(), t.proxies.end());
-    a.link = std::make_shared<AppLink>(up_->bridge(), a.serial, a.pid, a.merged, nids, opts_.lnd);
-    up_->attach(a.link);
-    int rc = a.link->start();
-    up_->wake();  // its driver wants polling now
-    int ok = rc == 0, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_);
-    if (!all_ok) {
-      t.status = rc ? rc : -EIO;
-      t.error = "the MPI LND did not start on every proxy rank (their logs say why)";
-    }
-  }
+  MPI_Allgather(&answer, sizeof answer, MPI_BYTE, all.data(), sizeof answer, MPI_BYTE, comm_);
+  mp::Table t = table_of(all, mine.pid, mine.why);
+  if (t.status == 0) start_link(a, t);
   const up::Welcome& w = up_->welcome();
   t.nets.assign(w.nets, w.nets + std::min<std::size_t>(w.nnets, mp::kMaxNets));
   if (t.status < 0) t.proxies.clear();

@@ -34,10 +34,8 @@ struct Parsed {
   int exit_code = 0;
 };
 
-Parsed parse(int argc, char** argv) {
-  proxy::ProxyOptions o;
-  std::string log_level, mode;
-  po::options_description desc(kUsage);
+// The options lnet-proxy takes, into `o` (and the two that need checking, as text).
+void describe(po::options_description& desc, proxy::ProxyOptions& o, std::string& log_level, std::string& mode) {
   desc.add_options()("help,h", "print this help and exit")(
       "mode", po::value(&mode)->default_value("shared"),
       "shared: serve every application that knocks (mode 1c); per-app: spawn a dedicated proxy job for "
@@ -55,6 +53,54 @@ Parsed parse(int argc, char** argv) {
       "seconds for each start-up step and each application's set-up (1..3600)")(
       "log-level", po::value(&log_level), "error | warn | info | debug (default LNET_LOG_LEVEL, else info)")(
       "env", "list the environment variables lnet-proxy reads (the MPI LND's LNET_MPI_*) and exit");
+}
+
+// The parsed options checked and completed (mode, log level, the MPI LND's tunables):
+// 0, or the exit status after saying why not.
+int check(const po::variables_map& vm, proxy::ProxyOptions& o, const std::string& log_level, const std::string& mode) {
+  if (mode == "per-app") {
+    o.mode = proxy::ProxyOptions::Mode::PerApp;
+  } else if (mode != "shared") {
+    std::fprintf(stderr, "lnet-proxy: bad --mode '%s' (shared, per-app)\n", mode.c_str());
+    return 2;
+  }
+  o.dedicated = vm.count("dedicated") > 0;
+  if (o.dedicated && o.mode == proxy::ProxyOptions::Mode::PerApp) {
+    std::fprintf(stderr, "lnet-proxy: --dedicated and --mode per-app exclude each other\n");
+    return 2;
+  }
+  for (auto [name, v] : {std::pair{"client-timeout", o.client_timeout}, std::pair{"timeout", o.timeout}}) {
+    if (v < 1 || v > 3600) {
+      std::fprintf(stderr, "lnet-proxy: bad --%s %d (1..3600)\n", name, v);
+      return 2;
+    }
+  }
+  if (vm.count("log-level")) {
+    LogLevel l;
+    if (!parse_log_level(log_level, &l)) {
+      std::fprintf(stderr, "lnet-proxy: bad --log-level '%s' (error, warn, info, debug)\n", log_level.c_str());
+      return 2;
+    }
+    set_log_level(l);
+  } else if (!std::getenv("LNET_LOG_LEVEL")) {
+    set_log_level(LogLevel::Info);
+  }
+  auto lnd = mpi::Options::from_env();
+  if (!lnd) {
+    std::fprintf(stderr, "lnet-proxy: %s\n", lnd.message().c_str());
+    return 2;
+  }
+  o.lnd = *lnd;
+  // The bridge thread drives the MPI LND (uplink.hpp) unless a progress thread is asked for.
+  if (o.lnd.progress == mpi::ProgressMode::Auto) o.lnd.progress = mpi::ProgressMode::Poll;
+  return 0;
+}
+
+Parsed parse(int argc, char** argv) {
+  proxy::ProxyOptions o;
+  std::string log_level, mode;
+  po::options_description desc(kUsage);
+  describe(desc, o, log_level, mode);
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -71,51 +117,13 @@ Parsed parse(int argc, char** argv) {
     std::cout << env_help();
     return {std::nullopt, 0};
   }
-  if (mode == "per-app") {
-    o.mode = proxy::ProxyOptions::Mode::PerApp;
-  } else if (mode != "shared") {
-    std::fprintf(stderr, "lnet-proxy: bad --mode '%s' (shared, per-app)\n", mode.c_str());
-    return {std::nullopt, 2};
-  }
-  o.dedicated = vm.count("dedicated") > 0;
-  if (o.dedicated && o.mode == proxy::ProxyOptions::Mode::PerApp) {
-    std::fprintf(stderr, "lnet-proxy: --dedicated and --mode per-app exclude each other\n");
-    return {std::nullopt, 2};
-  }
-  for (auto [name, v] : {std::pair{"client-timeout", o.client_timeout}, std::pair{"timeout", o.timeout}}) {
-    if (v < 1 || v > 3600) {
-      std::fprintf(stderr, "lnet-proxy: bad --%s %d (1..3600)\n", name, v);
-      return {std::nullopt, 2};
-    }
-  }
-  if (vm.count("log-level")) {
-    LogLevel l;
-    if (!parse_log_level(log_level, &l)) {
-      std::fprintf(stderr, "lnet-proxy: bad --log-level '%s' (error, warn, info, debug)\n", log_level.c_str());
-      return {std::nullopt, 2};
-    }
-    set_log_level(l);
-  } else if (!std::getenv("LNET_LOG_LEVEL")) {
-    set_log_level(LogLevel::Info);
-  }
-  auto lnd = mpi::Options::from_env();
-  if (!lnd) {
-    std::fprintf(stderr, "lnet-proxy: %s\n", lnd.message().c_str());
-    return {std::nullopt, 2};
-  }
-  o.lnd = *lnd;
-  // The bridge thread drives the MPI LND (uplink.hpp) unless a progress thread is asked for.
-  if (o.lnd.progress == mpi::ProgressMode::Auto) o.lnd.progress = mpi::ProgressMode::Poll;
+  if (int rc = check(vm, o, log_level, mode)) return {std::nullopt, rc};
   return {o, 0};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Parsed p = parse(argc, argv);
-  if (!p.opts) return p.exit_code;
-  // SIGINT/SIGTERM (mpirun forwards them) arrive through a signalfd; blocked before MPI
-  // starts its threads, so every thread inherits the mask.
+// SIGINT/SIGTERM (mpirun forwards them) arrive through the signalfd returned; blocked
+// before MPI starts its threads, so every thread inherits the mask.
+int block_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
@@ -125,6 +133,74 @@ int main(int argc, char** argv) {
   // A peer process that dies mid-write (an application killed, a node rebooted) must
   // cost an EPIPE, not the proxy: Open MPI's TCP transport writes without MSG_NOSIGNAL.
   signal(SIGPIPE, SIG_IGN);
+  return sfd;
+}
+
+// What this job may not be, given how it was started: 0, or 2 after saying why.
+int check_start(const proxy::ProxyOptions& o, MPI_Comm parent) {
+  const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
+  if (o.dedicated && parent == MPI_COMM_NULL) {
+    std::fprintf(stderr, "lnet-proxy: --dedicated is for the proxy jobs a per-app job spawns (--mode per-app)\n");
+    return 2;
+  }
+  if (o.mode == proxy::ProxyOptions::Mode::PerApp && parent != MPI_COMM_NULL) {
+    std::fprintf(stderr, "lnet-proxy: --mode per-app is for a standing job, not a spawned one\n");
+    return 2;
+  }
+  if (o.mode == proxy::ProxyOptions::Mode::PerApp && mpi::open_mpi_major() > 0 &&
+      !(recovery && std::string(recovery) == "1")) {
+    std::fprintf(stderr,
+                 "lnet-proxy: --mode per-app: start this job with `mpirun --enable-recovery`: without it, Open "
+                 "MPI aborts this job, and every application's dedicated proxy with it, when one dedicated proxy "
+                 "dies\n");
+    return 2;
+  }
+  if (!o.lnd.proxy.empty()) {
+    std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
+    return 2;
+  }
+  return 0;
+}
+
+// The job's ranks serve until told to stop; the exit status (a rank lost: exits here).
+int serve(proxy::ProxyOptions& o, int sfd) {
+  // The job's own communicator, with MPI_ERRORS_RETURN (lnet-mpi(7)'s Group).
+  auto group = mpi::Group::create(MPI_COMM_WORLD);
+  if (!group) {
+    std::fprintf(stderr, "lnet-proxy: %s\n", group.message().c_str());
+    return 1;
+  }
+  MPI_Comm parent;
+  MPI_Comm_get_parent(&parent);  // mode 2: the application that spawned this job
+  if (parent != MPI_COMM_NULL) {
+    // Spawned by LNET_PROXY=spawn: (or by a per-app standing job), whose variables
+    // this job inherits.
+    o.port_file.clear();
+    o.publish.clear();
+    o.lnd.proxy.clear();
+  }
+  if (int rc = check_start(o, parent)) return rc;
+  int rc = 0;
+  bool lost = false;
+  {
+    proxy::ProxyRank rank(**group, parent, o);
+    rc = rank.run(sfd);
+    lost = rank.lost_a_rank();
+  }
+  if (lost) {
+    // MPI_Finalize waits for every rank of the job, the dead one too.
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Parsed p = parse(argc, argv);
+  if (!p.opts) return p.exit_code;
+  int sfd = block_signals();
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "lnet-proxy: MPI_Init_thread failed\n");
@@ -137,50 +213,7 @@ int main(int argc, char** argv) {
     // Calls without a communicator (MPI_Open_port, MPI_Publish_name) report on
     // MPI_COMM_WORLD: their failures are answered, not fatal.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    // The job's own communicator, with MPI_ERRORS_RETURN (lnet-mpi(7)'s Group).
-    if (auto group = mpi::Group::create(MPI_COMM_WORLD)) {
-      MPI_Comm parent;
-      MPI_Comm_get_parent(&parent);  // mode 2: the application that spawned this job
-      if (parent != MPI_COMM_NULL) {
-        // Spawned by LNET_PROXY=spawn: (or by a per-app standing job), whose variables
-        // this job inherits.
-        p.opts->port_file.clear();
-        p.opts->publish.clear();
-        p.opts->lnd.proxy.clear();
-      }
-      const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
-      if (p.opts->dedicated && parent == MPI_COMM_NULL) {
-        std::fprintf(stderr, "lnet-proxy: --dedicated is for the proxy jobs a per-app job spawns (--mode per-app)\n");
-        rc = 2;
-      } else if (p.opts->mode == proxy::ProxyOptions::Mode::PerApp && parent != MPI_COMM_NULL) {
-        std::fprintf(stderr, "lnet-proxy: --mode per-app is for a standing job, not a spawned one\n");
-        rc = 2;
-      } else if (p.opts->mode == proxy::ProxyOptions::Mode::PerApp && mpi::open_mpi_major() > 0 &&
-                 !(recovery && std::string(recovery) == "1")) {
-        std::fprintf(stderr,
-                     "lnet-proxy: --mode per-app: start this job with `mpirun --enable-recovery`: without it, Open "
-                     "MPI aborts this job, and every application's dedicated proxy with it, when one dedicated proxy "
-                     "dies\n");
-        rc = 2;
-      } else if (!p.opts->lnd.proxy.empty()) {
-        std::fprintf(stderr, "lnet-proxy: LNET_PROXY is set: a proxy does not reach another proxy (unset it)\n");
-        rc = 2;
-      } else {
-        bool lost = false;
-        {
-          proxy::ProxyRank rank(**group, parent, *p.opts);
-          rc = rank.run(sfd);
-          lost = rank.lost_a_rank();
-        }
-        if (lost) {
-          // MPI_Finalize waits for every rank of the job, the dead one too.
-          std::fflush(nullptr);
-          std::_Exit(rc);
-        }
-      }
-    } else {
-      std::fprintf(stderr, "lnet-proxy: %s\n", group.message().c_str());
-    }
+    rc = serve(*p.opts, sfd);
   }
   MPI_Finalize();
   return rc;

@@ -265,28 +265,77 @@ void ProxyRank::ring(const mp::RankLine& what) {
   }
 }
 
+ProxyRank::Stop ProxyRank::on_signal(int signal_fd) {
+  signalfd_siginfo si;
+  (void)!::read(signal_fd, &si, sizeof si);
+  LNET_LOG(Info, kLogDaemon, "proxy: signal %u: stopping", si.ssi_signo);
+  ring({mp::RankLine::Quit});
+  return Stop::Quit;
+}
+
+ProxyRank::Stop ProxyRank::on_bell(int r) {
+  auto read = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
+  auto line = read ? mp::parse_rank_line(*read) : Result<mp::RankLine>(read.failure());
+  if (line && line->kind == mp::RankLine::Bad) {
+    // Rank r's driver refused messages of an application: it is dropped everywhere.
+    std::uint64_t serial = line->serial;
+    if (auto it = apps_.find(serial); it != apps_.end()) {
+      LNET_LOG(Warn, kLogDaemon, "proxy: application pid %u sent messages rank %d's MPI LND refused: dropped",
+               it->second.pid, r);
+      ring({mp::RankLine::End, serial, false});
+      end_app(serial, false);
+    }
+    return Stop::No;
+  }
+  if (line && line->kind == mp::RankLine::Gone)
+    LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
+  else {
+    LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r,
+             line ? "it said something else" : line.message().c_str());
+    lost_a_rank_ = true;
+  }
+  ring({mp::RankLine::Quit});
+  return Stop::Failed;
+}
+
+std::vector<ProxyRank::Knock> ProxyRank::answer_knocks(const std::vector<Knock>& knocks,
+                                                       std::span<const pollfd> polled) {
+  std::vector<Knock> waiting;
+  for (std::size_t i = 0; i < knocks.size(); ++i) {
+    Knock k = knocks[i];
+    if (!polled[i].revents) {
+      if (Clock::now() < k.deadline)
+        waiting.push_back(k);
+      else
+        ::close(k.fd);
+      continue;
+    }
+    auto line = mp::read_line(k.fd, Clock::now() + std::chrono::seconds(1));
+    auto knock = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
+    if (knock && knock->kind == mp::Knock::Client) {
+      on_client(k.fd, knock->value);
+    } else {
+      std::string why = knock ? "a proxy rank's line from a client" : knock.message();
+      LNET_LOG(Warn, kLogDaemon, "proxy: doorbell: %s", why.c_str());
+      (void)mp::write_line(k.fd, "ERROR " + why + "\n", Clock::now() + std::chrono::seconds(1));
+    }
+    ::close(k.fd);
+  }
+  return waiting;
+}
+
 ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
-  struct Pending {
-    int fd;
-    Clock::time_point deadline;
-  };
-  std::vector<Pending> knocks;
+  std::vector<Knock> knocks;
   for (;;) {
     std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {signal_fd, POLLIN, 0}};
     for (int r = 1; r < size_; ++r) fds.push_back({bells_[static_cast<std::size_t>(r)], POLLIN, 0});
     std::size_t first_knock = fds.size();
-    for (const Pending& k : knocks) fds.push_back({k.fd, POLLIN, 0});
+    for (const Knock& k : knocks) fds.push_back({k.fd, POLLIN, 0});
     // Heartbeats are checked a few times a second while applications are attached;
     // with none, the rank sleeps until something happens.
     int timeout = apps_.empty() && knocks.empty() ? -1 : 200;
     if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) return Stop::Failed;
-    if (fds[2].revents) {
-      signalfd_siginfo si;
-      (void)!::read(signal_fd, &si, sizeof si);
-      LNET_LOG(Info, kLogDaemon, "proxy: signal %u: stopping", si.ssi_signo);
-      ring({mp::RankLine::Quit});
-      return Stop::Quit;
-    }
+    if (fds[2].revents) return on_signal(signal_fd);
     if (fds[1].revents) {
       LNET_LOG(Error, kLogDaemon, "proxy rank 0: lnetd (%s) went away: stopping", opts_.bridge.c_str());
       ring({mp::RankLine::Quit});
@@ -294,52 +343,10 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
     }
     for (int r = 1; r < size_; ++r) {
       if (!fds[static_cast<std::size_t>(2 + r)].revents) continue;
-      auto read = mp::read_line(bells_[static_cast<std::size_t>(r)], Clock::now() + std::chrono::seconds(1));
-      auto line = read ? mp::parse_rank_line(*read) : Result<mp::RankLine>(read.failure());
-      if (line && line->kind == mp::RankLine::Bad) {
-        // Rank r's driver refused messages of an application: it is dropped everywhere.
-        std::uint64_t serial = line->serial;
-        if (auto it = apps_.find(serial); it != apps_.end()) {
-          LNET_LOG(Warn, kLogDaemon, "proxy: application pid %u sent messages rank %d's MPI LND refused: dropped",
-                   it->second.pid, r);
-          ring({mp::RankLine::End, serial, false});
-          end_app(serial, false);
-        }
-        continue;
-      }
-      if (line && line->kind == mp::RankLine::Gone)
-        LNET_LOG(Error, kLogDaemon, "proxy: rank %d's lnetd went away: stopping", r);
-      else {
-        LNET_LOG(Error, kLogDaemon, "proxy: rank %d is gone (%s): stopping", r,
-                 line ? "it said something else" : line.message().c_str());
-        lost_a_rank_ = true;
-      }
-      ring({mp::RankLine::Quit});
-      return Stop::Failed;
+      if (Stop s = on_bell(r); s != Stop::No) return s;
     }
     // Knocks whose line arrived (or that waited too long).
-    std::vector<Pending> waiting;
-    for (std::size_t i = 0; i < knocks.size(); ++i) {
-      Pending k = knocks[i];
-      if (!fds[first_knock + i].revents) {
-        if (Clock::now() < k.deadline)
-          waiting.push_back(k);
-        else
-          ::close(k.fd);
-        continue;
-      }
-      auto line = mp::read_line(k.fd, Clock::now() + std::chrono::seconds(1));
-      auto knock = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
-      if (knock && knock->kind == mp::Knock::Client) {
-        on_client(k.fd, knock->value);
-      } else {
-        std::string why = knock ? "a proxy rank's line from a client" : knock.message();
-        LNET_LOG(Warn, kLogDaemon, "proxy: doorbell: %s", why.c_str());
-        (void)mp::write_line(k.fd, "ERROR " + why + "\n", Clock::now() + std::chrono::seconds(1));
-      }
-      ::close(k.fd);
-    }
-    knocks = std::move(waiting);
+    knocks = answer_knocks(knocks, std::span<const pollfd>(fds).subspan(first_knock));
     if (fds[0].revents) {
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) knocks.push_back({fd, Clock::now() + std::chrono::seconds(opts_.timeout)});

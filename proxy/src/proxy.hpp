@@ -6,10 +6,12 @@
 #pragma once
 
 #include <mpi.h>
+#include <poll.h>
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,16 @@ class ProxyRank {
   Status open_doorbell();
   void close_port();
   Stop serve_root(int signal_fd);
+  // Rank 0's serving, event by event: a signal (QUIT rung); rank r's line (No: an
+  // application dropped; else the job stops); the knocks polled (`polled`, in order)
+  // answered, the others still waiting returned.
+  struct Knock {
+    int fd;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  Stop on_signal(int signal_fd);
+  Stop on_bell(int r);
+  std::vector<Knock> answer_knocks(const std::vector<Knock>& knocks, std::span<const pollfd> polled);
   Stop serve_other(int signal_fd);
   // Rank 0 heard a knock on `fd` (its line already read).
   void on_client(int fd, int app_ranks);
@@ -91,6 +103,17 @@ class ProxyRank {
   // Rank 0: the table to the application's rank 0; false when it was not taken in time.
   bool send_table(const mpi::proxy::Table& t, MPI_Comm inter);
   Status setup_app(App& a);
+  // Collective: the application's pid, new from rank 0's lnetd and registered on the
+  // others'; this rank's outcome.
+  struct PidTaken {
+    std::uint32_t pid = 0;    // the pid rank 0 sent (0: it got none)
+    std::int32_t status = 0;  // this rank's
+    std::uint64_t nid = 0;    // this rank's NID for the application
+    std::string why;          // why not, in this rank's words
+  };
+  PidTaken take_pid(App& a);
+  // Collective: the application's MPI LND started on every rank, or `t` says why not.
+  void start_link(App& a, mpi::proxy::Table& t);
   // Local: stop serving the application (`graceful`: it said goodbye, disconnect).
   void end_app(std::uint64_t serial, bool graceful);
   void check_apps();

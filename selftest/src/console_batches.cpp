@@ -24,6 +24,63 @@ std::string list_ids(const std::vector<ProcessId>& ids) {
   return s;
 }
 
+// A test's parameters as its TEST requests carry them (brw's in the form the session's
+// features say).
+TestParams params_of(const TestSpec& t, std::uint32_t feats) {
+  if (t.service == Service::Ping) return PingParams{};
+  auto opc = static_cast<std::uint32_t>(t.op), flags = static_cast<std::uint32_t>(t.check);
+  if (feats & kFeatBulkLen)
+    return BulkParamsV1{static_cast<std::uint16_t>(opc), static_cast<std::uint16_t>(flags), t.size,
+                        t.offset};  // the client's and the server's offset alike, as lst sets them
+  return BulkParamsV0{opc, static_cast<std::uint32_t>(ceil_div(t.size, kPageSize)), flags};
+}
+
+// What add_test checks of a test before asking its nodes (their states aside).
+Status check_test(const TestSpec& t, std::size_t clients, std::size_t servers) {
+  if (clients == 0 || servers == 0) return Failure{-EINVAL, "an empty group"};
+  if (t.concurrency == 0 || t.concurrency > kMaxConcur)
+    return Failure{-EINVAL, "concurrency " + std::to_string(t.concurrency) + " not in 1..1024"};
+  if (t.dist == 0 || t.span == 0) return Failure{-EINVAL, "--distribute needs two positive numbers"};
+  if (t.span > servers)
+    return Failure{-EINVAL, "--distribute span " + std::to_string(t.span) + " is more than the " +
+                                std::to_string(servers) + " nodes of " + t.to};
+  if (t.service == Service::Brw && (t.size == 0 || t.size > kMaxPayload || t.offset % 8 != 0))
+    return Failure{-EINVAL, "brw size must be 1..1M and off= a multiple of 8"};
+  return {};
+}
+
+// The RPCs each server will see: a hint in its TEST request.
+std::uint32_t server_hint(const TestSpec& t, std::size_t clients, std::size_t servers) {
+  std::size_t ndist = ceil_div(clients, t.dist), nspan = ceil_div(servers, t.span);
+  return static_cast<std::uint32_t>(
+      std::min<std::size_t>(ceil_div(ndist, nspan) * t.dist * t.concurrency, 0xFFFFFFFEu));
+}
+
+// Each client's window of servers, as the id list its TEST request carries as bulk.
+std::vector<std::vector<std::uint8_t>> server_lists(const TestSpec& t, std::size_t clients,
+                                                    const std::vector<ProcessId>& servers) {
+  std::vector<std::vector<std::uint8_t>> lists(clients);
+  for (std::size_t i = 0; i < clients; ++i) {
+    std::vector<ProcessIdPacked> ids;
+    for (std::size_t k : distribute_window(i, t.dist, t.span, servers.size()))
+      ids.push_back({servers[k].nid.value(), servers[k].pid});
+    lists[i].resize(id_list_bytes(ids.size()));
+    encode_ids(ids, lists[i]);
+  }
+  return lists;
+}
+
+// True when a node refused (each such reply added to `failed`, when given).
+bool refused(const std::vector<NodeReply>& rs, std::vector<NodeReply>* failed) {
+  bool bad = false;
+  for (const auto& r : rs)
+    if (r.rc != 0 || r.status != 0) {
+      bad = true;
+      if (failed) failed->push_back(r);
+    }
+  return bad;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- batches and tests
@@ -57,11 +114,8 @@ Result<std::vector<Console::TestInfo>> Console::batch_tests(const std::string& b
   return out;
 }
 
-Result<unsigned> Console::add_test(const std::string& batch, const TestSpec& t, std::vector<NodeReply>* failed) {
-  std::lock_guard c(cmd_);
-  std::vector<ProcessId> clients, servers;
-  SessionInfo info;
-  BatchId bid;
+Result<Console::TestNodes> Console::test_nodes(const std::string& batch, const TestSpec& t) {
+  TestNodes n;
   {
     std::lock_guard g(mu_);
     if (!session_) return Failure{-ESRCH, "no session"};
@@ -70,93 +124,70 @@ Result<unsigned> Console::add_test(const std::string& batch, const TestSpec& t, 
     auto from = groups_.find(t.from), to = groups_.find(t.to);
     if (from == groups_.end()) return Failure{-ENOENT, "no group '" + t.from + "' (--from)"};
     if (to == groups_.end()) return Failure{-ENOENT, "no group '" + t.to + "' (--to)"};
-    for (auto& n : from->second.nodes) clients.push_back(n->id);
-    for (auto& n : to->second.nodes) servers.push_back(n->id);
-    bid = b->second.bid;
-    info = session_->info;
+    for (auto& x : from->second.nodes) n.clients.push_back(x->id);
+    for (auto& x : to->second.nodes) n.servers.push_back(x->id);
+    n.bid = b->second.bid;
+    n.info = session_->info;
   }
-  if (clients.empty() || servers.empty()) return Failure{-EINVAL, "an empty group"};
-  if (t.concurrency == 0 || t.concurrency > kMaxConcur)
-    return Failure{-EINVAL, "concurrency " + std::to_string(t.concurrency) + " not in 1..1024"};
-  if (t.dist == 0 || t.span == 0) return Failure{-EINVAL, "--distribute needs two positive numbers"};
-  if (t.span > servers.size())
-    return Failure{-EINVAL, "--distribute span " + std::to_string(t.span) + " is more than the " +
-                                std::to_string(servers.size()) + " nodes of " + t.to};
-  if (t.service == Service::Brw && (t.size == 0 || t.size > kMaxPayload || t.offset % 8 != 0))
-    return Failure{-EINVAL, "brw size must be 1..1M and off= a multiple of 8"};
-  std::vector<ProcessId> all = servers;
-  all.insert(all.end(), clients.begin(), clients.end());
+  if (Status s = check_test(t, n.clients.size(), n.servers.size()); !s) return s.failure();
+  std::vector<ProcessId> all = n.servers;
+  all.insert(all.end(), n.clients.begin(), n.clients.end());
   if (auto down = not_active(all); !down.empty())
     return Failure{-ENETDOWN,
                    "nodes not active: " + list_ids(down) + " (lst list_group --all; lst update_group --refresh)"};
+  return n;
+}
 
-  auto params = [&]() -> TestParams {
-    if (t.service == Service::Ping) return PingParams{};
-    auto opc = static_cast<std::uint32_t>(t.op), flags = static_cast<std::uint32_t>(t.check);
-    if (info.feats & kFeatBulkLen)
-      return BulkParamsV1{static_cast<std::uint16_t>(opc), static_cast<std::uint16_t>(flags), t.size,
-                          t.offset};  // the client's and the server's offset alike, as lst sets them
-    return BulkParamsV0{opc, static_cast<std::uint32_t>(ceil_div(t.size, kPageSize)), flags};
-  };
-  // Servers first, with a hint of how many RPCs they will see.
-  std::size_t ndist = ceil_div(clients.size(), t.dist), nspan = ceil_div(servers.size(), t.span);
-  auto hint =
-      static_cast<std::uint32_t>(std::min<std::size_t>(ceil_div(ndist, nspan) * t.dist * t.concurrency, 0xFFFFFFFEu));
+Status Console::install_test(const TestNodes& n, const TestSpec& t, std::vector<NodeReply>* failed) {
   auto base = [&](bool client) {
     TestReq q;
-    q.sid = info.sid;
-    q.bid = bid;
+    q.sid = n.info.sid;
+    q.bid = n.bid;
     q.service = static_cast<std::uint32_t>(t.service);
     q.concur = t.concurrency;
     q.is_client = client ? 1 : 0;
     q.stop_onerr = 1;
-    q.params = params();
+    q.params = params_of(t, n.info.feats);
     return q;
   };
-  auto report = [&](const std::vector<NodeReply>& rs) {
-    bool bad = false;
-    for (const auto& r : rs)
-      if (r.rc != 0 || r.status != 0) {
-        bad = true;
-        if (failed) failed->push_back(r);
-      }
-    return bad;
-  };
+  // Servers first, with a hint of how many RPCs they will see.
+  std::uint32_t hint = server_hint(t, n.clients.size(), n.servers.size());
   auto srv = transact(
-      servers, Service::Test,
+      n.servers, Service::Test,
       [&](const ProcessId&, std::size_t) {
         TestReq q = base(false);
         q.loop = hint;
-        return Message{kMsgVersion, info.feats, q};
+        return Message{kMsgVersion, n.info.feats, q};
       },
       kTransTimeout);
-  if (report(srv)) return Failure{-EIO, "the servers of " + t.to + " did not all take the test"};
+  if (refused(srv, failed)) return Failure{-EIO, "the servers of " + t.to + " did not all take the test"};
   // Each client gets its window of servers as the request's bulk.
-  std::vector<std::vector<std::uint8_t>> lists(clients.size());
-  for (std::size_t i = 0; i < clients.size(); ++i) {
-    std::vector<ProcessIdPacked> ids;
-    for (std::size_t k : distribute_window(i, t.dist, t.span, servers.size()))
-      ids.push_back({servers[k].nid.value(), servers[k].pid});
-    lists[i].resize(id_list_bytes(ids.size()));
-    encode_ids(ids, lists[i]);
-  }
+  std::vector<std::vector<std::uint8_t>> lists = server_lists(t, n.clients.size(), n.servers);
   auto cli = transact(
-      clients, Service::Test,
+      n.clients, Service::Test,
       [&](const ProcessId&, std::size_t) {
         TestReq q = base(true);
         q.loop = t.loop;
         q.ndest = t.span;
-        return Message{kMsgVersion, info.feats, q};
+        return Message{kMsgVersion, n.info.feats, q};
       },
       kTransTimeout,
       [&](std::size_t i) {
         return std::optional<RpcNode::Bulk>(RpcNode::Bulk{lists[i], false});
       });
-  if (report(cli)) return Failure{-EIO, "the clients of " + t.from + " did not all take the test"};
+  if (refused(cli, failed)) return Failure{-EIO, "the clients of " + t.from + " did not all take the test"};
+  return {};
+}
+
+Result<unsigned> Console::add_test(const std::string& batch, const TestSpec& t, std::vector<NodeReply>* failed) {
+  std::lock_guard c(cmd_);
+  auto n = test_nodes(batch, t);
+  if (!n) return n.failure();
+  if (Status s = install_test(*n, t, failed); !s) return s.failure();
   std::lock_guard g(mu_);
   auto b = batches_.find(batch);
   if (b == batches_.end()) return Failure{-ENOENT, "batch '" + batch + "' went away"};
-  b->second.tests.push_back(Test{t, clients, servers});
+  b->second.tests.push_back(Test{t, n->clients, n->servers});
   if (auto it = groups_.find(t.from); it != groups_.end()) ++it->second.tests;
   if (auto it = groups_.find(t.to); it != groups_.end()) ++it->second.tests;
   return static_cast<unsigned>(b->second.tests.size());

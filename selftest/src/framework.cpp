@@ -441,81 +441,83 @@ std::uint32_t Framework::install_locked(const Message& req, std::shared_ptr<Test
   return 0;
 }
 
+// A TEST request checked and its test made (a server's installed at once): 0, or the
+// status that refuses it.
+std::uint32_t Framework::admit_test(const Message& req, std::shared_ptr<Test>& t) {
+  const auto& q = std::get<TestReq>(req.body);
+  if (q.loop == 0 || q.concur == 0 || q.sid.is_invalid() || q.ndest > kMaxNdests || (q.is_client && q.ndest == 0) ||
+      q.concur > kMaxConcur || q.service >= kServiceMax || q.service < kFrameworkServiceMax + 1)
+    return kStatusEinval;
+  Ended ended;
+  std::lock_guard g(mu_);
+  expire_locked(Clock::now(), true, ended);
+  std::uint32_t st = 0;
+  if (feats_differ_locked(req))
+    st = kStatusEproto;
+  else if (!session_ || session_->info.sid != q.sid)
+    st = kStatusEnoent;
+  else if (auto it = session_->batches.find(q.bid.id); it != session_->batches.end() && batch_active(it->second))
+    st = kStatusEbusy;
+  else
+    st = make_test(req, t);
+  if (st == 0 && !t->is_client) st = install_locked(req, t);  // a server test only tells how busy it will be
+  return st;
+}
+
 void Framework::add_test(const RpcNode::Request& r, const std::shared_ptr<RpcNode::Responder>& resp) {
-  const auto& q = std::get<TestReq>(r.msg.body);
-  auto answer = [&](std::uint32_t status) {
+  std::shared_ptr<Test> t;
+  if (std::uint32_t st = admit_test(r.msg, t); st != 0 || !t->is_client) {
     Message m;
     {
       std::lock_guard g(mu_);
-      m = reply_to(r.msg, session_, status);
+      m = reply_to(r.msg, session_, st);
     }
-    resp->reply(std::move(m));
-  };
-  if (q.loop == 0 || q.concur == 0 || q.sid.is_invalid() || q.ndest > kMaxNdests || (q.is_client && q.ndest == 0) ||
-      q.concur > kMaxConcur || q.service >= kServiceMax || q.service < kFrameworkServiceMax + 1)
-    return answer(kStatusEinval);
-  std::shared_ptr<Test> t;
-  std::uint32_t st = 0;
-  {
-    Ended ended;
-    std::lock_guard g(mu_);
-    expire_locked(Clock::now(), true, ended);
-    if (feats_differ_locked(r.msg))
-      st = kStatusEproto;
-    else if (!session_ || session_->info.sid != q.sid)
-      st = kStatusEnoent;
-    else if (auto it = session_->batches.find(q.bid.id); it != session_->batches.end() && batch_active(it->second))
-      st = kStatusEbusy;
-    else
-      st = make_test(r.msg, t);
-    if (st == 0 && !t->is_client) st = install_locked(r.msg, t);  // a server test only tells how busy it will be
+    return resp->reply(std::move(m));
   }
-  if (st != 0 || !t->is_client) return answer(st);
   // The destination list comes from the console as the request's bulk.
-  auto ids = std::make_shared<std::vector<std::uint8_t>>(id_list_bytes(q.ndest));
+  auto ids = std::make_shared<std::vector<std::uint8_t>>(id_list_bytes(std::get<TestReq>(r.msg.body).ndest));
   Message req = r.msg;
   {
     std::lock_guard g(mu_);
     ++adding_;  // the destructor waits for the bulk (LNet ends it, at worst by its timeout)
   }
-  resp->bulk(*ids, false, [this, ids, req, t, resp](int status) {
-    const auto& tq = std::get<TestReq>(req.body);
-    auto added = [this] {
-      std::lock_guard g(mu_);
-      if (--adding_ == 0) idle_.notify_all();
-    };
-    if (status != 0) {
-      resp->drop();  // as a failed bulk drops any RPC
-      return added();
-    }
-    auto dests = decode_ids(*ids, tq.ndest, req.swapped);
-    std::uint32_t got = 0;
-    if (!dests) {
-      got = kStatusEinval;
-    } else if (static_cast<std::size_t>(t->len) * tq.ndest * tq.concur > kMaxUnitBytes) {
-      got = kStatusEnomem;
-    } else {
-      try {
-        for (const auto& d : *dests)
-          for (std::uint32_t k = 0; k < tq.concur; ++k) {
-            auto u = std::make_unique<Unit>();
-            u->dest = ProcessId{Nid(d.nid), d.pid};
-            u->buf.resize(t->service == Service::Brw ? t->len : 0);
-            t->units.push_back(std::move(u));
-          }
-      } catch (const std::bad_alloc&) {
-        got = kStatusEnomem;
-      }
-    }
+  resp->bulk(*ids, false, [this, ids, req, t, resp](int status) { dests_arrived(status, *ids, req, t, *resp); });
+}
+
+void Framework::dests_arrived(int status, std::span<const std::uint8_t> ids, const Message& req,
+                              const std::shared_ptr<Test>& t, RpcNode::Responder& resp) {
+  if (status != 0) {
+    resp.drop();  // as a failed bulk drops any RPC
+  } else {
+    std::uint32_t got = make_units(*t, ids, std::get<TestReq>(req.body), req.swapped);
     Message m;
     {
       std::lock_guard g(mu_);
       if (got == 0) got = install_locked(req, t);
       m = reply_to(req, session_, got);
     }
-    resp->reply(std::move(m));
-    added();
-  });
+    resp.reply(std::move(m));
+  }
+  std::lock_guard g(mu_);
+  if (--adding_ == 0) idle_.notify_all();
+}
+
+std::uint32_t Framework::make_units(Test& t, std::span<const std::uint8_t> ids, const TestReq& q, bool swapped) {
+  auto dests = decode_ids(ids, q.ndest, swapped);
+  if (!dests) return kStatusEinval;
+  if (static_cast<std::size_t>(t.len) * q.ndest * q.concur > kMaxUnitBytes) return kStatusEnomem;
+  try {
+    for (const auto& d : *dests)
+      for (std::uint32_t k = 0; k < q.concur; ++k) {
+        auto u = std::make_unique<Unit>();
+        u->dest = ProcessId{Nid(d.nid), d.pid};
+        u->buf.resize(t.service == Service::Brw ? t.len : 0);
+        t.units.push_back(std::move(u));
+      }
+  } catch (const std::bad_alloc&) {
+    return kStatusEnomem;
+  }
+  return 0;
 }
 
 Status Framework::join(ProcessId console, const std::string& group) {

@@ -1,5 +1,6 @@
-// lst's console half, shared by its two files: the commands' handlers (lst_commands.cpp)
-// and the table that checks a request and dispatches it to one (lst_table.cpp).
+// lst's console half, shared by its files: the commands' handlers (lst_commands.cpp),
+// what their arguments mean (lst_args.cpp) and the table that checks a request and
+// dispatches it to one (lst_table.cpp).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ using Handler = dlc::Response (*)(const Call&);
 dlc::Response fail(int rc, const std::string& what);
 dlc::Response fail(const Failure& f);
 Result<std::uint32_t> number(const std::string& text, const char* what, std::uint32_t lo, std::uint32_t hi);
+// add_test's test: ping or brw and its parameters, --loop, --concurrency, --distribute,
+// --from and --to.
+Result<TestSpec> test_spec(const dlc::Request& r);
 
 // The commands, by lst's names (stat also serves show_error).
 dlc::Response new_session(const Call& k);

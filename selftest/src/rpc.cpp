@@ -276,6 +276,76 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
     if (answer) finish(c, *answer);
   }
 
+  // A call's steps after it is listed: its reply's MD, its bulk's, its request. Each
+  // failure says what could not be done; call() reports it.
+  Status post_reply(const std::shared_ptr<Call>& c, MsgType expect) {
+    auto me = lnet.me_attach(kRdmaPortal, ProcessId::any(), c->rpyid, 0, Unlink::Unlink, InsPos::After);
+    if (!me) return Failure{me.code(), "cannot post the reply buffer"};
+    MdDesc rd;
+    rd.start = c->reply.data();
+    rd.length = c->reply.size();
+    rd.threshold = 1;
+    rd.options = kMdOpPut;
+    std::weak_ptr<Impl> self = weak_from_this();
+    rd.handler = [self, c, expect](const Event& ev) {
+      if (auto s = self.lock()) s->on_reply(c, expect, ev);
+    };
+    auto rmd = lnet.md_attach(*me, rd, Unlink::Unlink);
+    if (!rmd) {
+      (void)lnet.me_unlink(*me);
+      return Failure{rmd.code(), "cannot post the reply buffer"};
+    }
+    c->reply_md = *rmd;
+    return {};
+  }
+
+  Status post_bulk(const std::shared_ptr<Call>& c, const Bulk& bulk, std::uint64_t bulkid) {
+    auto bme = lnet.me_attach(kRdmaPortal, ProcessId::any(), bulkid, 0, Unlink::Unlink, InsPos::After);
+    if (!bme) return Failure{bme.code(), "cannot post the bulk buffer"};
+    MdDesc bd;
+    bd.start = bulk.buf.data();
+    bd.length = bulk.buf.size();
+    bd.threshold = 1;
+    bd.options = bulk.client_is_sink ? kMdOpPut : kMdOpGet;
+    std::weak_ptr<Impl> self = weak_from_this();
+    bd.handler = [self, c](const Event& ev) {
+      if (auto s = self.lock()) s->on_bulk(c, ev);
+    };
+    auto bmd = lnet.md_attach(*bme, bd, Unlink::Unlink);
+    if (!bmd) {
+      (void)lnet.me_unlink(*bme);
+      return Failure{bmd.code(), "cannot post the bulk buffer"};
+    }
+    c->bulk_md = *bmd;
+    return {};
+  }
+
+  Status send_request(const std::shared_ptr<Call>& c, ProcessId peer, Service service) {
+    MdDesc qd;
+    qd.start = c->request.data();
+    qd.length = c->request.size();
+    qd.threshold = 1;
+    std::weak_ptr<Impl> self = weak_from_this();
+    qd.handler = [self, c](const Event& ev) {
+      auto s = self.lock();
+      if (!s || ev.type != EventType::Send) return;
+      if (ev.status == 0) {
+        s->sent.fetch_add(1);
+      } else {
+        s->errors.fetch_add(1);
+        s->finish(c, Failure{ev.status, "the request could not be sent"});
+      }
+    };
+    auto qmd = lnet.md_bind(qd, Unlink::Unlink);
+    if (!qmd) return Failure{qmd.code(), "cannot bind the request"};
+    if (int rc = lnet.put(Nid::any(), *qmd, AckReq::NoAck, peer, request_portal(service),
+                          static_cast<std::uint64_t>(service), 0, 0)) {
+      (void)lnet.md_unlink(*qmd);
+      return Failure{rc, "cannot send the request"};
+    }
+    return {};
+  }
+
   void timer_loop() {
     std::unique_lock lk(mutex);
     while (!stopping.load()) {
@@ -370,17 +440,7 @@ std::uint64_t RpcNode::call(ProcessId peer, Service service, Message req, std::o
   c->done = std::move(done);
   c->deadline = Clock::now() + i.timeout;
   c->has_bulk = bulk.has_value();
-  MsgType expect = reply_type(req.type());
-  std::weak_ptr<Impl> self = i.weak_from_this();
-
   bool wake_timer = false;
-  auto fail = [&](int rc, const char* what) {
-    i.errors.fetch_add(1);
-    i.finish(c, Failure{rc, std::string(what) + " for a " + msg_type_name(req.type())});
-    // A call made while this one was waiting did not wake the timer: this one had to.
-    if (wake_timer) i.timer_cv.notify_all();
-    return c->rpyid;
-  };
   {
     std::lock_guard g(i.mutex);
     if (i.stopping.load()) {
@@ -394,61 +454,14 @@ std::uint64_t RpcNode::call(ProcessId peer, Service service, Message req, std::o
     i.calls[c->rpyid] = c;
   }
   // The reply's MD, then the bulk's, then the request.
-  auto me = i.lnet.me_attach(kRdmaPortal, ProcessId::any(), c->rpyid, 0, Unlink::Unlink, InsPos::After);
-  if (!me) return fail(me.code(), "cannot post the reply buffer");
-  MdDesc rd;
-  rd.start = c->reply.data();
-  rd.length = c->reply.size();
-  rd.threshold = 1;
-  rd.options = kMdOpPut;
-  rd.handler = [self, c, expect](const Event& ev) {
-    if (auto s = self.lock()) s->on_reply(c, expect, ev);
-  };
-  auto rmd = i.lnet.md_attach(*me, rd, Unlink::Unlink);
-  if (!rmd) {
-    (void)i.lnet.me_unlink(*me);
-    return fail(rmd.code(), "cannot post the reply buffer");
+  Status s = i.post_reply(c, reply_type(req.type()));
+  if (s && bulk) s = i.post_bulk(c, *bulk, bulkid);
+  if (s) s = i.send_request(c, peer, service);
+  if (!s) {
+    i.errors.fetch_add(1);
+    i.finish(c, Failure{s.code(), s.message() + " for a " + msg_type_name(req.type())});
   }
-  c->reply_md = *rmd;
-  if (bulk) {
-    auto bme = i.lnet.me_attach(kRdmaPortal, ProcessId::any(), bulkid, 0, Unlink::Unlink, InsPos::After);
-    if (!bme) return fail(bme.code(), "cannot post the bulk buffer");
-    MdDesc bd;
-    bd.start = bulk->buf.data();
-    bd.length = bulk->buf.size();
-    bd.threshold = 1;
-    bd.options = bulk->client_is_sink ? kMdOpPut : kMdOpGet;
-    bd.handler = [self, c](const Event& ev) {
-      if (auto s = self.lock()) s->on_bulk(c, ev);
-    };
-    auto bmd = i.lnet.md_attach(*bme, bd, Unlink::Unlink);
-    if (!bmd) {
-      (void)i.lnet.me_unlink(*bme);
-      return fail(bmd.code(), "cannot post the bulk buffer");
-    }
-    c->bulk_md = *bmd;
-  }
-  MdDesc qd;
-  qd.start = c->request.data();
-  qd.length = c->request.size();
-  qd.threshold = 1;
-  qd.handler = [self, c](const Event& ev) {
-    auto s = self.lock();
-    if (!s || ev.type != EventType::Send) return;
-    if (ev.status == 0) {
-      s->sent.fetch_add(1);
-    } else {
-      s->errors.fetch_add(1);
-      s->finish(c, Failure{ev.status, "the request could not be sent"});
-    }
-  };
-  auto qmd = i.lnet.md_bind(qd, Unlink::Unlink);
-  if (!qmd) return fail(qmd.code(), "cannot bind the request");
-  if (int rc = i.lnet.put(Nid::any(), *qmd, AckReq::NoAck, peer, request_portal(service),
-                          static_cast<std::uint64_t>(service), 0, 0)) {
-    (void)i.lnet.md_unlink(*qmd);
-    return fail(rc, "cannot send the request");
-  }
+  // A call made while this one was waiting did not wake the timer: this one has to, failed or not.
   if (wake_timer) i.timer_cv.notify_all();
   return c->rpyid;
 }

@@ -159,171 +159,164 @@ LnetCounters get_lnet(Reader& r) {
 
 Failure bad(const std::string& what) { return Failure{-EPROTO, "self-test message: " + what}; }
 
-Result<Body> get_body(MsgType type, Reader& r, std::uint32_t feats) {
-  bool named = true;
-  Body body;
-  switch (type) {
-    case MsgType::MksnReq: {
-      MksnReq b;
-      b.rpyid = r.u64();
-      b.sid = r.sid();
-      b.force = r.u32();
-      named = r.name(b.name);
-      body = b;
-      break;
-    }
-    case MsgType::MksnReply: {
-      MksnReply b;
-      b.status = r.u32();
-      b.sid = r.sid();
-      b.timeout = r.u32();
-      named = r.name(b.name);
-      body = b;
-      break;
-    }
-    case MsgType::RmsnReq: body = RmsnReq{r.u64(), r.sid()}; break;
-    case MsgType::RmsnReply: body = RmsnReply{r.u32(), r.sid()}; break;
-    case MsgType::BatchReq: {
-      BatchReq b;
-      b.rpyid = r.u64();
-      b.sid = r.sid();
-      b.bid.id = r.u64();
-      b.opc = r.u32();
-      b.testidx = r.u32();
-      b.arg = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::BatchReply: {
-      BatchReply b;
-      b.status = r.u32();
-      b.sid = r.sid();
-      b.active = r.u32();
-      b.time = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::StatReq: {
-      StatReq b;
-      b.rpyid = r.u64();
-      b.sid = r.sid();
-      b.type = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::StatReply: {
-      StatReply b;
-      b.status = r.u32();
-      b.sid = r.sid();
-      b.fw = get_fw(r);
-      b.rpc = get_rpc(r);
-      b.lnet = get_lnet(r);
-      body = b;
-      break;
-    }
-    case MsgType::TestReq: {
-      TestReq b;
-      b.rpyid = r.u64();
-      b.bulkid = r.u64();
-      b.sid = r.sid();
-      b.bid.id = r.u64();
-      b.service = r.u32();
-      b.loop = r.u32();
-      b.concur = r.u32();
-      b.is_client = r.u8();
-      b.stop_onerr = r.u8();
-      b.ndest = r.u32();
-      if (b.service != static_cast<std::uint32_t>(Service::Brw)) {  // ping, or a service the node refuses
-        PingParams p;
-        p.size = r.u32();
-        p.flags = r.u32();
-        b.params = p;
-      } else {
-        if (feats & kFeatBulkLen) {
-          BulkParamsV1 v1;
-          v1.opc = r.u16();
-          v1.flags = r.u16();
-          v1.len = r.u32();
-          v1.offset = r.u32();
-          b.params = v1;
-        } else {
-          BulkParamsV0 v0;
-          v0.opc = r.u32();
-          v0.npg = r.u32();
-          v0.flags = r.u32();
-          b.params = v0;
-        }
-      }
-      body = b;
-      break;
-    }
-    case MsgType::TestReply: body = TestReply{r.u32(), r.sid()}; break;
-    case MsgType::DebugReq: {
-      DebugReq b;
-      b.rpyid = r.u64();
-      b.sid = r.sid();
-      b.flags = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::DebugReply: {
-      DebugReply b;
-      b.status = r.u32();
-      b.sid = r.sid();
-      b.timeout = r.u32();
-      b.nbatch = r.u32();
-      named = r.name(b.name);
-      body = b;
-      break;
-    }
-    case MsgType::BrwReq: {
-      BrwReq b;
-      b.rpyid = r.u64();
-      b.bulkid = r.u64();
-      b.rw = r.u32();
-      b.len = r.u32();
-      b.flags = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::BrwReply: body = BrwReply{r.u32()}; break;
-    case MsgType::PingReq: {
-      PingReq b;
-      b.rpyid = r.u64();
-      b.magic = r.u32();
-      b.seq = r.u32();
-      b.time_sec = r.u64();
-      b.time_nsec = r.u64();
-      body = b;
-      break;
-    }
-    case MsgType::PingReply: {
-      PingReply b;
-      b.status = r.u32();
-      b.magic = r.u32();
-      b.seq = r.u32();
-      body = b;
-      break;
-    }
-    case MsgType::JoinReq: {
-      JoinReq b;
-      b.rpyid = r.u64();
-      b.sid = r.sid();
-      named = r.name(b.group);
-      body = b;
-      break;
-    }
-    case MsgType::JoinReply: {
-      JoinReply b;
-      b.status = r.u32();
-      b.sid = r.sid();
-      b.timeout = r.u32();
-      named = r.name(b.session);
-      body = b;
-      break;
-    }
+// One overload per body, read in wire order; false when a name fills its 32 bytes
+// without a NUL. `feats` picks TEST's brw parameters.
+bool get_fields(Reader& r, MksnReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.sid = r.sid();
+  b.force = r.u32();
+  return r.name(b.name);
+}
+bool get_fields(Reader& r, MksnReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.sid = r.sid();
+  b.timeout = r.u32();
+  return r.name(b.name);
+}
+bool get_fields(Reader& r, RmsnReq& b, std::uint32_t) {
+  b = RmsnReq{r.u64(), r.sid()};
+  return true;
+}
+bool get_fields(Reader& r, RmsnReply& b, std::uint32_t) {
+  b = RmsnReply{r.u32(), r.sid()};
+  return true;
+}
+bool get_fields(Reader& r, BatchReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.sid = r.sid();
+  b.bid.id = r.u64();
+  b.opc = r.u32();
+  b.testidx = r.u32();
+  b.arg = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, BatchReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.sid = r.sid();
+  b.active = r.u32();
+  b.time = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, StatReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.sid = r.sid();
+  b.type = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, StatReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.sid = r.sid();
+  b.fw = get_fw(r);
+  b.rpc = get_rpc(r);
+  b.lnet = get_lnet(r);
+  return true;
+}
+// A TEST request's parameters: ping's for any service but brw (one the node refuses),
+// brw's in the form the session's features say.
+TestParams get_params(Reader& r, std::uint32_t service, std::uint32_t feats) {
+  if (service != static_cast<std::uint32_t>(Service::Brw)) {
+    PingParams p;
+    p.size = r.u32();
+    p.flags = r.u32();
+    return p;
   }
-  if (!named) return bad(std::string(msg_type_name(type)) + ": a name fills its 32 bytes without a NUL");
+  if (feats & kFeatBulkLen) {
+    BulkParamsV1 v1;
+    v1.opc = r.u16();
+    v1.flags = r.u16();
+    v1.len = r.u32();
+    v1.offset = r.u32();
+    return v1;
+  }
+  BulkParamsV0 v0;
+  v0.opc = r.u32();
+  v0.npg = r.u32();
+  v0.flags = r.u32();
+  return v0;
+}
+bool get_fields(Reader& r, TestReq& b, std::uint32_t feats) {
+  b.rpyid = r.u64();
+  b.bulkid = r.u64();
+  b.sid = r.sid();
+  b.bid.id = r.u64();
+  b.service = r.u32();
+  b.loop = r.u32();
+  b.concur = r.u32();
+  b.is_client = r.u8();
+  b.stop_onerr = r.u8();
+  b.ndest = r.u32();
+  b.params = get_params(r, b.service, feats);
+  return true;
+}
+bool get_fields(Reader& r, TestReply& b, std::uint32_t) {
+  b = TestReply{r.u32(), r.sid()};
+  return true;
+}
+bool get_fields(Reader& r, DebugReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.sid = r.sid();
+  b.flags = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, DebugReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.sid = r.sid();
+  b.timeout = r.u32();
+  b.nbatch = r.u32();
+  return r.name(b.name);
+}
+bool get_fields(Reader& r, BrwReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.bulkid = r.u64();
+  b.rw = r.u32();
+  b.len = r.u32();
+  b.flags = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, BrwReply& b, std::uint32_t) {
+  b = BrwReply{r.u32()};
+  return true;
+}
+bool get_fields(Reader& r, PingReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.magic = r.u32();
+  b.seq = r.u32();
+  b.time_sec = r.u64();
+  b.time_nsec = r.u64();
+  return true;
+}
+bool get_fields(Reader& r, PingReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.magic = r.u32();
+  b.seq = r.u32();
+  return true;
+}
+bool get_fields(Reader& r, JoinReq& b, std::uint32_t) {
+  b.rpyid = r.u64();
+  b.sid = r.sid();
+  return r.name(b.group);
+}
+bool get_fields(Reader& r, JoinReply& b, std::uint32_t) {
+  b.status = r.u32();
+  b.sid = r.sid();
+  b.timeout = r.u32();
+  return r.name(b.session);
+}
+
+// Body's alternatives are in MsgType order: the body of type I is alternative I.
+static_assert(std::variant_size_v<Body> == kMsgTypeCount);
+template <std::size_t... I>
+bool get_fields_of(std::size_t type, Reader& r, std::uint32_t feats, Body& body, std::index_sequence<I...>) {
+  bool named = true;
+  (void)((type == I ? (named = get_fields(r, body.emplace<I>(), feats), true) : false) || ...);
+  return named;
+}
+
+Result<Body> get_body(MsgType type, Reader& r, std::uint32_t feats) {
+  Body body;
+  if (!get_fields_of(static_cast<std::size_t>(type), r, feats, body,
+                     std::make_index_sequence<std::variant_size_v<Body>>{}))
+    return bad(std::string(msg_type_name(type)) + ": a name fills its 32 bytes without a NUL");
   return body;
 }
 

@@ -173,18 +173,12 @@ int run_script(const std::string& path, selftest::Console& console, mpi::Session
   return rc;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args args;
-  if (int rc = parse(argc, argv, args); rc >= 0) return rc;
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+// LNet up over MPI with the MPI LND's progress thread; null (and why printed) if not.
+std::unique_ptr<mpi::Session> bring_up(int provided) {
   auto started = mpi::Session::start(MPI_COMM_WORLD);
   if (!started) {
     std::fprintf(stderr, "lst-node: cannot bring LNet up over MPI: %s\n", started.message().c_str());
-    MPI_Finalize();
-    return 1;
+    return nullptr;
   }
   std::unique_ptr<mpi::Session> s = std::move(*started);
   if (!s->progress_thread()) {
@@ -193,61 +187,92 @@ int main(int argc, char** argv) {
                  "lst-node: needs the MPI LND's progress thread (MPI_THREAD_MULTIPLE, LNET_MPI_PROGRESS=auto or "
                  "thread); this MPI gave thread level %d\n",
                  provided);
-    s.reset();
+    return nullptr;
+  }
+  return s;
+}
+
+int start_serving(selftest::Framework& fw, selftest::TestServices& services, int rank) {
+  if (Status st = fw.start(); !st) {
+    std::fprintf(stderr, "lst-node: rank %d cannot serve the framework: %s\n", rank, st.message().c_str());
+    return 1;
+  }
+  if (Status st = services.start(); !st) {
+    std::fprintf(stderr, "lst-node: rank %d cannot serve the test services: %s\n", rank, st.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// --script: rank 0 serves JOIN and runs the script as the console; the script's status.
+int run_console(const Args& args, selftest::Console& console, mpi::Session& s) {
+  if (Status st = console.serve_join(); !st) {
+    std::fprintf(stderr, "lst-node: cannot serve JOIN: %s\n", st.message().c_str());
+    return 1;
+  }
+  return run_script(args.script, console, s);
+}
+
+// --join: this rank asks the console to add it to the group.
+int join(const Args& args, selftest::Framework& fw, int rank) {
+  ProcessId at{*Nid::parse(args.console), kPidLustre};
+  if (Status st = fw.join(at, args.join); !st) {
+    std::fprintf(stderr, "lst-node: rank %d: %s\n", rank, st.message().c_str());
+    return 1;
+  }
+  if (rank == 0) {
+    std::printf("lst-node: joined group %s of session '%s' at %s\n", args.join.c_str(), fw.session()->name.c_str(),
+                args.console.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// The rank serves self-test (rank 0 of --script runs the script too); its exit status.
+int serve(const Args& args, mpi::Session& s) {
+  int rank = s.rank();
+  selftest::RpcNode rpc(s.lnet(), std::chrono::seconds(args.rpc_timeout ? args.rpc_timeout : 1u << 30));
+  selftest::Framework fw(rpc, std::chrono::seconds(args.session_timeout));
+  selftest::TestServices services(rpc);
+  int rc = start_serving(fw, services, rank);
+  if (rank == 0) {
+    std::string first = s.id(0).to_string(), last = s.id(s.size() - 1).to_string();
+    std::printf("lst-node: %d ranks serve self-test, %s .. %s%s\n", s.size(), first.c_str(), last.c_str(),
+                s.proxies().empty() ? "" : " (and through the proxy)");
+    std::fflush(stdout);
+  }
+  std::unique_ptr<selftest::Console> console;
+  if (rc == 0 && rank == 0 && !args.script.empty()) {
+    console = std::make_unique<selftest::Console>(rpc, s.nid(0));
+    rc = run_console(args, *console, s);
+  }
+  if (rc == 0 && !args.join.empty()) rc = join(args, fw, rank);
+  // Serve until a session has come and gone (or a signal), counted by the framework: a
+  // script that fails right after its first add_group ends the session within
+  // milliseconds. Rank 0 of a script is done once its script is.
+  while (rc == 0 && !g_stop.load() && !(rank == 0 && console)) {
+    if (fw.sessions_ended() > 0 && !fw.session()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  console.reset();
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (int rc = parse(argc, argv, args); rc >= 0) return rc;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  std::unique_ptr<mpi::Session> s = bring_up(provided);
+  if (!s) {
     MPI_Finalize();
     return 1;
   }
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
-  int rank = s->rank();
-  int rc = 0;
-  {
-    selftest::RpcNode rpc(s->lnet(), std::chrono::seconds(args.rpc_timeout ? args.rpc_timeout : 1u << 30));
-    selftest::Framework fw(rpc, std::chrono::seconds(args.session_timeout));
-    selftest::TestServices services(rpc);
-    if (Status st = fw.start(); !st) {
-      std::fprintf(stderr, "lst-node: rank %d cannot serve the framework: %s\n", rank, st.message().c_str());
-      rc = 1;
-    } else if (Status st2 = services.start(); !st2) {
-      std::fprintf(stderr, "lst-node: rank %d cannot serve the test services: %s\n", rank, st2.message().c_str());
-      rc = 1;
-    }
-    if (rank == 0) {
-      std::string first = s->id(0).to_string(), last = s->id(s->size() - 1).to_string();
-      std::printf("lst-node: %d ranks serve self-test, %s .. %s%s\n", s->size(), first.c_str(), last.c_str(),
-                  s->proxies().empty() ? "" : " (and through the proxy)");
-      std::fflush(stdout);
-    }
-    std::unique_ptr<selftest::Console> console;
-    if (rc == 0 && rank == 0 && !args.script.empty()) {
-      console = std::make_unique<selftest::Console>(rpc, s->nid(0));
-      if (Status st = console->serve_join(); !st) {
-        std::fprintf(stderr, "lst-node: cannot serve JOIN: %s\n", st.message().c_str());
-        rc = 1;
-      } else {
-        rc = run_script(args.script, *console, *s);
-      }
-    }
-    if (rc == 0 && !args.join.empty()) {
-      ProcessId at{*Nid::parse(args.console), kPidLustre};
-      if (Status st = fw.join(at, args.join); !st) {
-        std::fprintf(stderr, "lst-node: rank %d: %s\n", rank, st.message().c_str());
-        rc = 1;
-      } else if (rank == 0) {
-        std::printf("lst-node: joined group %s of session '%s' at %s\n", args.join.c_str(), fw.session()->name.c_str(),
-                    args.console.c_str());
-        std::fflush(stdout);
-      }
-    }
-    // Serve until a session has come and gone (or a signal), counted by the framework: a
-    // script that fails right after its first add_group ends the session within
-    // milliseconds. Rank 0 of a script is done once its script is.
-    while (rc == 0 && !g_stop.load() && !(rank == 0 && console)) {
-      if (fw.sessions_ended() > 0 && !fw.session()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    console.reset();
-  }
+  int rc = serve(args, *s);
   int worst = 0;
   // Collective: every rank keeps serving LNet until all arrive.
   s.reset();

@@ -165,6 +165,15 @@ class Console {
     std::size_t tests = 0;
   };
   Result<BatchNodes> batch_nodes(const std::string& batch, unsigned test, bool servers);
+  // add_test's nodes (checked active) and the session and batch its requests name.
+  struct TestNodes {
+    std::vector<ProcessId> clients, servers;  // --from's, --to's
+    SessionInfo info;
+    BatchId bid;
+  };
+  Result<TestNodes> test_nodes(const std::string& batch, const TestSpec& t);
+  // The TEST requests, to the servers and then to the clients; -EIO when a node refuses.
+  Status install_test(const TestNodes& n, const TestSpec& t, std::vector<NodeReply>* failed);
   Result<std::vector<NodeReply>> batch_op(const BatchNodes& bn, BatchOp op, std::uint32_t testidx, std::uint32_t arg,
                                           std::chrono::seconds timeout);
   using Build = std::function<Message(const ProcessId&, std::size_t idx)>;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +103,14 @@ class Framework {
   // when the parameters are refused.
   std::uint32_t make_test(const Message& req, std::shared_ptr<Test>& out);
   std::uint32_t install_locked(const Message& req, std::shared_ptr<Test> t);
+  // A TEST request checked, its test made (a server's installed): 0 or the refusing status.
+  std::uint32_t admit_test(const Message& req, std::shared_ptr<Test>& t);
+  // A client test's destinations came (status 0) or not: its units made, the test
+  // installed and the request answered, or the request dropped.
+  void dests_arrived(int status, std::span<const std::uint8_t> ids, const Message& req, const std::shared_ptr<Test>& t,
+                     RpcNode::Responder& resp);
+  // The test's units, `q.concur` per destination in `ids`: 0 or the refusing status.
+  static std::uint32_t make_units(Test& t, std::span<const std::uint8_t> ids, const TestReq& q, bool swapped);
   static bool batch_active(const Batch& b);
   FwCounters fw_counters_locked();  // also forgets zombies whose tests have ended
   void unit_finished(Test& t);      // the last unit of a test ends: wakes the destructor

@@ -1,0 +1,34 @@
+// lst's user half, shared by its two files: the command line and each command's output
+// (lst_user.cpp), and `stat` in rounds (lst_stat.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include <lnet/dlc.hpp>
+#include <selftest/lst.hpp>
+
+namespace lnet::selftest::lst::user {
+
+// A field of the console's answer, or `dflt` when it is missing or does not convert.
+template <typename T>
+T get(const YAML::Node& n, const char* key, T dflt = T()) {
+  try {
+    return n[key] ? n[key].as<T>() : dflt;
+  } catch (const YAML::Exception&) {
+    return dflt;
+  }
+}
+
+// Option `name` as a number; `dflt` when it is missing, negative or not a number.
+std::uint32_t number_or(const dlc::Request& r, const char* name, std::uint32_t dflt);
+
+// A refusal of the console's, as lst prints it.
+void print_failure(Io io, const std::string& cmd, const dlc::Response& r);
+
+// `lst stat` (its options checked): rounds of counters, printed as rates; the exit status.
+int run_stat(const dlc::Request& req, const Exec& exec, Io io);
+
+}  // namespace lnet::selftest::lst::user
