@@ -40,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Peer;
 struct Bulk;
+struct ChunkSegments;
 
 // Bytes written before they are read: growing the vector does not zero them (a message
 // buffer is filled right after it is sized; zeroing 4 KiB first cost a tenth of a
@@ -214,6 +215,10 @@ class MpiNi {
 
   bool may_call_mpi() const;
   bool check(int rc, const char* what);
+  // ni.cpp: stop()'s steps
+  void fail_queued_locked(Done& done) LNET_REQUIRES(mu_);
+  void cancel_receives_locked() LNET_REQUIRES(mu_);
+  void abandon_requests_locked(Done& done) LNET_REQUIRES(mu_);
 
   // peer.cpp
   Peer* peer_locked(int rank) LNET_REQUIRES(mu_);
@@ -245,6 +250,8 @@ class MpiNi {
 
   // bulk.cpp
   bool post_bulk_locked(Bulk* b) LNET_REQUIRES(mu_);
+  bool address_chunk(const Bulk* b, std::uint64_t lo, std::uint64_t hi, ChunkSegments& seg);
+  bool post_chunk_locked(Bulk* b, ChunkSegments& seg) LNET_REQUIRES(mu_);
   void bulk_chunk_done_locked(Bulk* b, const MPI_Status& st, int err, Done& done) LNET_REQUIRES(mu_);
   void bulk_finished_locked(Bulk* b, Done& done) LNET_REQUIRES(mu_);
   void cancel_requests_of_locked(void* obj) LNET_REQUIRES(mu_);

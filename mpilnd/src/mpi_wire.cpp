@@ -41,89 +41,109 @@ const char* kind_name(MsgKind k) {
   return "?";
 }
 
-// Layout: magic u32 @0, version u16 @4, kind u8 @6, credits u8 @7, nob u32 @8,
-// tag u32 @12, stamp u64 @16, status i32 @24, reserved u32 @28 (0).
+// Layout: magic u32, version u16, kind u8, credits u8, nob u32, tag u32, stamp u64,
+// status i32, reserved u32 (0). Little-endian, as every layout here.
 void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out) {
-  std::uint8_t* p = out.data();
-  wire::put_le32(p, kMagic);
-  wire::put_le16(p + 4, kVersion);
-  p[6] = static_cast<std::uint8_t>(h.kind);
-  p[7] = h.credits;
-  wire::put_le32(p + 8, h.nob);
-  wire::put_le32(p + 12, h.tag);
-  wire::put_le64(p + 16, h.stamp);
-  wire::put_le32(p + 24, static_cast<std::uint32_t>(h.status));
-  wire::put_le32(p + 28, 0);
+  wire::ByteWriter w(out.data());
+  w.u32(kMagic).u16(kVersion).u8(static_cast<std::uint8_t>(h.kind)).u8(h.credits);
+  w.u32(h.nob).u32(h.tag).u64(h.stamp).i32(h.status).u32(0);
 }
 
-// Layout: proto_version, short_max, pool_depth, credits, pid, rank, chunk (u32 each),
-// reserved u32 (0).
+namespace {
+
+// A hello's fields in wire order (u32 each, then a reserved u32 of 0), for both ways.
+template <class H, class F>
+void hello_fields(H& h, F&& field) {
+  field(h.proto_version);
+  field(h.short_max);
+  field(h.pool_depth);
+  field(h.credits);
+  field(h.pid);
+  field(h.rank);
+  field(h.chunk);
+}
+
+// The header's fields up to status (the reserved word is not read).
+bool read_msg_hdr(std::span<const std::uint8_t> in, MsgHdr& h, std::string* why) {
+  wire::ByteReader r(in.data());
+  if (std::uint32_t magic = r.u32(); magic != kMagic) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", magic);
+    return bad(why, std::string("magic ") + hex);
+  }
+  if (std::uint16_t version = r.u16(); version != kVersion) return bad(why, "version " + std::to_string(version));
+  std::uint8_t kind = r.u8();
+  if (kind < static_cast<std::uint8_t>(MsgKind::Query) || kind > static_cast<std::uint8_t>(MsgKind::Packed))
+    return bad(why, "unknown kind " + std::to_string(kind));
+  h.kind = static_cast<MsgKind>(kind);
+  h.credits = r.u8();
+  h.nob = r.u32();
+  h.tag = r.u32();
+  h.stamp = r.u64();
+  h.status = r.i32();
+  return true;
+}
+
+// A header's nob before the header is checked: after magic u32, version u16, kind and credits u8.
+std::uint32_t peek_nob(const std::uint8_t* p) {
+  wire::ByteReader r(p);
+  r.skip(4 + 2 + 1 + 1);
+  return r.u32();
+}
+
+// QUERY, RESPONSE: the hello.
+bool read_hello_body(std::span<const std::uint8_t> body, Decoded& d, std::string* why) {
+  if (body.size() < kHelloSize) return bad(why, std::string(kind_name(d.hdr.kind)) + " without its hello");
+  wire::ByteReader r(body.data());
+  hello_fields(d.hello, [&r](std::uint32_t& v) { v = r.u32(); });
+  if (d.hello.proto_version != kVersion)
+    return bad(why, "hello of protocol version " + std::to_string(d.hello.proto_version));
+  if (d.hello.chunk == 0) return bad(why, "hello with a chunk size of 0");
+  return true;
+}
+
+// IMMEDIATE, BULK, GET_REQ: an LNet header, then an IMMEDIATE's payload.
+bool read_lnet_body(std::span<const std::uint8_t> body, Decoded& d, std::string* why) {
+  const MsgHdr& h = d.hdr;
+  if (body.size() < kHeaderSize) return bad(why, std::string(kind_name(h.kind)) + " without its LNet header");
+  if (int rc = decode_header(body.first(kHeaderSize), d.lnet); rc < 0)
+    return bad(why, std::string(kind_name(h.kind)) + " with a bad LNet header");
+  std::span<const std::uint8_t> rest = body.subspan(kHeaderSize);
+  if (h.kind == MsgKind::Immediate) {
+    if (rest.size() != d.lnet.payload_length)
+      return bad(why, "IMMEDIATE with " + std::to_string(rest.size()) + " payload bytes for a payload_length of " +
+                          std::to_string(d.lnet.payload_length));
+    d.payload = rest;
+  } else if (!rest.empty()) {
+    return bad(why, std::string(kind_name(h.kind)) + " with bytes after its LNet header");
+  }
+  if (h.kind == MsgKind::GetReq && d.lnet.type != MsgType::Get) return bad(why, "GET_REQ that is not a GET");
+  if (h.kind != MsgKind::Immediate && h.tag == 0) return bad(why, std::string(kind_name(h.kind)) + " with tag 0");
+  return true;
+}
+
+}  // namespace
+
 void encode_hello(const Hello& h, std::span<std::uint8_t, kHelloSize> out) {
-  std::uint8_t* p = out.data();
-  wire::put_le32(p, h.proto_version);
-  wire::put_le32(p + 4, h.short_max);
-  wire::put_le32(p + 8, h.pool_depth);
-  wire::put_le32(p + 12, h.credits);
-  wire::put_le32(p + 16, h.pid);
-  wire::put_le32(p + 20, h.rank);
-  wire::put_le32(p + 24, h.chunk);
-  wire::put_le32(p + 28, 0);
+  wire::ByteWriter w(out.data());
+  hello_fields(h, [&w](std::uint32_t v) { w.u32(v); });
+  w.u32(0);
 }
 
 bool decode_msg(std::span<const std::uint8_t> in, Decoded& d, std::string* why) {
   if (in.size() < kMsgHdrSize) return bad(why, std::to_string(in.size()) + " bytes, shorter than its header");
-  const std::uint8_t* p = in.data();
-  if (wire::get_le32(p) != kMagic) {
-    char hex[16];
-    std::snprintf(hex, sizeof hex, "0x%08x", wire::get_le32(p));
-    return bad(why, std::string("magic ") + hex);
-  }
-  if (wire::get_le16(p + 4) != kVersion) return bad(why, "version " + std::to_string(wire::get_le16(p + 4)));
   MsgHdr& h = d.hdr;
-  std::uint8_t kind = p[6];
-  if (kind < static_cast<std::uint8_t>(MsgKind::Query) || kind > static_cast<std::uint8_t>(MsgKind::Packed))
-    return bad(why, "unknown kind " + std::to_string(kind));
-  h.kind = static_cast<MsgKind>(kind);
-  h.credits = p[7];
-  h.nob = wire::get_le32(p + 8);
-  h.tag = wire::get_le32(p + 12);
-  h.stamp = wire::get_le64(p + 16);
-  h.status = static_cast<std::int32_t>(wire::get_le32(p + 24));
+  if (!read_msg_hdr(in, h, why)) return false;
   if (h.nob != in.size())
     return bad(why, std::string(kind_name(h.kind)) + " says " + std::to_string(h.nob) + " bytes, " +
                         std::to_string(in.size()) + " arrived");
   std::span<const std::uint8_t> body = in.subspan(kMsgHdrSize);
   switch (h.kind) {
     case MsgKind::Query:
-    case MsgKind::Response: {
-      if (body.size() < kHelloSize) return bad(why, std::string(kind_name(h.kind)) + " without its hello");
-      const std::uint8_t* b = body.data();
-      d.hello = Hello{wire::get_le32(b),      wire::get_le32(b + 4),  wire::get_le32(b + 8), wire::get_le32(b + 12),
-                      wire::get_le32(b + 16), wire::get_le32(b + 20), wire::get_le32(b + 24)};
-      if (d.hello.proto_version != kVersion)
-        return bad(why, "hello of protocol version " + std::to_string(d.hello.proto_version));
-      if (d.hello.chunk == 0) return bad(why, "hello with a chunk size of 0");
-      break;
-    }
+    case MsgKind::Response: return read_hello_body(body, d, why);
     case MsgKind::Immediate:
     case MsgKind::Bulk:
-    case MsgKind::GetReq: {
-      if (body.size() < kHeaderSize) return bad(why, std::string(kind_name(h.kind)) + " without its LNet header");
-      if (int rc = decode_header(body.first(kHeaderSize), d.lnet); rc < 0)
-        return bad(why, std::string(kind_name(h.kind)) + " with a bad LNet header");
-      std::span<const std::uint8_t> rest = body.subspan(kHeaderSize);
-      if (h.kind == MsgKind::Immediate) {
-        if (rest.size() != d.lnet.payload_length)
-          return bad(why, "IMMEDIATE with " + std::to_string(rest.size()) + " payload bytes for a payload_length of " +
-                              std::to_string(d.lnet.payload_length));
-        d.payload = rest;
-      } else if (!rest.empty()) {
-        return bad(why, std::string(kind_name(h.kind)) + " with bytes after its LNet header");
-      }
-      if (h.kind == MsgKind::GetReq && d.lnet.type != MsgType::Get) return bad(why, "GET_REQ that is not a GET");
-      if (h.kind != MsgKind::Immediate && h.tag == 0) return bad(why, std::string(kind_name(h.kind)) + " with tag 0");
-      break;
-    }
+    case MsgKind::GetReq: return read_lnet_body(body, d, why);
     case MsgKind::GetNak:
       if (h.tag == 0) return bad(why, "GET_NAK with tag 0");
       if (h.status >= 0) return bad(why, "GET_NAK with status " + std::to_string(h.status));
@@ -143,7 +163,7 @@ Result<Decoded> decode_msg(std::span<const std::uint8_t> in) {
 
 bool next_packed(std::span<const std::uint8_t>& rest, Decoded& d, std::string* why) {
   if (rest.size() < kMsgHdrSize) return bad(why, "PACKED ending in " + std::to_string(rest.size()) + " stray bytes");
-  std::uint32_t nob = wire::get_le32(rest.data() + 8);
+  std::uint32_t nob = peek_nob(rest.data());
   if (nob < kMsgHdrSize || nob > rest.size())
     return bad(why,
                "packed message of " + std::to_string(nob) + " bytes where " + std::to_string(rest.size()) + " remain");

@@ -157,29 +157,8 @@ void MpiNi::stop(std::chrono::milliseconds grace) {
   {
     MutexLock g(mu_);
     stopped_ = true;
-    while (Tx* tx = deferred_.pop_front()) fail_tx_locked(tx, -ESHUTDOWN, HealthStatus::LocalAborted, done);
-    while (Bulk* b = deferred_bulk_.pop_front()) {
-      b->rc = -ESHUTDOWN;
-      done.bulks.push_back(b);
-    }
-    for (Peer* p : contacted_)
-      while (Tx* tx = p->queue.pop_front()) fail_tx_locked(tx, -ESHUTDOWN, HealthStatus::LocalAborted, done);
-    // The pool: cancel, complete and free every persistent receive.
-    for (unsigned i = 0; i < opts_.pool_depth && i < reqs_.size(); ++i) {
-      if (reqs_[i] == MPI_REQUEST_NULL) continue;
-      int flag = 0;
-      // Inactive or done: nothing to cancel. (A failed test leaves it to the cancel.)
-      if (!check(MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE), "MPI_Test")) flag = 0;
-      if (!flag) {
-        check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
-        check(MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE), "MPI_Wait");
-      }
-      check(MPI_Request_free(&reqs_[i]), "MPI_Request_free");
-    }
-    // Receives still posted will never be written: cancel them.
-    for (std::size_t i = opts_.pool_depth; i < reqs_.size(); ++i)
-      if (owners_[i].kind == Owner::BulkChunk && !static_cast<Bulk*>(owners_[i].obj)->send)
-        check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
+    fail_queued_locked(done);
+    cancel_receives_locked();
   }
   // Let sends and cancellations finish for a moment; what is left after that is
   // abandoned to MPI (its messages fail here).
@@ -189,28 +168,64 @@ void MpiNi::stop(std::chrono::milliseconds grace) {
     if (reqs_.size() <= opts_.pool_depth) break;
     bool broken = reap_locked(done) < 0;
     if (!broken && Clock::now() < deadline) continue;
-    LNET_LOG(Warn, kLogLnd, "%s: %zu MPI requests still running at shutdown; left to MPI", ni_.nid.to_string().c_str(),
-             reqs_.size() - opts_.pool_depth);
-    for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
-      Owner o = owners_[r];
-      check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
-      if (o.kind == Owner::TxShort) {
-        // MPI may still read the message: its buffer is left to it for good.
-        auto* tx = static_cast<Tx*>(o.obj);
-        (void)new Bytes(std::move(tx->buf));
-        tx_part_done_locked(tx, -ESHUTDOWN, done);
-      } else {
-        auto* b = static_cast<Bulk*>(o.obj);
-        if (!b->rc) b->rc = -ESHUTDOWN;
-        if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
-      }
-    }
-    reqs_.resize(opts_.pool_depth);
-    owners_.resize(opts_.pool_depth);
-    seen_.resize(opts_.pool_depth);
+    abandon_requests_locked(done);
     break;
   }
   complete(done);
+}
+
+// Sends and receives not yet handed to MPI fail.
+void MpiNi::fail_queued_locked(Done& done) {
+  while (Tx* tx = deferred_.pop_front()) fail_tx_locked(tx, -ESHUTDOWN, HealthStatus::LocalAborted, done);
+  while (Bulk* b = deferred_bulk_.pop_front()) {
+    b->rc = -ESHUTDOWN;
+    done.bulks.push_back(b);
+  }
+  for (Peer* p : contacted_)
+    while (Tx* tx = p->queue.pop_front()) fail_tx_locked(tx, -ESHUTDOWN, HealthStatus::LocalAborted, done);
+}
+
+void MpiNi::cancel_receives_locked() {
+  // The pool: cancel, complete and free every persistent receive.
+  for (unsigned i = 0; i < opts_.pool_depth && i < reqs_.size(); ++i) {
+    if (reqs_[i] == MPI_REQUEST_NULL) continue;
+    int flag = 0;
+    // Inactive or done: nothing to cancel. (A failed test leaves it to the cancel.)
+    if (!check(MPI_Test(&reqs_[i], &flag, MPI_STATUS_IGNORE), "MPI_Test")) flag = 0;
+    if (!flag) {
+      check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
+      check(MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE), "MPI_Wait");
+    }
+    check(MPI_Request_free(&reqs_[i]), "MPI_Request_free");
+  }
+  // Receives still posted will never be written: cancel them.
+  for (std::size_t i = opts_.pool_depth; i < reqs_.size(); ++i)
+    if (owners_[i].kind == Owner::BulkChunk && !static_cast<Bulk*>(owners_[i].obj)->send)
+      check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
+}
+
+// The requests still running after the grace period: freed (MPI finishes them on its
+// own) and their messages failed.
+void MpiNi::abandon_requests_locked(Done& done) {
+  LNET_LOG(Warn, kLogLnd, "%s: %zu MPI requests still running at shutdown; left to MPI", ni_.nid.to_string().c_str(),
+           reqs_.size() - opts_.pool_depth);
+  for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
+    Owner o = owners_[r];
+    check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
+    if (o.kind == Owner::TxShort) {
+      // MPI may still read the message: its buffer is left to it for good.
+      auto* tx = static_cast<Tx*>(o.obj);
+      (void)new Bytes(std::move(tx->buf));
+      tx_part_done_locked(tx, -ESHUTDOWN, done);
+    } else {
+      auto* b = static_cast<Bulk*>(o.obj);
+      if (!b->rc) b->rc = -ESHUTDOWN;
+      if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
+    }
+  }
+  reqs_.resize(opts_.pool_depth);
+  owners_.resize(opts_.pool_depth);
+  seen_.resize(opts_.pool_depth);
 }
 
 }  // namespace lnet::mpi

@@ -387,15 +387,21 @@ int wait_until(MPI_Request* r, std::chrono::steady_clock::time_point deadline, M
   }
 }
 
-Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& opts) {
-  auto deadline = Clock::now() + std::chrono::seconds(opts.proxy_timeout);
-  // A proxy that dies mid-write must fail this process's sends, not kill it: Open MPI's
-  // TCP transport writes without MSG_NOSIGNAL. An application's own SIGPIPE handler stays.
+namespace {
+// A proxy that dies mid-write must fail this process's sends, not kill it: Open MPI's
+// TCP transport writes without MSG_NOSIGNAL. An application's own SIGPIPE handler stays.
+void ignore_default_sigpipe() {
   struct sigaction old {};
   if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
     signal(SIGPIPE, SIG_IGN);
     LNET_LOG(Debug, kLogLnd, "SIGPIPE ignored: a proxy that dies fails this process's sends instead of killing it");
   }
+}
+}  // namespace
+
+Result<std::unique_ptr<ProxyLink>> ProxyLink::open(Group& group, const Options& opts) {
+  auto deadline = Clock::now() + std::chrono::seconds(opts.proxy_timeout);
+  ignore_default_sigpipe();
   std::unique_ptr<ProxyLink> l(new ProxyLink);
   l->rank_ = group.rank();
   l->group_ = group.comm();

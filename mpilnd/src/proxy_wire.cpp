@@ -50,32 +50,28 @@ std::vector<std::uint8_t> encode(const Table& t) {
   std::size_t np = std::min(t.proxies.size(), kMaxProxies), nn = std::min(t.nets.size(), kMaxNets);
   std::size_t ne = std::min(t.error.size(), kMaxErrorText);
   std::vector<std::uint8_t> out(kTableHdrSize + np * 8 + nn * 4 + ne);
-  std::uint8_t* p = out.data();
-  wire::put_le32(p, kTableMagic);
-  wire::put_le16(p + 4, kTableVersion);
-  wire::put_le32(p + 8, static_cast<std::uint32_t>(t.status));
-  wire::put_le32(p + 12, t.pid);
-  wire::put_le32(p + 16, static_cast<std::uint32_t>(np));
-  wire::put_le32(p + 20, static_cast<std::uint32_t>(nn));
-  wire::put_le32(p + 24, static_cast<std::uint32_t>(ne));
-  p += kTableHdrSize;
-  for (std::size_t i = 0; i < np; ++i, p += 8) wire::put_le64(p, t.proxies[i].value());
-  for (std::size_t i = 0; i < nn; ++i, p += 4) wire::put_le32(p, t.nets[i].value());
-  if (ne) std::copy_n(t.error.data(), ne, p);
+  wire::ByteWriter w(out.data());
+  w.u32(kTableMagic).u16(kTableVersion).u16(0).i32(t.status).u32(t.pid);
+  w.u32(static_cast<std::uint32_t>(np)).u32(static_cast<std::uint32_t>(nn)).u32(static_cast<std::uint32_t>(ne)).u32(0);
+  for (std::size_t i = 0; i < np; ++i) w.u64(t.proxies[i].value());
+  for (std::size_t i = 0; i < nn; ++i) w.u32(t.nets[i].value());
+  w.bytes(t.error.data(), ne);
   return out;
 }
 
 Result<Table> decode_table(std::span<const std::uint8_t> in) {
   if (in.size() < kTableHdrSize)
     return bad("proxy table: " + std::to_string(in.size()) + " bytes, shorter than its header");
-  const std::uint8_t* p = in.data();
-  if (wire::get_le32(p) != kTableMagic) return bad("proxy table: bad magic");
-  if (auto v = wire::get_le16(p + 4); v != kTableVersion)
+  wire::ByteReader r(in.data());
+  if (r.u32() != kTableMagic) return bad("proxy table: bad magic");
+  if (auto v = r.u16(); v != kTableVersion)
     return bad("proxy table: version " + std::to_string(v) + ", this side speaks " + std::to_string(kTableVersion));
+  r.skip(2);
   Table t;
-  t.status = static_cast<std::int32_t>(wire::get_le32(p + 8));
-  t.pid = wire::get_le32(p + 12);
-  std::uint32_t np = wire::get_le32(p + 16), nn = wire::get_le32(p + 20), ne = wire::get_le32(p + 24);
+  t.status = r.i32();
+  t.pid = r.u32();
+  std::uint32_t np = r.u32(), nn = r.u32(), ne = r.u32();
+  r.skip(4);
   if (np > kMaxProxies || nn > kMaxNets || ne > kMaxErrorText)
     return bad("proxy table: counts out of range (" + std::to_string(np) + " proxies, " + std::to_string(nn) +
                " nets, " + std::to_string(ne) + " bytes of text)");
@@ -83,23 +79,22 @@ Result<Table> decode_table(std::span<const std::uint8_t> in) {
     return bad("proxy table: " + std::to_string(in.size()) + " bytes, not what its counts make");
   if (t.status > 0) return bad("proxy table: positive status " + std::to_string(t.status));
   if (t.status == 0 && np == 0) return bad("proxy table: no proxies");
-  p += kTableHdrSize;
-  for (std::uint32_t i = 0; i < np; ++i, p += 8) t.proxies.emplace_back(wire::get_le64(p));
-  for (std::uint32_t i = 0; i < nn; ++i, p += 4) t.nets.emplace_back(wire::get_le32(p));
-  t.error.assign(reinterpret_cast<const char*>(p), ne);
+  for (std::uint32_t i = 0; i < np; ++i) t.proxies.emplace_back(r.u64());
+  for (std::uint32_t i = 0; i < nn; ++i) t.nets.emplace_back(r.u32());
+  t.error.assign(reinterpret_cast<const char*>(r.pos()), ne);
   if (!printable(t.error)) return bad("proxy table: the error text is not printable");
   return t;
 }
 
 void encode(Control c, std::uint8_t (&out)[kControlSize]) {
-  wire::put_le32(out, kControlMagic);
-  wire::put_le32(out + 4, static_cast<std::uint32_t>(c));
+  wire::ByteWriter(out).u32(kControlMagic).u32(static_cast<std::uint32_t>(c));
 }
 
 Result<Control> decode_control(std::span<const std::uint8_t> in) {
   if (in.size() != kControlSize) return bad("proxy control: " + std::to_string(in.size()) + " bytes, not 8");
-  if (wire::get_le32(in.data()) != kControlMagic) return bad("proxy control: bad magic");
-  std::uint32_t k = wire::get_le32(in.data() + 4);
+  wire::ByteReader r(in.data());
+  if (r.u32() != kControlMagic) return bad("proxy control: bad magic");
+  std::uint32_t k = r.u32();
   if (k != static_cast<std::uint32_t>(Control::Heartbeat) && k != static_cast<std::uint32_t>(Control::Bye) &&
       k != static_cast<std::uint32_t>(Control::Hello))
     return bad("proxy control: unknown kind " + std::to_string(k));

@@ -13,8 +13,6 @@ namespace lnet::up {
 
 namespace {
 
-using namespace lnet::wire;
-
 // Body sizes; an ERROR's is the minimum (its text follows).
 constexpr std::size_t kHelloSize = 16;
 constexpr std::size_t kWelcomeSize = 32 + 4 * kMaxNets;
@@ -60,234 +58,240 @@ std::size_t body_size(Type t) {
 // headers, descriptor references. The body was zeroed first, so skipped padding stays 0.
 struct Writer {
   wire::ByteWriter w;
-  void u32(std::uint32_t v) { w.u32(v); }
-  void i32(std::int32_t v) { w.i32(v); }
-  void u64(std::uint64_t v) { w.u64(v); }
-  void nid(Nid n) { w.u64(n.value()); }
-  void pad(std::size_t n) { w.skip(n); }
-  void hdr(const Header& h) {
-    encode_header(h, std::span<std::uint8_t, kHeaderSize>(w.pos(), kHeaderSize));
-    w.skip(kHeaderSize);
+  Writer& u32(std::uint32_t v) { return put(v); }
+  Writer& i32(std::int32_t v) { return put(static_cast<std::uint32_t>(v)); }
+  Writer& u64(std::uint64_t v) { return put(v); }
+  Writer& nid(Nid n) { return put(n.value()); }
+  Writer& pad(std::size_t n) {
+    w.skip(n);
+    return *this;
   }
-  void desc(DescRef d) { w.u32(d.index).u32(d.gen); }
-  void bytes(const void* src, std::size_t n) { w.bytes(src, n); }
+  Writer& hdr(const Header& h) {
+    encode_header(h, std::span<std::uint8_t, kHeaderSize>(w.pos(), kHeaderSize));
+    return pad(kHeaderSize);
+  }
+  Writer& desc(DescRef d) { return u32(d.index).u32(d.gen); }
+  Writer& bytes(const void* src, std::size_t n) {
+    w.bytes(src, n);
+    return *this;
+  }
+
+ private:
+  Writer& put(std::uint32_t v) {
+    w.u32(v);
+    return *this;
+  }
+  Writer& put(std::uint64_t v) {
+    w.u64(v);
+    return *this;
+  }
 };
 
 struct Reader {
   wire::ByteReader r;
-  std::uint32_t u32() { return r.u32(); }
-  std::int32_t i32() { return r.i32(); }
-  std::uint64_t u64() { return r.u64(); }
-  Nid nid() { return Nid(r.u64()); }
-  void pad(std::size_t n) { r.skip(n); }
+  Reader& u32(std::uint32_t& v) { return get(v); }
+  Reader& i32(std::int32_t& v) {
+    v = r.i32();
+    return *this;
+  }
+  Reader& u64(std::uint64_t& v) { return get(v); }
+  Reader& nid(Nid& n) {
+    n = Nid(r.u64());
+    return *this;
+  }
+  Reader& pad(std::size_t n) {
+    r.skip(n);
+    return *this;
+  }
   bool hdr(Header& h) {
     int rc = decode_header(std::span<const std::uint8_t>(r.pos(), kHeaderSize), h);
     r.skip(kHeaderSize);
     return rc == 0;
   }
-  DescRef desc() {
-    DescRef d;
-    d.index = u32();
-    d.gen = u32();
-    return d;
-  }
+  Reader& desc(DescRef& d) { return u32(d.index).u32(d.gen); }
   void bytes(void* dst, std::size_t n) { r.bytes(dst, n); }
   const std::uint8_t* pos() const { return r.pos(); }
+
+ private:
+  Reader& get(std::uint32_t& v) {
+    v = r.u32();
+    return *this;
+  }
+  Reader& get(std::uint64_t& v) {
+    v = r.u64();
+    return *this;
+  }
 };
 
 Failure bad(Type t, const std::string& why) {
   return Failure{-EPROTO, std::string("bad bridge message ") + type_name(t) + ": " + why};
 }
 
+// One writer and one reader per body, in wire order; a reader checks what it read.
+
+void put(Writer& w, const Hello& b) { w.u32(b.version).u32(b.rank).u64(b.os_pid); }
+Result<Message> read_hello(Reader& r) {
+  Hello b;
+  r.u32(b.version).u32(b.rank).u64(b.os_pid);
+  return Message{b};
+}
+
+void put(Writer& w, const Welcome& b) {
+  w.nid(b.nid).u32(b.pid).u32(b.nnets).u64(b.region_size).u32(b.max_payload).pad(4);
+  for (std::size_t i = 0; i < kMaxNets; ++i) w.u32(i < b.nnets ? b.nets[i].value() : 0);
+}
+Result<Message> read_welcome(Reader& r, Type t) {
+  Welcome b;
+  r.nid(b.nid).u32(b.pid).u32(b.nnets).u64(b.region_size).u32(b.max_payload).pad(4);
+  if (b.nnets > kMaxNets) return bad(t, std::to_string(b.nnets) + " nets (at most 16)");
+  for (NetId& n : b.nets) {
+    std::uint32_t v;
+    r.u32(v);
+    n = NetId(v);
+  }
+  return Message{b};
+}
+
+void put(Writer& w, const PidNew& b) { w.u64(b.cookie); }
+Result<Message> read_pid_new(Reader& r) {
+  PidNew b;
+  r.u64(b.cookie);
+  return Message{b};
+}
+
+// PID_REGISTER and PID_RELEASE.
+template <class B>
+void put_pid(Writer& w, const B& b) {
+  w.u64(b.cookie).u32(b.pid).pad(4);
+}
+void put(Writer& w, const PidRegister& b) { put_pid(w, b); }
+void put(Writer& w, const PidRelease& b) { put_pid(w, b); }
+Result<Message> read_pid(Reader& r, Type t) {
+  std::uint64_t cookie;
+  Pid pid;
+  r.u64(cookie).u32(pid).pad(4);
+  if (t == Type::PidRegister) return Message{PidRegister{cookie, pid}};
+  return Message{PidRelease{cookie, pid}};
+}
+
+void put(Writer& w, const PidReply& b) { w.u64(b.cookie).i32(b.status).u32(b.pid).nid(b.nid); }
+Result<Message> read_pid_reply(Reader& r, Type t) {
+  PidReply b;
+  r.u64(b.cookie).i32(b.status).u32(b.pid).nid(b.nid);
+  if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
+  return Message{b};
+}
+
+void put(Writer& w, const Parse& b) {
+  w.u64(b.cookie).u32(b.pid).u32(b.flags).nid(b.from).hdr(b.hdr).bytes(b.data, inline_size(b));
+}
+Result<Message> read_parse(Reader& r, Type t, std::size_t body_len) {
+  Parse b;
+  r.u64(b.cookie).u32(b.pid).u32(b.flags).nid(b.from);
+  if (b.flags & ~(kParseRdma | kParseInline)) return bad(t, "unknown flags " + std::to_string(b.flags));
+  if (b.flags == (kParseRdma | kParseInline)) return bad(t, "an optimised GET cannot be inline");
+  if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
+  std::size_t n = body_len - kParseSize;
+  if (!(b.flags & kParseInline) && n) return bad(t, std::to_string(n) + " bytes after the header, not inline");
+  if ((b.flags & kParseInline) && n != b.hdr.payload_length)
+    return bad(t, "an inline payload of " + std::to_string(n) + " bytes for a header of " +
+                      std::to_string(b.hdr.payload_length));
+  r.bytes(b.data, n);
+  return Message{b};
+}
+
+// A RECV's flags, before the rest is read (the body's size depends on them).
+constexpr std::size_t kRecvFlagsAt = 8 + 8 + 4;  // after cookie, desc, status
+
+void put(Writer& w, const Recv& b) {
+  w.u64(b.cookie).desc(b.desc).i32(b.status).u32(b.flags).u64(b.offset).u32(b.mlen).u32(b.rlen);
+  if (b.flags & kRecvSource) w.hdr(b.hdr);
+}
+Result<Message> read_recv(Reader& r, Type t) {
+  Recv b;
+  r.u64(b.cookie).desc(b.desc).i32(b.status).u32(b.flags).u64(b.offset).u32(b.mlen).u32(b.rlen);
+  if (b.flags & ~(kRecvDelayed | kRecvSource)) return bad(t, "unknown flags " + std::to_string(b.flags));
+  if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
+  if (b.status == 0 && !(b.flags & kRecvSource) && b.mlen > b.rlen)
+    return bad(t, "mlen " + std::to_string(b.mlen) + " beyond rlen " + std::to_string(b.rlen));
+  if ((b.flags & kRecvSource) && !r.hdr(b.hdr)) return bad(t, "a REPLY header that does not decode");
+  return Message{b};
+}
+
+// RECV_DONE and SEND_DONE.
+template <class B>
+void put_done(Writer& w, const B& b) {
+  w.desc(b.desc).i32(b.status).u32(b.health);
+}
+void put(Writer& w, const RecvDone& b) { put_done(w, b); }
+void put(Writer& w, const SendDone& b) { put_done(w, b); }
+Result<Message> read_done(Reader& r, Type t) {
+  DescRef d;
+  std::int32_t status;
+  std::uint32_t health;
+  r.desc(d).i32(status).u32(health);
+  if (status > 0) return bad(t, "positive status " + std::to_string(status));
+  if (health > static_cast<std::uint32_t>(HealthStatus::NetworkTimeout))
+    return bad(t, "health status " + std::to_string(health) + " unknown");
+  if (t == Type::RecvDone) return Message{RecvDone{d, status, health}};
+  return Message{SendDone{d, status, health}};
+}
+
+void put(Writer& w, const Send& b) {
+  w.desc(b.desc).u32(b.pid).pad(4).nid(b.target.nid).u32(b.target.pid).u32(b.len).nid(b.next_hop).u64(b.offset);
+  w.hdr(b.hdr);
+}
+Result<Message> read_send(Reader& r, Type t) {
+  Send b;
+  r.desc(b.desc).u32(b.pid).pad(4).nid(b.target.nid).u32(b.target.pid).u32(b.len).nid(b.next_hop).u64(b.offset);
+  if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
+  return Message{b};
+}
+
+void put(Writer& w, const Notify& b) { w.u32(b.pid).u32(b.alive ? 1 : 0).nid(b.peer); }
+Result<Message> read_notify(Reader& r, Type t) {
+  Notify b;
+  std::uint32_t alive;
+  r.u32(b.pid).u32(alive).nid(b.peer);
+  if (alive > 1) return bad(t, "alive " + std::to_string(alive) + " (0 or 1)");
+  b.alive = alive == 1;
+  return Message{b};
+}
+
+void put(Writer& w, const Error& b) {
+  std::size_t n = std::min(b.text.size(), kMaxErrorText);
+  w.i32(b.code).u32(static_cast<std::uint32_t>(n)).bytes(b.text.data(), n);
+}
+Result<Message> read_error(Reader& r, Type t, std::size_t body_len) {
+  Error b;
+  std::uint32_t n;
+  r.i32(b.code).u32(n);
+  if (n > kMaxErrorText) return bad(t, "text of " + std::to_string(n) + " bytes (at most 240)");
+  if (n != body_len - kErrorSize)
+    return bad(t, "text of " + std::to_string(n) + " bytes in a body of " + std::to_string(body_len));
+  b.text.assign(reinterpret_cast<const char*>(r.pos()), n);
+  return Message{b};
+}
+
 void write_body(const Message& m, Writer& w) {
-  std::visit(
-      [&w](const auto& b) {
-        using T = std::decay_t<decltype(b)>;
-        if constexpr (std::is_same_v<T, Hello>) {
-          w.u32(b.version);
-          w.u32(b.rank);
-          w.u64(b.os_pid);
-        } else if constexpr (std::is_same_v<T, Welcome>) {
-          w.nid(b.nid);
-          w.u32(b.pid);
-          w.u32(b.nnets);
-          w.u64(b.region_size);
-          w.u32(b.max_payload);
-          w.pad(4);
-          for (std::size_t i = 0; i < kMaxNets; ++i) w.u32(i < b.nnets ? b.nets[i].value() : 0);
-        } else if constexpr (std::is_same_v<T, PidNew>) {
-          w.u64(b.cookie);
-        } else if constexpr (std::is_same_v<T, PidRegister> || std::is_same_v<T, PidRelease>) {
-          w.u64(b.cookie);
-          w.u32(b.pid);
-          w.pad(4);
-        } else if constexpr (std::is_same_v<T, PidReply>) {
-          w.u64(b.cookie);
-          w.i32(b.status);
-          w.u32(b.pid);
-          w.nid(b.nid);
-        } else if constexpr (std::is_same_v<T, Parse>) {
-          w.u64(b.cookie);
-          w.u32(b.pid);
-          w.u32(b.flags);
-          w.nid(b.from);
-          w.hdr(b.hdr);
-          w.bytes(b.data, inline_size(b));
-        } else if constexpr (std::is_same_v<T, Recv>) {
-          w.u64(b.cookie);
-          w.desc(b.desc);
-          w.i32(b.status);
-          w.u32(b.flags);
-          w.u64(b.offset);
-          w.u32(b.mlen);
-          w.u32(b.rlen);
-          if (b.flags & kRecvSource) w.hdr(b.hdr);
-        } else if constexpr (std::is_same_v<T, RecvDone> || std::is_same_v<T, SendDone>) {
-          w.desc(b.desc);
-          w.i32(b.status);
-          w.u32(b.health);
-        } else if constexpr (std::is_same_v<T, Send>) {
-          w.desc(b.desc);
-          w.u32(b.pid);
-          w.pad(4);
-          w.nid(b.target.nid);
-          w.u32(b.target.pid);
-          w.u32(b.len);
-          w.nid(b.next_hop);
-          w.u64(b.offset);
-          w.hdr(b.hdr);
-        } else if constexpr (std::is_same_v<T, Notify>) {
-          w.u32(b.pid);
-          w.u32(b.alive ? 1 : 0);
-          w.nid(b.peer);
-        } else if constexpr (std::is_same_v<T, Error>) {
-          std::size_t n = std::min(b.text.size(), kMaxErrorText);
-          w.i32(b.code);
-          w.u32(static_cast<std::uint32_t>(n));
-          w.bytes(b.text.data(), n);
-        }
-      },
-      m);
+  std::visit([&w](const auto& b) { put(w, b); }, m);
 }
 
 Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
   switch (t) {
-    case Type::Hello: {
-      Hello b;
-      b.version = r.u32();
-      b.rank = r.u32();
-      b.os_pid = r.u64();
-      return Message{b};
-    }
-    case Type::Welcome: {
-      Welcome b;
-      b.nid = r.nid();
-      b.pid = r.u32();
-      b.nnets = r.u32();
-      b.region_size = r.u64();
-      b.max_payload = r.u32();
-      r.pad(4);
-      if (b.nnets > kMaxNets) return bad(t, std::to_string(b.nnets) + " nets (at most 16)");
-      for (std::size_t i = 0; i < kMaxNets; ++i) b.nets[i] = NetId(r.u32());
-      return Message{b};
-    }
-    case Type::PidNew: {
-      PidNew b;
-      b.cookie = r.u64();
-      return Message{b};
-    }
+    case Type::Hello: return read_hello(r);
+    case Type::Welcome: return read_welcome(r, t);
+    case Type::PidNew: return read_pid_new(r);
     case Type::PidRegister:
-    case Type::PidRelease: {
-      std::uint64_t cookie = r.u64();
-      Pid pid = r.u32();
-      if (t == Type::PidRegister) return Message{PidRegister{cookie, pid}};
-      return Message{PidRelease{cookie, pid}};
-    }
-    case Type::PidReply: {
-      PidReply b;
-      b.cookie = r.u64();
-      b.status = r.i32();
-      b.pid = r.u32();
-      b.nid = r.nid();
-      if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
-      return Message{b};
-    }
-    case Type::Parse: {
-      Parse b;
-      b.cookie = r.u64();
-      b.pid = r.u32();
-      b.flags = r.u32();
-      b.from = r.nid();
-      if (b.flags & ~(kParseRdma | kParseInline)) return bad(t, "unknown flags " + std::to_string(b.flags));
-      if (b.flags == (kParseRdma | kParseInline)) return bad(t, "an optimised GET cannot be inline");
-      if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
-      std::size_t n = body_len - kParseSize;
-      if (!(b.flags & kParseInline) && n) return bad(t, std::to_string(n) + " bytes after the header, not inline");
-      if ((b.flags & kParseInline) && n != b.hdr.payload_length)
-        return bad(t, "an inline payload of " + std::to_string(n) + " bytes for a header of " +
-                          std::to_string(b.hdr.payload_length));
-      r.bytes(b.data, n);
-      return Message{b};
-    }
-    case Type::Recv: {
-      Recv b;
-      b.cookie = r.u64();
-      b.desc = r.desc();
-      b.status = r.i32();
-      b.flags = r.u32();
-      b.offset = r.u64();
-      b.mlen = r.u32();
-      b.rlen = r.u32();
-      if (b.flags & ~(kRecvDelayed | kRecvSource)) return bad(t, "unknown flags " + std::to_string(b.flags));
-      if (b.status > 0) return bad(t, "positive status " + std::to_string(b.status));
-      if (b.status == 0 && !(b.flags & kRecvSource) && b.mlen > b.rlen)
-        return bad(t, "mlen " + std::to_string(b.mlen) + " beyond rlen " + std::to_string(b.rlen));
-      if ((b.flags & kRecvSource) && !r.hdr(b.hdr)) return bad(t, "a REPLY header that does not decode");
-      return Message{b};
-    }
+    case Type::PidRelease: return read_pid(r, t);
+    case Type::PidReply: return read_pid_reply(r, t);
+    case Type::Parse: return read_parse(r, t, body_len);
+    case Type::Recv: return read_recv(r, t);
     case Type::RecvDone:
-    case Type::SendDone: {
-      DescRef d = r.desc();
-      std::int32_t status = r.i32();
-      std::uint32_t health = r.u32();
-      if (status > 0) return bad(t, "positive status " + std::to_string(status));
-      if (health > static_cast<std::uint32_t>(HealthStatus::NetworkTimeout))
-        return bad(t, "health status " + std::to_string(health) + " unknown");
-      if (t == Type::RecvDone) return Message{RecvDone{d, status, health}};
-      return Message{SendDone{d, status, health}};
-    }
-    case Type::Send: {
-      Send b;
-      b.desc = r.desc();
-      b.pid = r.u32();
-      r.pad(4);
-      b.target.nid = r.nid();
-      b.target.pid = r.u32();
-      b.len = r.u32();
-      b.next_hop = r.nid();
-      b.offset = r.u64();
-      if (!r.hdr(b.hdr)) return bad(t, "an LNet header that does not decode");
-      return Message{b};
-    }
-    case Type::Notify: {
-      Notify b;
-      b.pid = r.u32();
-      std::uint32_t alive = r.u32();
-      if (alive > 1) return bad(t, "alive " + std::to_string(alive) + " (0 or 1)");
-      b.alive = alive == 1;
-      b.peer = r.nid();
-      return Message{b};
-    }
-    case Type::Error: {
-      Error b;
-      b.code = r.i32();
-      std::uint32_t n = r.u32();
-      if (n > kMaxErrorText) return bad(t, "text of " + std::to_string(n) + " bytes (at most 240)");
-      if (n != body_len - kErrorSize)
-        return bad(t, "text of " + std::to_string(n) + " bytes in a body of " + std::to_string(body_len));
-      b.text.assign(reinterpret_cast<const char*>(r.pos()), n);
-      return Message{b};
-    }
+    case Type::SendDone: return read_done(r, t);
+    case Type::Send: return read_send(r, t);
+    case Type::Notify: return read_notify(r, t);
+    case Type::Error: return read_error(r, t, body_len);
   }
   return bad(t, "unknown type");
 }
@@ -357,11 +361,11 @@ std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out) {
   if (const Parse* p = std::get_if<Parse>(&m)) body += inline_size(*p);
   std::size_t len = kFrameHdrSize + body;
   std::memset(out.data(), 0, len);
-  put_le32(out.data(), kBridgeMagic);
-  put_le16(out.data() + 4, kBridgeVersion);
-  put_le16(out.data() + 6, static_cast<std::uint16_t>(t));
-  put_le32(out.data() + 8, static_cast<std::uint32_t>(len));
-  Writer w{wire::ByteWriter(out.data() + kFrameHdrSize)};
+  // The frame header: magic, version, type, length (header included), reserved (0).
+  wire::ByteWriter hdr(out.data());
+  hdr.u32(kBridgeMagic).u16(kBridgeVersion).u16(static_cast<std::uint16_t>(t));
+  hdr.u32(static_cast<std::uint32_t>(len)).u32(0);
+  Writer w{hdr};
   write_body(m, w);
   return len;
 }
@@ -369,11 +373,10 @@ std::size_t encode(const Message& m, std::span<std::uint8_t, kMaxFrame> out) {
 Result<Message> decode(std::span<const std::uint8_t> in) {
   if (in.size() < kFrameHdrSize)
     return Failure{-EPROTO, "bad bridge message: " + std::to_string(in.size()) + " bytes, shorter than a header"};
-  std::uint32_t magic = get_le32(in.data());
-  std::uint16_t version = get_le16(in.data() + 4);
-  std::uint16_t type = get_le16(in.data() + 6);
-  std::uint32_t len = get_le32(in.data() + 8);
-  std::uint32_t reserved = get_le32(in.data() + 12);
+  wire::ByteReader hdr(in.data());
+  std::uint32_t magic = hdr.u32();
+  std::uint16_t version = hdr.u16(), type = hdr.u16();
+  std::uint32_t len = hdr.u32(), reserved = hdr.u32();
   if (magic != kBridgeMagic) return Failure{-EPROTO, "bad bridge message: magic " + std::to_string(magic)};
   if (version != kBridgeVersion)
     return Failure{-EPROTO, "bad bridge message: version " + std::to_string(version) + " (this side speaks 1)"};
@@ -388,7 +391,7 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
   if (t == Type::Recv) {
     // A RECV carries the REPLY's header only with kRecvSource.
     if (body_len < want - kHeaderSize) return bad(t, "body of " + std::to_string(body_len) + " bytes");
-    std::uint32_t flags = get_le32(in.data() + kFrameHdrSize + 20);
+    std::uint32_t flags = wire::ByteReader(hdr.pos() + kRecvFlagsAt).u32();
     if (body_len != ((flags & kRecvSource) ? want : want - kHeaderSize))
       return bad(t, "body of " + std::to_string(body_len) + " bytes for flags " + std::to_string(flags));
   } else if (t == Type::Parse) {
@@ -399,7 +402,7 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
   } else if (t == Type::Error ? body_len < want : body_len != want) {
     return bad(t, "body of " + std::to_string(body_len) + " bytes (" + std::to_string(want) + " expected)");
   }
-  Reader r{wire::ByteReader(in.data() + kFrameHdrSize)};
+  Reader r{hdr};
   return read_body(t, r, body_len);
 }
 

@@ -127,6 +127,21 @@ bool UpNi::on_hello(Conn& c, const Hello& h) {
   return true;
 }
 
+// A fresh pid (user flag set), not one in use; pids are not reused until the counter
+// wraps, so a late message of a gone application finds no owner.
+int UpNi::fresh_pid_locked(Pid* pid) {
+  for (unsigned tries = 0;; ++tries) {
+    Pid p = kPidUserFlag | next_pid_;
+    next_pid_ = (next_pid_ + 1) & ~kPidUserFlag;
+    if (next_pid_ == 0) next_pid_ = 1;
+    if (!apps_.count(p)) {
+      *pid = p;
+      return 0;
+    }
+    if (tries > 1000000) return -EAGAIN;
+  }
+}
+
 bool UpNi::on_pid(Conn& c, const Message& m) {
   PidReply r;
   r.nid = ni_.nid;
@@ -136,21 +151,7 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
     MutexLock g(mu_);
     if (const PidNew* n = std::get_if<PidNew>(&m)) {
       r.cookie = n->cookie;
-      // A fresh pid (user flag set), not one in use; pids are not reused until the
-      // counter wraps, so a late message of a gone application finds no owner.
-      for (unsigned tries = 0;; ++tries) {
-        Pid p = kPidUserFlag | next_pid_;
-        next_pid_ = (next_pid_ + 1) & ~kPidUserFlag;
-        if (next_pid_ == 0) next_pid_ = 1;
-        if (!apps_.count(p)) {
-          r.pid = p;
-          break;
-        }
-        if (tries > 1000000) {
-          r.status = -EAGAIN;
-          break;
-        }
-      }
+      r.status = fresh_pid_locked(&r.pid);
     } else if (const PidRegister* rg = std::get_if<PidRegister>(&m)) {
       r.cookie = rg->cookie;
       r.pid = rg->pid;

@@ -125,6 +125,7 @@ class UpNi {
   bool handle(Conn& c, const Message& m);
   bool on_hello(Conn& c, const Hello& h);
   bool on_pid(Conn& c, const Message& m);
+  int fresh_pid_locked(Pid* pid) LNET_REQUIRES(mu_);  // -EAGAIN: every pid in use
   bool on_parse(Conn& c, const Parse& p);
   bool on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health);
   bool refuse(Conn& c, const std::string& why);

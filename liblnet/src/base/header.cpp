@@ -20,87 +20,78 @@ const char* msg_type_name(MsgType t) {
   return "<unknown>";
 }
 
+// Per message: the cursors are inline with a constant order, so each field compiles to
+// one store or load at a fixed offset, as hand-written offsets would.
 namespace {
-void put_wh(std::uint8_t* p, const WireHandle& h) {
-  put_le64(p, h.interface_cookie);
-  put_le64(p + 8, h.object_cookie);
+void put_wh(ByteWriter& w, const WireHandle& h) { w.u64(h.interface_cookie).u64(h.object_cookie); }
+WireHandle get_wh(ByteReader& r) {
+  WireHandle h;
+  h.interface_cookie = r.u64();
+  h.object_cookie = r.u64();
+  return h;
 }
-WireHandle get_wh(const std::uint8_t* p) { return {get_le64(p), get_le64(p + 8)}; }
 }  // namespace
 
 void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
-  std::uint8_t* p = out.data();
-  std::memset(p, 0, kHeaderSize);
-  put_le64(p + 0, h.dest_nid.value());
-  put_le64(p + 8, h.src_nid.value());
-  put_le32(p + 16, h.dest_pid);
-  put_le32(p + 20, h.src_pid);
-  put_le32(p + 24, static_cast<std::uint32_t>(h.type));
-  put_le32(p + 28, h.payload_length);
+  std::memset(out.data(), 0, kHeaderSize);
+  ByteWriter w(out.data());
+  w.u64(h.dest_nid.value()).u64(h.src_nid.value()).u32(h.dest_pid).u32(h.src_pid);
+  w.u32(static_cast<std::uint32_t>(h.type)).u32(h.payload_length);
   switch (h.type) {
     case MsgType::Ack:
-      put_wh(p + 32, h.msg.ack.dst_wmd);
-      put_le64(p + 48, h.msg.ack.match_bits);
-      put_le32(p + 56, h.msg.ack.mlength);
+      put_wh(w, h.msg.ack.dst_wmd);
+      w.u64(h.msg.ack.match_bits).u32(h.msg.ack.mlength);
       break;
     case MsgType::Put:
-      put_wh(p + 32, h.msg.put.ack_wmd);
-      put_le64(p + 48, h.msg.put.match_bits);
-      put_le64(p + 56, h.msg.put.hdr_data);
-      put_le32(p + 64, h.msg.put.ptl_index);
-      put_le32(p + 68, h.msg.put.offset);
+      put_wh(w, h.msg.put.ack_wmd);
+      w.u64(h.msg.put.match_bits).u64(h.msg.put.hdr_data).u32(h.msg.put.ptl_index).u32(h.msg.put.offset);
       break;
     case MsgType::Get:
-      put_wh(p + 32, h.msg.get.return_wmd);
-      put_le64(p + 48, h.msg.get.match_bits);
-      put_le32(p + 56, h.msg.get.ptl_index);
-      put_le32(p + 60, h.msg.get.src_offset);
-      put_le32(p + 64, h.msg.get.sink_length);
+      put_wh(w, h.msg.get.return_wmd);
+      w.u64(h.msg.get.match_bits).u32(h.msg.get.ptl_index).u32(h.msg.get.src_offset).u32(h.msg.get.sink_length);
       break;
-    case MsgType::Reply: put_wh(p + 32, h.msg.reply.dst_wmd); break;
-    case MsgType::Hello:
-      put_le64(p + 32, h.msg.hello.incarnation);
-      put_le32(p + 40, h.msg.hello.type);
-      break;
+    case MsgType::Reply: put_wh(w, h.msg.reply.dst_wmd); break;
+    case MsgType::Hello: w.u64(h.msg.hello.incarnation).u32(h.msg.hello.type); break;
   }
 }
 
 int decode_header(std::span<const std::uint8_t> in, Header& h) {
   if (in.size() < kHeaderSize) return -EPROTO;
-  const std::uint8_t* p = in.data();
-  std::uint32_t type = get_le32(p + 24);
-  if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;
+  ByteReader r(in.data());
+  Nid dest_nid(r.u64()), src_nid(r.u64());
+  std::uint32_t dest_pid = r.u32(), src_pid = r.u32(), type = r.u32();
+  if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;  // h untouched
   h = Header{};
-  h.dest_nid = Nid(get_le64(p + 0));
-  h.src_nid = Nid(get_le64(p + 8));
-  h.dest_pid = get_le32(p + 16);
-  h.src_pid = get_le32(p + 20);
+  h.dest_nid = dest_nid;
+  h.src_nid = src_nid;
+  h.dest_pid = dest_pid;
+  h.src_pid = src_pid;
   h.type = static_cast<MsgType>(type);
-  h.payload_length = get_le32(p + 28);
+  h.payload_length = r.u32();
   switch (h.type) {
     case MsgType::Ack:
-      h.msg.ack.dst_wmd = get_wh(p + 32);
-      h.msg.ack.match_bits = get_le64(p + 48);
-      h.msg.ack.mlength = get_le32(p + 56);
+      h.msg.ack.dst_wmd = get_wh(r);
+      h.msg.ack.match_bits = r.u64();
+      h.msg.ack.mlength = r.u32();
       break;
     case MsgType::Put:
-      h.msg.put.ack_wmd = get_wh(p + 32);
-      h.msg.put.match_bits = get_le64(p + 48);
-      h.msg.put.hdr_data = get_le64(p + 56);
-      h.msg.put.ptl_index = get_le32(p + 64);
-      h.msg.put.offset = get_le32(p + 68);
+      h.msg.put.ack_wmd = get_wh(r);
+      h.msg.put.match_bits = r.u64();
+      h.msg.put.hdr_data = r.u64();
+      h.msg.put.ptl_index = r.u32();
+      h.msg.put.offset = r.u32();
       break;
     case MsgType::Get:
-      h.msg.get.return_wmd = get_wh(p + 32);
-      h.msg.get.match_bits = get_le64(p + 48);
-      h.msg.get.ptl_index = get_le32(p + 56);
-      h.msg.get.src_offset = get_le32(p + 60);
-      h.msg.get.sink_length = get_le32(p + 64);
+      h.msg.get.return_wmd = get_wh(r);
+      h.msg.get.match_bits = r.u64();
+      h.msg.get.ptl_index = r.u32();
+      h.msg.get.src_offset = r.u32();
+      h.msg.get.sink_length = r.u32();
       break;
-    case MsgType::Reply: h.msg.reply.dst_wmd = get_wh(p + 32); break;
+    case MsgType::Reply: h.msg.reply.dst_wmd = get_wh(r); break;
     case MsgType::Hello:
-      h.msg.hello.incarnation = get_le64(p + 32);
-      h.msg.hello.type = get_le32(p + 40);
+      h.msg.hello.incarnation = r.u64();
+      h.msg.hello.type = r.u32();
       break;
   }
   return 0;

@@ -8,18 +8,9 @@ namespace lnet {
 using namespace wire;
 
 void encode_ping_info(const PingInfo& info, std::span<std::uint8_t> out) {
-  std::uint8_t* p = out.data();
-  put_le32(p, kPingMagic);
-  put_le32(p + 4, info.features);
-  put_le32(p + 8, info.pid);
-  put_le32(p + 12, static_cast<std::uint32_t>(info.nis.size()));
-  p += kPingInfoHeaderSize;
-  for (const NiStatus& ns : info.nis) {
-    put_le64(p, ns.nid.value());
-    put_le32(p + 8, ns.status);
-    put_le32(p + 12, ns.msg_size);
-    p += kNiStatusSize;
-  }
+  ByteWriter w(out.data());
+  w.u32(kPingMagic).u32(info.features).u32(info.pid).u32(static_cast<std::uint32_t>(info.nis.size()));
+  for (const NiStatus& ns : info.nis) w.u64(ns.nid.value()).u32(ns.status).u32(ns.msg_size);
 }
 
 std::vector<std::uint8_t> encode_ping_info(const PingInfo& info) {
@@ -28,33 +19,26 @@ std::vector<std::uint8_t> encode_ping_info(const PingInfo& info) {
   return out;
 }
 
-namespace {
-std::uint32_t swab32(std::uint32_t v) { return __builtin_bswap32(v); }
-}  // namespace
-
 Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_t max_interfaces, std::size_t* needed) {
   if (in.size() < kPingInfoHeaderSize) {
     if (needed) *needed = kPingInfoMinSize;
     return Failure{-EPROTO, "ping info of " + std::to_string(in.size()) + " bytes is shorter than its " +
                                 std::to_string(kPingInfoHeaderSize) + "-byte header"};
   }
-  const std::uint8_t* p = in.data();
-  std::uint32_t magic = get_le32(p);
-  bool swap = false;
-  if (magic == swab32(kPingMagic)) {
-    swap = true;
+  ByteReader r(in.data());
+  std::uint32_t magic = r.u32();
+  if (magic == __builtin_bswap32(kPingMagic)) {
+    r = ByteReader(r.pos(), std::endian::big);  // a swapped little-endian magic: the sender wrote big-endian
   } else if (magic != kPingMagic) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "bad ping info magic 0x%08x", magic);
     return Failure{-EPROTO, buf};
   }
-  auto u32 = [swap](const std::uint8_t* q) { return swap ? get_be32(q) : get_le32(q); };
-  auto u64 = [swap](const std::uint8_t* q) { return swap ? get_be64(q) : get_le64(q); };
 
   PingInfo info;
-  info.features = u32(p + 4);
-  info.pid = u32(p + 8);
-  std::uint32_t nnis = u32(p + 12);
+  info.features = r.u32();
+  info.pid = r.u32();
+  std::uint32_t nnis = r.u32();
   if (!(info.features & kPingFeatNiStatus)) {
     return Failure{-EPROTO,
                    "ping info without the NI_STATUS feature (features 0x" + std::to_string(info.features) + ")"};
@@ -71,8 +55,9 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
   }
   info.nis.reserve(nnis);
   for (std::uint32_t i = 0; i < nnis; ++i) {
-    const std::uint8_t* e = p + kPingInfoHeaderSize + i * kNiStatusSize;
-    info.nis.push_back(NiStatus{Nid(u64(e)), u32(e + 8), u32(e + 12)});
+    Nid nid(r.u64());
+    std::uint32_t status = r.u32();
+    info.nis.push_back(NiStatus{nid, status, r.u32()});
   }
   if (info.nis[0].nid != Nid::lo()) {
     return Failure{-EPROTO, "ping info entry 0 is " + info.nis[0].nid.to_string() + ", not 0@lo"};

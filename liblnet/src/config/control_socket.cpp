@@ -134,7 +134,7 @@ int read_all(int fd, char* p, std::size_t n) {
 int write_frame(int fd, std::string_view payload) {
   if (payload.size() > kMaxFrame) return -EMSGSIZE;
   std::uint8_t len[4];
-  wire::put_le32(len, static_cast<std::uint32_t>(payload.size()));
+  wire::ByteWriter(len).u32(static_cast<std::uint32_t>(payload.size()));
   if (int rc = write_all(fd, reinterpret_cast<const char*>(len), 4)) return rc;
   return write_all(fd, payload.data(), payload.size());
 }
@@ -142,7 +142,7 @@ int write_frame(int fd, std::string_view payload) {
 int read_frame(int fd, std::string& out) {
   std::uint8_t len[4];
   if (int rc = read_all(fd, reinterpret_cast<char*>(len), 4)) return rc;
-  std::uint32_t n = wire::get_le32(len);
+  std::uint32_t n = wire::ByteReader(len).u32();
   if (n > kMaxFrame) return -EPROTO;
   out.resize(n);
   return read_all(fd, out.data(), n);

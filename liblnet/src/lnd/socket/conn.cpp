@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
@@ -140,7 +139,7 @@ void Conn::enqueue(Tx* tx) {
     std::vector<std::uint8_t> tmp(tx->msg->len);
     copy_from_fragments(tmp.data(), tx->msg->iov, tx->msg->niov, tx->msg->offset, tx->msg->len);
     c = crc32_le(c, tmp.data(), tmp.size());
-    wire::put_le32(tx->hdr + 4, c);
+    set_msg_hdr_csum(std::span<std::uint8_t, kMsgHdrSize>(tx->hdr, kMsgHdrSize), c);
   }
   TxList done;
   {

@@ -75,7 +75,11 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void process_rx();
   bool fill(std::size_t need);  // rx buffer holds at least `need` bytes (false: would block)
   bool received(ssize_t& n);    // after a recv(): go on?
-  bool rx_payload();            // true: the payload is complete
+  // The two headers of a message: false to stop for now (more bytes needed, the
+  // connection closed, or the core holds the message).
+  bool rx_msg_hdr();
+  bool rx_lnet_hdr();
+  bool rx_payload();  // true: the payload is complete
   void rx_done();
   void write_some(TxList& done) LNET_REQUIRES(tx_mutex_);
   void want_write(bool on) LNET_REQUIRES(tx_mutex_);

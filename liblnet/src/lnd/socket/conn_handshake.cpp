@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <lnet/lnd/byteorder.hpp>
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
@@ -219,9 +218,8 @@ bool Conn::read_exact(std::size_t need) {
 
 // Our acceptor magic and version: the answer to a probe or to a request of another version.
 void Conn::send_acceptor_version() {
-  std::vector<std::uint8_t> reply(8);
-  wire::put_le32(reply.data(), kAcceptorMagic);
-  wire::put_le32(reply.data() + 4, kAcceptorVersion);
+  std::vector<std::uint8_t> reply(kAcceptorVersionSize);
+  encode_acceptor_version(std::span<std::uint8_t, kAcceptorVersionSize>(reply.data(), kAcceptorVersionSize));
   send_raw(reply);
 }
 

@@ -57,78 +57,85 @@ bool Conn::received(ssize_t& n) {
 void Conn::process_rx() {
   for (int handled = 0; handled < kMaxMsgsPerWake && !closed(); ++handled) {
     if (rx_ == Rx::Hdr) {
-      if (!fill(kMsgHdrSize)) return;
-      if (decode_msg_hdr(std::span<const std::uint8_t, kMsgHdrSize>(rxbuf_.data() + rx_beg_, kMsgHdrSize), flip_,
-                         rx_msghdr_) != 0) {
-        close_now(-EPROTO, HealthStatus::RemoteError,
-                  "bad message type 0x" + std::to_string(rx_msghdr_.type) + " from " + peer_->nid.to_string());
-        return;
-      }
-      if (rx_msghdr_.csum != 0 && version_ == kProtoV2) {
-        std::uint8_t copy[kMsgHdrSize];
-        std::memcpy(copy, rxbuf_.data() + rx_beg_, kMsgHdrSize);
-        std::memset(copy + 4, 0, 4);
-        rx_crc_ = crc32_le(~0U, copy, kMsgHdrSize);
-      }
-      rx_beg_ += kMsgHdrSize;
-      bool keepalive = rx_msghdr_.zc_req == 0 && rx_msghdr_.zc_ack == kKeepalivePing;
-      if (rx_msghdr_.zc_ack != 0 && !keepalive) {
-        // We never ask for zero-copy ACKs, so an ACK of a cookie is one we don't know.
-        close_now(-EPROTO, HealthStatus::RemoteError,
-                  "unknown zero-copy cookie " + std::to_string(rx_msghdr_.zc_ack) + " from " + peer_->nid.to_string());
-        return;
-      }
-      if (rx_msghdr_.type == kMsgNoop) continue;
-      rx_ = Rx::LnetHdr;
+      if (!rx_msg_hdr()) return;
+      if (rx_ == Rx::Hdr) continue;  // a NOOP
     }
-    if (rx_ == Rx::LnetHdr) {
-      if (!fill(kHeaderSize)) return;
-      if (decode_header(std::span(rxbuf_.data() + rx_beg_, kHeaderSize), rx_hdr_) != 0) {
-        close_now(-EPROTO, HealthStatus::RemoteError, "bad LNet header from " + peer_->nid.to_string());
-        return;
-      }
-      if (rx_msghdr_.csum != 0 && version_ == kProtoV2)
-        rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
-      rx_beg_ += kHeaderSize;
-      {
-        MutexLock g(rx_mutex_);
-        rx_recv_called_ = false;
-        rx_msg_ = nullptr;
-      }
-      {
-        MutexLock g(rx_mutex_);
-        rx_hold_ = shared_from_this();
-      }
-      int rc = sni_->ni->host->parse(*sni_->ni, rx_hdr_, peer_->nid, this, false);
-      if (rc < 0) {
-        {
-          MutexLock g(rx_mutex_);
-          rx_hold_.reset();
-        }
-        close_now(rc, HealthStatus::RemoteError,
-                  "dropping the connection to " + peer_->nid.to_string() + " after a bad " +
-                      msg_type_name(rx_hdr_.type) + ": " + errno_string(rc));
-        return;
-      }
-      {
-        MutexLock g(rx_mutex_);
-        if (!rx_recv_called_) {
-          rx_ = Rx::ParseWait;  // the core keeps it (a lazy portal) until it can take the payload
-        } else {
-          rx_ = Rx::Payload;
-        }
-      }
-      if (rx_ == Rx::ParseWait) {
-        set_events();
-        return;
-      }
-    }
+    if (rx_ == Rx::LnetHdr && !rx_lnet_hdr()) return;
     if (rx_ == Rx::ParseWait) return;
     if (rx_ == Rx::Payload) {
       if (!rx_payload()) return;
       rx_done();
     }
   }
+}
+
+bool Conn::rx_msg_hdr() {
+  if (!fill(kMsgHdrSize)) return false;
+  if (decode_msg_hdr(std::span<const std::uint8_t, kMsgHdrSize>(rxbuf_.data() + rx_beg_, kMsgHdrSize), flip_,
+                     rx_msghdr_) != 0) {
+    close_now(-EPROTO, HealthStatus::RemoteError,
+              "bad message type 0x" + std::to_string(rx_msghdr_.type) + " from " + peer_->nid.to_string());
+    return false;
+  }
+  if (rx_msghdr_.csum != 0 && version_ == kProtoV2) {
+    std::uint8_t copy[kMsgHdrSize];
+    std::memcpy(copy, rxbuf_.data() + rx_beg_, kMsgHdrSize);
+    set_msg_hdr_csum(copy, 0);
+    rx_crc_ = crc32_le(~0U, copy, kMsgHdrSize);
+  }
+  rx_beg_ += kMsgHdrSize;
+  bool keepalive = rx_msghdr_.zc_req == 0 && rx_msghdr_.zc_ack == kKeepalivePing;
+  if (rx_msghdr_.zc_ack != 0 && !keepalive) {
+    // We never ask for zero-copy ACKs, so an ACK of a cookie is one we don't know.
+    close_now(-EPROTO, HealthStatus::RemoteError,
+              "unknown zero-copy cookie " + std::to_string(rx_msghdr_.zc_ack) + " from " + peer_->nid.to_string());
+    return false;
+  }
+  if (rx_msghdr_.type != kMsgNoop) rx_ = Rx::LnetHdr;
+  return true;
+}
+
+bool Conn::rx_lnet_hdr() {
+  if (!fill(kHeaderSize)) return false;
+  if (decode_header(std::span(rxbuf_.data() + rx_beg_, kHeaderSize), rx_hdr_) != 0) {
+    close_now(-EPROTO, HealthStatus::RemoteError, "bad LNet header from " + peer_->nid.to_string());
+    return false;
+  }
+  if (rx_msghdr_.csum != 0 && version_ == kProtoV2) rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
+  rx_beg_ += kHeaderSize;
+  {
+    MutexLock g(rx_mutex_);
+    rx_recv_called_ = false;
+    rx_msg_ = nullptr;
+  }
+  {
+    MutexLock g(rx_mutex_);
+    rx_hold_ = shared_from_this();
+  }
+  int rc = sni_->ni->host->parse(*sni_->ni, rx_hdr_, peer_->nid, this, false);
+  if (rc < 0) {
+    {
+      MutexLock g(rx_mutex_);
+      rx_hold_.reset();
+    }
+    close_now(rc, HealthStatus::RemoteError,
+              "dropping the connection to " + peer_->nid.to_string() + " after a bad " + msg_type_name(rx_hdr_.type) +
+                  ": " + errno_string(rc));
+    return false;
+  }
+  {
+    MutexLock g(rx_mutex_);
+    if (!rx_recv_called_) {
+      rx_ = Rx::ParseWait;  // the core keeps it (a lazy portal) until it can take the payload
+    } else {
+      rx_ = Rx::Payload;
+    }
+  }
+  if (rx_ == Rx::ParseWait) {
+    set_events();
+    return false;
+  }
+  return true;
 }
 
 bool Conn::rx_payload() {

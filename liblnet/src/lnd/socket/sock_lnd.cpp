@@ -150,42 +150,47 @@ int SocketLnd::startup(NetInterface& ni) {
   }
   if (params_.accept != AcceptMode::None) {
     MutexLock g(nis_mutex_);
-    for (auto& l : listeners_)
-      if (l->ip == sni->ip) {
-        l->nis.push_back(sni.get());  // another net on the address: its acceptor serves it too
-        goto listening;
-      }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(sni->ip);
-    a.sin_port = htons(static_cast<std::uint16_t>(params_.port));
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(fd, params_.accept_backlog) != 0) {
-      int err = errno;
-      LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
-               std::strerror(err));
-      if (fd >= 0) ::close(fd);
-      return -err;
-    }
-    IoThread& io = *io_.front();
-    auto l = std::make_unique<Listener>(*this, sni->ip, fd, io);
-    l->nis.push_back(sni.get());
-    if (int rc = io.add(fd, l.get(), EPOLLIN); rc != 0) {
-      LNET_LOG(Error, kLogLnd, "cannot watch the listening socket of %s: epoll_ctl: %s", ni.nid.to_string().c_str(),
-               std::strerror(-rc));
-      return rc;  // ~Listener closes the socket
-    }
-    listeners_.push_back(std::move(l));
+    if (int rc = listen_locked(ni, sni.get()); rc != 0) return rc;
   }
-listening:
   LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
            accept_mode_name(params_.accept), timeout);
   MutexLock g(nis_mutex_);
   nis_.push_back(sni.get());
   ni.lnd_data = sni.release();
+  return 0;
+}
+
+// The NI joins the acceptor of its address, opened by the first NI there.
+int SocketLnd::listen_locked(NetInterface& ni, SockNi* sni) {
+  for (auto& l : listeners_)
+    if (l->ip == sni->ip) {
+      l->nis.push_back(sni);  // another net on the address: its acceptor serves it too
+      return 0;
+    }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(sni->ip);
+  a.sin_port = htons(static_cast<std::uint16_t>(params_.port));
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(fd, params_.accept_backlog) != 0) {
+    int err = errno;
+    LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
+             std::strerror(err));
+    if (fd >= 0) ::close(fd);
+    return -err;
+  }
+  IoThread& io = *io_.front();
+  auto l = std::make_unique<Listener>(*this, sni->ip, fd, io);
+  l->nis.push_back(sni);
+  if (int rc = io.add(fd, l.get(), EPOLLIN); rc != 0) {
+    LNET_LOG(Error, kLogLnd, "cannot watch the listening socket of %s: epoll_ctl: %s", ni.nid.to_string().c_str(),
+             std::strerror(-rc));
+    return rc;  // ~Listener closes the socket
+  }
+  listeners_.push_back(std::move(l));
   return 0;
 }
 

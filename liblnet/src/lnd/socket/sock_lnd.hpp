@@ -113,6 +113,7 @@ class SocketLnd final : public Lnd {
 
  private:
   void tick(Clock::time_point now);
+  int listen_locked(NetInterface& ni, SockNi* sni) LNET_REQUIRES(nis_mutex_);
   struct Listener;
   void accept_ready(Listener& l);
   void queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk);

@@ -2,6 +2,7 @@
 #include "sock_wire.hpp"
 
 #include <array>
+#include <bit>
 
 #include <lnet/lnd/byteorder.hpp>
 
@@ -26,14 +27,31 @@ ConnType inverse(ConnType t) {
   return t;
 }
 
+namespace {
+
+// A magic read little-endian that arrives swapped: the sender wrote big-endian.
+std::endian sender_order(bool flip) { return flip ? std::endian::big : std::endian::little; }
+
+ByteWriter acceptor_version(std::uint8_t* p) {
+  ByteWriter w(p);
+  w.u32(kAcceptorMagic).u32(kAcceptorVersion);
+  return w;
+}
+
+void put_ips(ByteWriter w, const std::vector<std::uint32_t>& ips) {
+  for (std::uint32_t ip : ips) w.u32(ip);
+}
+
+}  // namespace
+
+void encode_acceptor_version(std::span<std::uint8_t, kAcceptorVersionSize> out) { acceptor_version(out.data()); }
+
 void encode_connreq(Nid target, std::span<std::uint8_t, kConnReqSize> out) {
-  put_le32(out.data(), kAcceptorMagic);
-  put_le32(out.data() + 4, kAcceptorVersion);
-  put_le64(out.data() + 8, target.value());
+  acceptor_version(out.data()).u64(target.value());
 }
 
 FirstWord classify_first_word(std::span<const std::uint8_t, 4> word, bool* flip) {
-  std::uint32_t w = get_le32(word.data());
+  std::uint32_t w = ByteReader(word.data()).u32();
   *flip = false;
   if (w == kAcceptorMagic) return FirstWord::Acceptor;
   if (w == swab32(kAcceptorMagic)) {
@@ -49,59 +67,46 @@ FirstWord classify_first_word(std::span<const std::uint8_t, 4> word, bool* flip)
 }
 
 Result<ConnReq> decode_connreq(std::span<const std::uint8_t, kConnReqSize> in, bool flip) {
-  auto u32 = [&](std::size_t o) { return flip ? swab32(get_le32(in.data() + o)) : get_le32(in.data() + o); };
-  auto u64 = [&](std::size_t o) { return flip ? swab64(get_le64(in.data() + o)) : get_le64(in.data() + o); };
-  if (u32(0) != kAcceptorMagic) return Failure{-EPROTO, "not an acceptor connection request"};
-  ConnReq r;
-  r.version = u32(4);
-  if (r.version != kAcceptorVersion) {
-    return Failure{-EPROTONOSUPPORT, "acceptor request version " + std::to_string(r.version) + " (we speak 1)"};
+  ByteReader r(in.data(), sender_order(flip));
+  if (r.u32() != kAcceptorMagic) return Failure{-EPROTO, "not an acceptor connection request"};
+  ConnReq req;
+  req.version = r.u32();
+  if (req.version != kAcceptorVersion) {
+    return Failure{-EPROTONOSUPPORT, "acceptor request version " + std::to_string(req.version) + " (we speak 1)"};
   }
-  r.target = Nid(u64(8));
-  return r;
+  req.target = Nid(r.u64());
+  return req;
 }
 
 std::vector<std::uint8_t> encode_hello(const Hello& h) {
   std::vector<std::uint8_t> out;
   std::size_t nips = h.ips.size();
   if (h.version == kProtoV1) {
-    // The V1 HELLO is shaped like an LNet header: dest_nid holds magic and version.
-    out.assign(72 + 4 * nips, 0);
-    std::uint8_t* p = out.data();
-    put_le32(p, kTcpMagic);
-    put_le16(p + 4, 1);
-    put_le16(p + 6, 0);
-    put_le64(p + 8, h.src_nid.value());
-    put_le32(p + 16, h.dst_pid);
-    put_le32(p + 20, h.src_pid);
-    put_le32(p + 24, 4);  // LNET_MSG_HELLO
-    put_le32(p + 28, static_cast<std::uint32_t>(4 * nips));
-    put_le64(p + 32, h.src_incarnation);
-    put_le32(p + 40, static_cast<std::uint32_t>(h.ctype));
-    for (std::size_t i = 0; i < nips; ++i) put_le32(p + 72 + 4 * i, h.ips[i]);
+    // The V1 HELLO is shaped like an LNet header: dest_nid holds magic and version, the
+    // type is LNET_MSG_HELLO (4), the payload the IPs; the header's last 28 bytes are unused.
+    out.assign(kHelloPrefixSize + kHelloV1BodySize + 4 * nips, 0);
+    ByteWriter w(out.data());
+    w.u32(kTcpMagic).u16(1).u16(0).u64(h.src_nid.value()).u32(h.dst_pid).u32(h.src_pid);
+    w.u32(4).u32(static_cast<std::uint32_t>(4 * nips)).u64(h.src_incarnation).i32(static_cast<std::int32_t>(h.ctype));
+    w.skip(28);
+    put_ips(w, h.ips);
     return out;
   }
   out.assign(kHelloPrefixSize + kHelloV2BodySize + 4 * nips, 0);
-  std::uint8_t* p = out.data();
-  put_le32(p, kProtoMagic);
-  put_le32(p + 4, h.version);
-  put_le64(p + 8, h.src_nid.value());
-  put_le64(p + 16, h.dst_nid.value());
-  put_le32(p + 24, h.src_pid);
-  put_le32(p + 28, h.dst_pid);
-  put_le64(p + 32, h.src_incarnation);
-  put_le64(p + 40, h.dst_incarnation);
-  put_le32(p + 48, static_cast<std::uint32_t>(h.ctype));
-  put_le32(p + 52, static_cast<std::uint32_t>(nips));
-  for (std::size_t i = 0; i < nips; ++i) put_le32(p + 56 + 4 * i, h.ips[i]);
+  ByteWriter w(out.data());
+  w.u32(kProtoMagic).u32(h.version).u64(h.src_nid.value()).u64(h.dst_nid.value()).u32(h.src_pid).u32(h.dst_pid);
+  w.u64(h.src_incarnation).u64(h.dst_incarnation).i32(static_cast<std::int32_t>(h.ctype));
+  w.u32(static_cast<std::uint32_t>(nips));
+  put_ips(w, h.ips);
   return out;
 }
 
 Result<HelloPrefix> decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize> in) {
-  std::uint32_t magic = get_le32(in.data());
+  ByteReader r(in.data());
+  std::uint32_t magic = r.u32();
   HelloPrefix p;
   if (magic == kTcpMagic) {
-    std::uint16_t major = get_le16(in.data() + 4), minor = get_le16(in.data() + 6);
+    std::uint16_t major = r.u16(), minor = r.u16();
     if (major != 1 || minor != 0) {
       return Failure{-EPROTO, "V1 HELLO with version " + std::to_string(major) + "." + std::to_string(minor)};
     }
@@ -110,8 +115,7 @@ Result<HelloPrefix> decode_hello_prefix(std::span<const std::uint8_t, kHelloPref
   }
   if (magic == kProtoMagic || magic == swab32(kProtoMagic)) {
     p.flip = magic != kProtoMagic;
-    std::uint32_t v = get_le32(in.data() + 4);
-    p.version = p.flip ? swab32(v) : v;
+    p.version = ByteReader(r.pos(), sender_order(p.flip)).u32();
     if (p.version < kProtoV2 || p.version > kProtoV4) {
       return Failure{-EPROTO, "HELLO version " + std::to_string(p.version) + " is not 2, 3 or 4"};
     }
@@ -130,32 +134,31 @@ Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8
   if (body.size() < hello_body_size(p)) return Failure{-EPROTO, "short HELLO"};
   Hello h;
   h.version = p.version;
-  const std::uint8_t* b = body.data();
   if (p.version == kProtoV1) {
-    // Offsets within the 72-byte header, minus the 8-byte prefix.
-    h.src_nid = Nid(get_le64(b + 0));
-    h.dst_pid = get_le32(b + 8);
-    h.src_pid = get_le32(b + 12);
-    if (get_le32(b + 16) != 4)
-      return Failure{-EPROTO, "V1 HELLO with message type " + std::to_string(get_le32(b + 16))};
-    std::uint32_t plen = get_le32(b + 20);
+    // The rest of the 72-byte LNet header, from src_nid on (little-endian).
+    ByteReader r(body.data());
+    h.src_nid = Nid(r.u64());
+    h.dst_pid = r.u32();
+    h.src_pid = r.u32();
+    if (std::uint32_t type = r.u32(); type != 4)
+      return Failure{-EPROTO, "V1 HELLO with message type " + std::to_string(type)};
+    std::uint32_t plen = r.u32();
     if (plen % 4 != 0 || plen / 4 > kMaxHelloIps) {
       return Failure{-EPROTO, "V1 HELLO announces a " + std::to_string(plen) + "-byte IP list"};
     }
     *nips = plen / 4;
-    h.src_incarnation = get_le64(b + 24);
-    h.ctype = static_cast<ConnType>(static_cast<std::int32_t>(get_le32(b + 32)));
+    h.src_incarnation = r.u64();
+    h.ctype = static_cast<ConnType>(r.i32());
   } else {
-    auto u32 = [&](std::size_t o) { return p.flip ? swab32(get_le32(b + o)) : get_le32(b + o); };
-    auto u64 = [&](std::size_t o) { return p.flip ? swab64(get_le64(b + o)) : get_le64(b + o); };
-    h.src_nid = Nid(u64(0));
-    h.dst_nid = Nid(u64(8));
-    h.src_pid = u32(16);
-    h.dst_pid = u32(20);
-    h.src_incarnation = u64(24);
-    h.dst_incarnation = u64(32);
-    h.ctype = static_cast<ConnType>(static_cast<std::int32_t>(u32(40)));
-    *nips = u32(44);
+    ByteReader r(body.data(), sender_order(p.flip));
+    h.src_nid = Nid(r.u64());
+    h.dst_nid = Nid(r.u64());
+    h.src_pid = r.u32();
+    h.dst_pid = r.u32();
+    h.src_incarnation = r.u64();
+    h.dst_incarnation = r.u64();
+    h.ctype = static_cast<ConnType>(r.i32());
+    *nips = r.u32();
     if (*nips > kMaxHelloIps) return Failure{-EPROTO, "HELLO announces " + std::to_string(*nips) + " IPs (max 16)"};
   }
   std::int32_t ct = static_cast<std::int32_t>(h.ctype);
@@ -166,26 +169,24 @@ Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8
 
 void decode_hello_ips(const HelloPrefix& p, std::span<const std::uint8_t> in, Hello& h) {
   h.ips.clear();
-  for (std::size_t o = 0; o + 4 <= in.size(); o += 4) {
-    std::uint32_t v = get_le32(in.data() + o);
-    h.ips.push_back(p.flip ? swab32(v) : v);
-  }
+  ByteReader r(in.data(), sender_order(p.flip));
+  for (std::size_t n = in.size() / 4; n > 0; --n) h.ips.push_back(r.u32());
 }
 
 void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out) {
-  put_le32(out.data(), h.type);
-  put_le32(out.data() + 4, h.csum);
-  put_le64(out.data() + 8, h.zc_req);
-  put_le64(out.data() + 16, h.zc_ack);
+  ByteWriter(out.data()).u32(h.type).u32(h.csum).u64(h.zc_req).u64(h.zc_ack);
+}
+
+void set_msg_hdr_csum(std::span<std::uint8_t, kMsgHdrSize> hdr, std::uint32_t csum) {
+  ByteWriter(hdr.data()).skip(4).u32(csum);  // after the type
 }
 
 int decode_msg_hdr(std::span<const std::uint8_t, kMsgHdrSize> in, bool flip, MsgHdr& out) {
-  auto u32 = [&](std::size_t o) { return flip ? swab32(get_le32(in.data() + o)) : get_le32(in.data() + o); };
-  auto u64 = [&](std::size_t o) { return flip ? swab64(get_le64(in.data() + o)) : get_le64(in.data() + o); };
-  out.type = u32(0);
-  out.csum = u32(4);
-  out.zc_req = u64(8);
-  out.zc_ack = u64(16);
+  ByteReader r(in.data(), sender_order(flip));
+  out.type = r.u32();
+  out.csum = r.u32();
+  out.zc_req = r.u64();
+  out.zc_ack = r.u64();
   return out.type == kMsgNoop || out.type == kMsgLnet ? 0 : -EPROTO;
 }
 

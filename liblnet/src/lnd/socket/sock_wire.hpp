@@ -39,9 +39,11 @@ const char* conn_type_name(ConnType t);
 ConnType inverse(ConnType t);
 
 inline std::uint32_t swab32(std::uint32_t v) { return __builtin_bswap32(v); }
-inline std::uint64_t swab64(std::uint64_t v) { return __builtin_bswap64(v); }
 
 // ---- acceptor connection request ----
+// Our acceptor magic and version alone: the answer to a probe or to another version.
+inline constexpr std::size_t kAcceptorVersionSize = 8;
+void encode_acceptor_version(std::span<std::uint8_t, kAcceptorVersionSize> out);
 void encode_connreq(Nid target, std::span<std::uint8_t, kConnReqSize> out);
 
 // What the first four bytes on an accepted socket announce.
@@ -94,6 +96,8 @@ struct MsgHdr {
   std::uint64_t zc_ack = 0;  // cookie(s) acknowledged
 };
 void encode_msg_hdr(const MsgHdr& h, std::span<std::uint8_t, kMsgHdrSize> out);
+// Fills in the checksum of an encoded header (V2 checksums cover the header with csum 0).
+void set_msg_hdr_csum(std::span<std::uint8_t, kMsgHdrSize> hdr, std::uint32_t csum);
 // -EPROTO for a type other than NOOP and LNET.
 int decode_msg_hdr(std::span<const std::uint8_t, kMsgHdrSize> in, bool flip, MsgHdr& out);
 
