@@ -95,14 +95,16 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
   std::map<Service, Handler> handlers;
   std::map<Service, unsigned> in_handler;  // calls of each service's handler running now
   std::condition_variable handler_done;
-  std::vector<std::unique_ptr<Slot>> slots;
+  // A slot's buffer lives as long as its MD (the MD's handler holds it): a PUT still being
+  // delivered into it when the node stops writes to memory that is still there.
+  std::vector<std::shared_ptr<Slot>> slots;
   std::map<std::uint64_t, std::shared_ptr<Call>> calls;  // by rpyid
   std::condition_variable timer_cv;
   std::thread timer;
 
   // ---------------------------------------------------------------- server
 
-  int post(Slot* slot) {
+  int post(const std::shared_ptr<Slot>& slot) {
     auto me = lnet.me_attach(request_portal(slot->service), ProcessId::any(), static_cast<std::uint64_t>(slot->service),
                              0, Unlink::Unlink, InsPos::After);
     if (!me) return me.code();
@@ -114,7 +116,7 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
     std::weak_ptr<Impl> self = weak_from_this();
     d.handler = [self, slot](const Event& ev) {
       if (auto s = self.lock()) s->on_request(slot, ev);
-    };
+    };  // holds the slot until the MD is gone
     auto md = lnet.md_attach(*me, d, Unlink::Unlink);
     if (!md) {
       (void)lnet.me_unlink(*me);
@@ -124,7 +126,7 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
     return 0;
   }
 
-  void on_request(Slot* slot, const Event& ev) {
+  void on_request(const std::shared_ptr<Slot>& slot, const Event& ev) {
     if (ev.type != EventType::Put) return;
     Bytes copy = slot->buf;
     std::uint32_t mlength = ev.mlength;
@@ -397,17 +399,17 @@ RpcNode::~RpcNode() {
 Status RpcNode::serve(Service s, unsigned buffers, Handler h) {
   Impl& i = *impl_;
   if (int rc = i.lnet.set_lazy_portal(request_portal(s))) return Failure{rc, "cannot make the request portal lazy"};
-  std::vector<Impl::Slot*> fresh;
+  std::vector<std::shared_ptr<Impl::Slot>> fresh;
   {
     std::lock_guard g(i.mutex);
     i.handlers[s] = std::move(h);
     for (unsigned k = 0; k < buffers; ++k) {
-      i.slots.push_back(std::make_unique<Impl::Slot>());
+      i.slots.push_back(std::make_shared<Impl::Slot>());
       i.slots.back()->service = s;
-      fresh.push_back(i.slots.back().get());
+      fresh.push_back(i.slots.back());
     }
   }
-  for (Impl::Slot* slot : fresh)
+  for (const auto& slot : fresh)
     if (int rc = i.post(slot)) return Failure{rc, "cannot post a request buffer"};
   return {};
 }
