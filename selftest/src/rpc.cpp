@@ -10,6 +10,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -280,45 +281,49 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
 
   // A call's steps after it is listed: its reply's MD, its bulk's, its request. Each
   // failure says what could not be done; call() reports it.
-  Status post_reply(const std::shared_ptr<Call>& c, MsgType expect) {
-    auto me = lnet.me_attach(kRdmaPortal, ProcessId::any(), c->rpyid, 0, Unlink::Unlink, InsPos::After);
-    if (!me) return Failure{me.code(), "cannot post the reply buffer"};
-    MdDesc rd;
-    rd.start = c->reply.data();
-    rd.length = c->reply.size();
-    rd.threshold = 1;
-    rd.options = kMdOpPut;
-    std::weak_ptr<Impl> self = weak_from_this();
-    rd.handler = [self, c, expect](const Event& ev) {
-      if (auto s = self.lock()) s->on_reply(c, expect, ev);
-    };
-    auto rmd = lnet.md_attach(*me, rd, Unlink::Unlink);
-    if (!rmd) {
+  // An ME for `bits` on the RDMA portal with one MD over `buf` (threshold 1); `what`
+  // names it in the failure.
+  Result<MdHandle> post_one(std::uint64_t bits, std::span<std::uint8_t> buf, unsigned options, EventHandler handler,
+                            const char* what) {
+    auto me = lnet.me_attach(kRdmaPortal, ProcessId::any(), bits, 0, Unlink::Unlink, InsPos::After);
+    if (!me) return Failure{me.code(), std::string("cannot post the ") + what};
+    MdDesc d;
+    d.start = buf.data();
+    d.length = buf.size();
+    d.threshold = 1;
+    d.options = options;
+    d.handler = std::move(handler);
+    auto md = lnet.md_attach(*me, d, Unlink::Unlink);
+    if (!md) {
       (void)lnet.me_unlink(*me);
-      return Failure{rmd.code(), "cannot post the reply buffer"};
+      return Failure{md.code(), std::string("cannot post the ") + what};
     }
-    c->reply_md = *rmd;
+    return *md;
+  }
+
+  Status post_reply(const std::shared_ptr<Call>& c, MsgType expect) {
+    std::weak_ptr<Impl> self = weak_from_this();
+    auto md = post_one(
+        c->rpyid, c->reply, kMdOpPut,
+        [self, c, expect](const Event& ev) {
+          if (auto s = self.lock()) s->on_reply(c, expect, ev);
+        },
+        "reply buffer");
+    if (!md) return md.failure();
+    c->reply_md = *md;
     return {};
   }
 
-  Status post_bulk(const std::shared_ptr<Call>& c, const Bulk& bulk, std::uint64_t bulkid) {
-    auto bme = lnet.me_attach(kRdmaPortal, ProcessId::any(), bulkid, 0, Unlink::Unlink, InsPos::After);
-    if (!bme) return Failure{bme.code(), "cannot post the bulk buffer"};
-    MdDesc bd;
-    bd.start = bulk.buf.data();
-    bd.length = bulk.buf.size();
-    bd.threshold = 1;
-    bd.options = bulk.client_is_sink ? kMdOpPut : kMdOpGet;
+  Status post_bulk(const std::shared_ptr<Call>& c, Bulk& bulk, std::uint64_t bulkid) {
     std::weak_ptr<Impl> self = weak_from_this();
-    bd.handler = [self, c](const Event& ev) {
-      if (auto s = self.lock()) s->on_bulk(c, ev);
-    };
-    auto bmd = lnet.md_attach(*bme, bd, Unlink::Unlink);
-    if (!bmd) {
-      (void)lnet.me_unlink(*bme);
-      return Failure{bmd.code(), "cannot post the bulk buffer"};
-    }
-    c->bulk_md = *bmd;
+    auto md = post_one(
+        bulkid, bulk.buf, bulk.client_is_sink ? kMdOpPut : kMdOpGet,
+        [self, c](const Event& ev) {
+          if (auto s = self.lock()) s->on_bulk(c, ev);
+        },
+        "bulk buffer");
+    if (!md) return md.failure();
+    c->bulk_md = *md;
     return {};
   }
 
