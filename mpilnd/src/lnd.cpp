@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include <lnet/lnd/mpi_net.hpp>
+#include <lnet/lnd/numa.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
 #include <lnet/mutex.hpp>
@@ -58,6 +59,7 @@ int MpiLnd::startup(NetInterface& ni) {
     return -EINVAL;
   }
   ni.nid = want;
+  ni.numa_node = affinity_numa_node();  // the rank's cores stand for the device
   // Flow control (lnet-lnd(7)): by default the host hands a peer as many messages at a
   // time as this driver grants each peer short messages in flight.
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = opts_.credits;

@@ -65,6 +65,7 @@ struct NiInfo {
   LndTunables lnd_tunables;
   int lnd_timeout = 0;         // seconds the driver gives a transfer on this NI (0: none of its own)
   std::vector<unsigned> cpts;  // the CPTs it is on, ascending (every CPT of the instance unless configured)
+  int dev_cpt = -1;            // the CPT of its device's NUMA node (-1: not known)
   int health = 1000;
   bool fatal_error = false;
   // Failures that lowered `health`, by cause.

@@ -31,7 +31,7 @@ void verbose_ni(YAML::Node& ni, const NiInfo& i) {
     YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables);
     if (lt.size() > 0) ni["lnd tunables"] = lt;
   }
-  ni["dev cpt"] = int_node(-1);  // no NI knows its device's CPT
+  ni["dev cpt"] = int_node(i.dev_cpt);
   ni["CPT"] = cpt_list(i.cpts);
 }
 

@@ -64,6 +64,7 @@ std::vector<NiInfo> Admin::ni_info() const {
           spec.name, ni->lnd->tunable_in_effect(*ni, spec.name, ni->config.lnd_tunables.get_or(spec.name, spec.def)));
     i.lnd_timeout = ni->lnd->timeout(*ni);
     i.cpts = ni->cpts;
+    i.dev_cpt = ni->dev_cpt;
     if (i.cpts.empty())
       for (unsigned c = 0; c < c_.st_.cpts.count(); ++c) i.cpts.push_back(c);
     i.health = ni->health.load();

@@ -3,7 +3,9 @@
 #include "core/local_nets.hpp"
 
 #include <algorithm>
+#include <set>
 
+#include <lnet/lnd/numa.hpp>
 #include <lnet/log.hpp>
 
 #include "base/clock.hpp"
@@ -91,6 +93,16 @@ void LocalNets::share_credits(Ni& ni) const {
   }
 }
 
+void LocalNets::place_numa(Ni& ni) const {
+  // The node the driver found for the NI's device, as selection weighs it (lnet-facts §5.4).
+  ni.numa_dist = numa_distances_to(ni.numa_node);
+  ni.dev_cpt = -1;
+  if (ni.numa_node < 0) return;
+  std::set<unsigned> cpts;
+  for (int cpu : numa_node_cpus(ni.numa_node)) cpts.insert(static_cast<unsigned>(cpu) % st_.cpts.count());
+  if (st_.cpts.count() == 1 || cpts.size() == 1) ni.dev_cpt = static_cast<int>(cpts.empty() ? 0 : *cpts.begin());
+}
+
 Result<net::Ni*> LocalNets::bring_up(const NetConfig& nc) {
   bool lo = nc.net.type() == kLoLnd;
   if (!lo)
@@ -133,6 +145,7 @@ Result<net::Ni*> LocalNets::bring_up(const NetConfig& nc) {
   NetTunables& t = ni->config.tunables;
   if (!lo && t.peer_credits <= 0) t.peer_credits = net::kDefaultPeerCredits;
   share_credits(*ni);
+  place_numa(*ni);
   if (ni->poll) {
     ni->poll_id = add_progress(ni->poll, ni->poll_ctx);
     if (ni->poll_id < 0)

@@ -50,7 +50,7 @@ LocalNiScore score_of(const Ni* ni, const Selector::Query& q, unsigned node) {
   s.health = ni->health.load(std::memory_order_relaxed);
   s.priority = ni->sel_priority.load(std::memory_order_relaxed);
   s.dev_prio = ni->dev_prio;
-  s.numa_distance = ni->numa_node < 0 || ni->numa_node == static_cast<int>(node) ? 0 : 1;
+  s.numa_distance = node < ni->numa_dist.size() ? ni->numa_dist[node] : 0;
   {
     // The queue the message would take credits of (its destination's, on an NI of some CPTs).
     TxQueue& tq = ni->tx_queue(q.dst ? q.dst->nid : Nid{}, q.cpt);

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include <lnet/lnd/numa.hpp>
+
 namespace lnet::test {
 
 namespace {
@@ -41,6 +43,8 @@ void Fabric::install() {
 
 int Fabric::attach(NetInterface& ni) {
   if (ni.nid.is_any()) return -EINVAL;  // the fabric needs NetConfig::nid
+  // A device on an interface, as the socket LND finds it (tests give a sysfs of their own).
+  if (!ni.config.interfaces.empty()) ni.numa_node = interface_numa_node(ni.config.interfaces.front());
   std::lock_guard g(mutex_);
   if (nis_.count(ni.nid)) return -EADDRINUSE;
   nis_[ni.nid] = &ni;

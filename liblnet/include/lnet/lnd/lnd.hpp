@@ -77,7 +77,7 @@ struct NetInterface {
   // peer_credits per peer and needs no bound of its own.
   NetConfig config;
   int cpt = 0;         // home CPU partition
-  int numa_node = -1;  // -1: unknown
+  int numa_node = -1;  // the device's NUMA node, set by startup() when known (lnet/lnd/numa.hpp); -1: unknown
   LndHost* host = nullptr;
   Lnd* lnd = nullptr;
   void* lnd_data = nullptr;  // the driver's per-NI state

@@ -12,6 +12,7 @@
 #include <future>
 
 #include <lnet/lnd/ifaddr.hpp>
+#include <lnet/lnd/numa.hpp>
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
@@ -116,6 +117,19 @@ SocketLnd::~SocketLnd() {
   for (auto& io : io_) io->stop();
 }
 
+namespace {
+
+// The interface an NI is on: the configured one, else the one holding its address.
+std::string interface_name(const NetConfig& nc, std::uint32_t ip) {
+  if (!nc.interfaces.empty()) return nc.interfaces.front();
+  if (auto host = host_interfaces())
+    for (const HostInterface& h : *host)
+      if (h.ipv4 == ip) return h.name;
+  return {};
+}
+
+}  // namespace
+
 int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
@@ -131,6 +145,7 @@ int SocketLnd::startup(NetInterface& ni) {
     sni->ip = *ip;
     ni.nid = Nid::make(ni.config.net, sni->ip);
   }
+  ni.numa_node = interface_numa_node(interface_name(ni.config, sni->ip));
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);

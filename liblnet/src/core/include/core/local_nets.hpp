@@ -54,6 +54,8 @@ class LocalNets {
   Result<Lnd*> driver_for(const NetConfig& nc) LNET_REQUIRES(mutex_);
   // The NI's tx credits shared out over its CPTs (its configured list).
   void share_credits(Ni& ni) const;
+  // Its device's NUMA node (from the driver) as selection and net show use it.
+  void place_numa(Ni& ni) const;
   // A new NI table with `ni` added.
   void publish_with(Ni* ni) LNET_REQUIRES(mutex_);
   void publish(std::unique_ptr<net::NetTable> t) LNET_REQUIRES(mutex_);

@@ -46,6 +46,10 @@ struct Ni : NetInterface {
   std::atomic<bool> silent{false};       // routers: reported down in the ping info: it heard nothing
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   int dev_prio = 0;
+  // NUMA: the CPT of the device's node (-1: unknown or on several), and for each node the
+  // distance from it to the device (lnet::numa_distances_to; empty: no nodes known).
+  int dev_cpt = -1;
+  std::vector<int> numa_dist;
   std::atomic<std::uint32_t> seq{0};
   TypeStats stats;
   int poll_id = -1;  // the core's registration of this NI's poll function
