@@ -21,6 +21,12 @@ Result<Nid> Admin::add_ni(const NetConfig& nc) {
   return (*r)->nid;
 }
 
+Status Admin::set_ni_health(Nid nid, int value) {
+  if (Status s = c_.health_.set_ni_health(nid, value); !s) return s;
+  c_.periodic_status_check();  // health 0 is down, and back from it up: peers are told now
+  return {};
+}
+
 Status Admin::del_ni(Nid nid) {
   MutexLock g(c_.nets_.mutex());
   Ni* ni = c_.st_.nets().find_ni(nid);
@@ -56,7 +62,7 @@ std::vector<NiInfo> Admin::ni_info() const {
   for (Ni* ni : c_.st_.nets().nis) {
     NiInfo i;
     i.nid = ni->nid;
-    i.up = ni->up.load() && !ni->silent.load();  // the status peers are told
+    i.up = c_.st_.ni_status_up(*ni);  // the status peers are told
     i.interfaces = ni->config.interfaces;
     i.tunables = ni->config.tunables;
     for (const LndTunableSpec& spec : lnd_tunables_of(ni->nid.net().type()))  // the values in effect

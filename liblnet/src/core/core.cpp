@@ -192,10 +192,32 @@ std::int64_t Core::expire(std::int64_t now) {
 
 bool Core::awaiting() { return portals_.tracked_responses() > 0 || faults_.release(0, false) != 0; }
 
+void Core::periodic_status_check() {
+  // An NI whose health reached 0 or came back from it (health moves without a lock)
+  // changes the status peers are told.
+  for (Ni* ni : st_.nets().nis)
+    if (ni != st_.lo_ni && !ni->deleted.load() && st_.ni_status_up(*ni) != ni->told_up.load()) {
+      ping_info_changed();
+      return;
+    }
+}
+
 bool Core::periodic() {
+  periodic_status_check();
   if (!st_.routing.load(std::memory_order_relaxed)) return false;
   router_.check_ni_liveness();  // a router looks at its NIs every recovery_interval
   return true;
+}
+
+void Core::link_state(NetInterface& ni, bool up) {
+  // Drivers call this from their threads holding their own locks, and from startup():
+  // no lock of ours here. The monitor tells the peers (periodic_status_check).
+  Ni& n = static_cast<Ni&>(ni);
+  if (n.fatal_error.exchange(!up) == !up) return;
+  LNET_LOG(Warn, kLogCore, "%s: link %s", n.nid.to_string().c_str(), up ? "up again: NI up" : "down: NI down");
+  st_.config_gen.fetch_add(1, std::memory_order_relaxed);  // paths chosen before are chosen again
+  if (up) n.last_rx.store(coarse_now_ns() / kNsPerSec, std::memory_order_relaxed);  // a router's silence starts now
+  health_.look_now();
 }
 
 void Core::link_up(NetInterface& ni) { router_.link_up(static_cast<Ni&>(ni)); }

@@ -15,7 +15,9 @@ PingInfo PingTarget::info() const {
   if (st_.routing.load()) info.features &= ~kPingFeatRteDisabled;
   for (net::Ni* ni : st_.nets().nis) {
     if (ni == st_.lo_ni) continue;
-    info.nis.push_back(NiStatus{ni->nid, ni->up.load() && !ni->silent.load() ? kNiStatusUp : kNiStatusDown, 0});
+    bool up = st_.ni_status_up(*ni);
+    ni->told_up.store(up);
+    info.nis.push_back(NiStatus{ni->nid, up ? kNiStatusUp : kNiStatusDown, 0});
   }
   return info;
 }

@@ -39,7 +39,7 @@ void Health::loop() {
     std::int64_t now = steady_now_ns();
     std::int64_t next = host_.expire(now);
     bool busy = true;  // recovery: until it says otherwise
-    if (now >= next_recovery) {
+    if (now >= next_recovery || look_now_.exchange(false)) {
       busy = recover(now);
       if (host_.periodic()) busy = true;
       next_recovery = now + st_.tun.recovery_interval.load(std::memory_order_relaxed) * kNsPerSec;

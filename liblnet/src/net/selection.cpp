@@ -113,7 +113,9 @@ bool Selector::route_alive(const RouteEntry& r, const PeerNi* gw, const NetTable
   const Peer* p = gw->peer;
   if (!p->reachable.load(std::memory_order_relaxed)) return false;
   for (const auto& pn : p->nets) {
-    if (!nets.find(pn->net)) continue;
+    // A net of ours with an NI that is up (one whose link is down carries nothing).
+    const NetView* v = nets.find(pn->net);
+    if (!v || std::none_of(v->nis.begin(), v->nis.end(), [](const Ni* ni) { return ni->usable(); })) continue;
     for (const PeerNi* n : pn->nis)
       if (usable_gateway_ni(n, min_health)) return true;
   }

@@ -114,6 +114,16 @@ void Fabric::fail(Nid nid, std::optional<HealthStatus> health) {
     failing_.erase(nid);
 }
 
+void Fabric::link(Nid nid, bool up) {
+  NetInterface* ni = nullptr;
+  {
+    std::lock_guard g(mutex_);
+    auto it = nis_.find(nid);
+    if (it != nis_.end()) ni = it->second;
+  }
+  if (ni) ni->host->link_state(*ni, up);
+}
+
 int Fabric::send(NetInterface& ni, LndMessage& msg) {
   {
     std::unique_lock g(mutex_);

@@ -46,6 +46,8 @@ class Fabric {
   // Sends from or to the NI `nid` fail (the driver finalizes them with -EIO and this
   // health status) until cleared with nullopt or the NI detaches.
   void fail(Nid nid, std::optional<HealthStatus> health);
+  // The driver reports the link of the NI `nid` down or up again (LndHost::link_state).
+  void link(Nid nid, bool up);
 
   // Driver side.
   int attach(NetInterface& ni);

@@ -109,6 +109,13 @@ class LndHost {
   // router that reported the NI down for its silence reports it up at once, not at its
   // next look, so that a route through it is up before the first message takes it.
   virtual void link_up(NetInterface& ni) { (void)ni; }
+  // The driver learnt that `ni`'s link went down (its interface down, no carrier, its
+  // address gone) or came back: the NI is down (net show, our ping info, not selected)
+  // while it is. Called when the state changes and at startup() if it starts down.
+  virtual void link_state(NetInterface& ni, bool up) {
+    (void)ni;
+    (void)up;
+  }
   // The per-attempt timeout LNet derives for drivers, in seconds: (transaction_timeout -
   // 1) / (retry_count + 1), at least 1 (lnet-facts §5.1); 0: this host derives none. A
   // driver whose own timeout is set to 0 takes it when an NI comes up.

@@ -145,7 +145,8 @@ int SocketLnd::startup(NetInterface& ni) {
     sni->ip = *ip;
     ni.nid = Nid::make(ni.config.net, sni->ip);
   }
-  ni.numa_node = interface_numa_node(interface_name(ni.config, sni->ip));
+  sni->ifname = interface_name(ni.config, sni->ip);
+  ni.numa_node = interface_numa_node(sni->ifname);
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   sni->incarnation = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
@@ -169,10 +170,36 @@ int SocketLnd::startup(NetInterface& ni) {
   }
   LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
            accept_mode_name(params_.accept), timeout);
+  watch_link(*sni);
   MutexLock g(nis_mutex_);
   nis_.push_back(sni.get());
   ni.lnd_data = sni.release();
   return 0;
+}
+
+void SocketLnd::watch_link(SockNi& sni) {
+  if (!links_) {
+    links_ = std::make_unique<LinkWatch>([this] { check_links(); });
+    if (!links_->start()) return;
+  }
+  sni.link_ip = interface_holds(sni.ifname, sni.ip) ? sni.ip : 0;
+  sni.link_up = link_is_up(sni.ifname, sni.link_ip);
+  if (!sni.link_up) {
+    LNET_LOG(Warn, kLogLnd, "%s: interface %s is down", sni.ni->nid.to_string().c_str(), sni.ifname.c_str());
+    sni.ni->host->link_state(*sni.ni, false);  // the host takes no lock of its own for this
+  }
+}
+
+void SocketLnd::check_links() {
+  MutexLock g(nis_mutex_);  // an NI's shutdown() waits for the host calls about it
+  for (SockNi* sni : nis_) {
+    bool up = link_is_up(sni->ifname, sni->link_ip);
+    if (up == sni->link_up) continue;
+    sni->link_up = up;
+    LNET_LOG(Warn, kLogLnd, "%s: interface %s %s", sni->ni->nid.to_string().c_str(), sni->ifname.c_str(),
+             up ? "is up again" : "went down (or lost its carrier or address)");
+    sni->ni->host->link_state(*sni->ni, up);
+  }
 }
 
 // The NI joins the acceptor of its address, opened by the first NI there.
@@ -259,15 +286,18 @@ void SocketLnd::shutdown(NetInterface& ni) {
   }
   delete sni;
   ni.lnd_data = nullptr;
-  bool last;
+  stop_if_idle();
+}
+
+void SocketLnd::stop_if_idle() {
   {
     MutexLock g(nis_mutex_);
-    last = nis_.empty();
+    if (!nis_.empty()) return;
   }
-  if (last) {
-    for (auto& io : io_) io->stop();
-    io_.clear();
-  }
+  // The last NI went: the threads go too (the link watch's takes nis_mutex_).
+  for (auto& io : io_) io->stop();
+  io_.clear();
+  links_.reset();
 }
 
 // ---------------------------------------------------------------- peers and connections

@@ -21,6 +21,7 @@
 #include <lnet/socklnd.hpp>
 
 #include "io_thread.hpp"
+#include "link_watch.hpp"
 #include "sock_wire.hpp"
 
 namespace lnet::sock {
@@ -78,6 +79,11 @@ struct SockNi {
   Mutex conns_mutex;  // every connection of this NI, established or not
   std::vector<std::shared_ptr<Conn>> conns LNET_GUARDED_BY(conns_mutex);
   std::atomic<bool> stopping{false};
+  // Its link (link_watch.hpp), under the driver's nis_mutex_: the interface, the address
+  // it must hold (0: an address not on it, as an explicit NID on lo), the state last told.
+  std::string ifname;
+  std::uint32_t link_ip = 0;
+  bool link_up = true;
 };
 
 class SocketLnd final : public Lnd {
@@ -113,6 +119,10 @@ class SocketLnd final : public Lnd {
 
  private:
   void tick(Clock::time_point now);
+  // Links: the NI's initial state, and every NI's again after a change the kernel told.
+  void watch_link(SockNi& sni);
+  void check_links();
+  void stop_if_idle();
   int listen_locked(NetInterface& ni, SockNi* sni) LNET_REQUIRES(nis_mutex_);
   struct Listener;
   void accept_ready(Listener& l);
@@ -124,6 +134,9 @@ class SocketLnd final : public Lnd {
   Mutex nis_mutex_;
   std::vector<SockNi*> nis_ LNET_GUARDED_BY(nis_mutex_);
   std::vector<std::unique_ptr<Listener>> listeners_ LNET_GUARDED_BY(nis_mutex_);
+  // Made by the first startup(), gone with the last shutdown() (both of which the host
+  // serializes); its thread takes nis_mutex_, so it is never destroyed under it.
+  std::unique_ptr<LinkWatch> links_;
 };
 
 // How a socket error maps to a health status (facts §5.3).

@@ -94,6 +94,7 @@ class Core final : public LndHost,
   void finalize(LndMessage* msg, int status) override;  // also router::RouterHost
   void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
   void link_up(NetInterface& ni) override;
+  void link_state(NetInterface& ni, bool up) override;
   int lnd_timeout() const override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
@@ -120,6 +121,8 @@ class Core final : public LndHost,
   std::int64_t expire(std::int64_t now) override;
   bool awaiting() override;
   bool periodic() override;
+  // Our ping info again if an NI's status moved with its health.
+  void periodic_status_check();
   // router::RouterHost (also finalize)
   Message* new_msg(unsigned cpt) override;
   int send(Nid self, Message* msg, Nid dst) override;

@@ -64,6 +64,11 @@ class Health {
     if (idle_.load()) wake_now();
   }
   void wake_now();
+  // The host's periodic look (HealthHost::periodic) is due now, not at the next interval.
+  void look_now() {
+    look_now_.store(true);
+    wake_now();
+  }
 
   // A sent message's outcome moves its NIs' health (a failure also queues recovery).
   void account(const Message* msg);
@@ -108,6 +113,7 @@ class Health {
   std::condition_variable monitor_cv_;
   // The monitor sleeps without a deadline (nothing to expire): what gives it one wakes it.
   std::atomic<bool> idle_{false};
+  std::atomic<bool> look_now_{false};
 };
 
 }  // namespace lnet::health

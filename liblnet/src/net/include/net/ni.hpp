@@ -37,13 +37,14 @@ struct Ni : NetInterface {
   std::unique_ptr<TxQueue[]> tq;  // one per CPT of the instance; an NI on some CPTs uses theirs
   std::vector<unsigned> cpts;     // the CPTs it is on, ascending; empty: every CPT
   std::atomic<int> health{1000};
-  FailureCounts failures;  // those that blamed it
-  RecoveryState recovery;  // under the core's recovery lock
-  std::atomic<bool> fatal_error{false};
+  FailureCounts failures;                // those that blamed it
+  RecoveryState recovery;                // under the core's recovery lock
+  std::atomic<bool> fatal_error{false};  // its link is down (the driver says; LndHost::link_state)
   std::atomic<bool> up{true};
   std::atomic<bool> deleted{false};
   std::atomic<std::int64_t> last_rx{0};  // routers: when it last heard a message (coarse s)
   std::atomic<bool> silent{false};       // routers: reported down in the ping info: it heard nothing
+  std::atomic<bool> told_up{true};       // the status our ping info gives it now
   std::atomic<std::uint32_t> sel_priority{UINT_MAX};
   int dev_prio = 0;
   // NUMA: the CPT of the device's node (-1: unknown or on several), and for each node the

@@ -68,6 +68,13 @@ class State {
   const NetView* find_net(NetId id) const { return nets().find(id); }
   Ni* find_ni(Nid nid) const { return nets().find_ni(nid); }
   bool is_local_nid(Nid nid) const { return find_ni(nid) != nullptr; }
+  // A local NI's status, as net show prints it and our ping info tells peers (2.17): down
+  // while its link is down, while a router hears nothing on it, and at health 0 while
+  // health is on (health_sensitivity above 0).
+  bool ni_status_up(const Ni& ni) const {
+    return ni.up.load() && !ni.silent.load() && !ni.fatal_error.load() &&
+           (ni.health.load() > 0 || tun.health_sensitivity.load(std::memory_order_relaxed) == 0);
+  }
   // Our NIDs, and the distance to `nid` (0: ours, 1: on one of our nets, else through
   // the nearest route; -EHOSTUNREACH) with the NID we would send from (lnet::Instance).
   std::vector<Nid> nids() const;

@@ -1,0 +1,91 @@
+#include "link_watch.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <lnet/log.hpp>
+#include <lnet/result.hpp>
+
+namespace lnet::sock {
+
+LinkWatch::~LinkWatch() {
+  if (thread_.joinable()) {
+    std::uint64_t one = 1;
+    (void)!write(wake_, &one, sizeof one);
+    thread_.join();
+  }
+  if (nl_ >= 0) close(nl_);
+  if (wake_ >= 0) close(wake_);
+}
+
+bool LinkWatch::start() {
+  nl_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+  sockaddr_nl a{};
+  a.nl_family = AF_NETLINK;
+  a.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR;
+  if (nl_ < 0 || bind(nl_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    LNET_LOG(Warn, kLogLnd, "no netlink socket (%s): NIs do not follow their interfaces' links",
+             errno_string(errno).c_str());
+    return false;
+  }
+  wake_ = eventfd(0, EFD_CLOEXEC);
+  if (wake_ < 0) return false;
+  thread_ = std::thread([this] { loop(); });
+  return true;
+}
+
+void LinkWatch::loop() {
+  pollfd fds[2] = {{nl_, POLLIN, 0}, {wake_, POLLIN, 0}};
+  alignas(nlmsghdr) char buf[16384];
+  for (;;) {
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents) return;  // stopping
+    if (!(fds[0].revents & (POLLIN | POLLERR))) continue;
+    // Drain the batch (an overrun, ENOBUFS, also means something changed), then look.
+    while (recv(nl_, buf, sizeof buf, 0) > 0 || errno == ENOBUFS) {
+    }
+    changed_();
+  }
+}
+
+namespace {
+
+bool holds(const ifaddrs* a, const std::string& ifname, std::uint32_t ip) {
+  return a->ifa_addr && a->ifa_addr->sa_family == AF_INET && ifname == a->ifa_name &&
+         ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr) == ip;
+}
+
+}  // namespace
+
+bool interface_holds(const std::string& ifname, std::uint32_t ip) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = list; a && !found; a = a->ifa_next) found = holds(a, ifname, ip);
+  freeifaddrs(list);
+  return found;
+}
+
+bool link_is_up(const std::string& ifname, std::uint32_t ip) {
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ) return true;  // nothing to watch
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;
+  ifreq r{};
+  std::memcpy(r.ifr_name, ifname.c_str(), ifname.size());
+  bool up = ioctl(fd, SIOCGIFFLAGS, &r) == 0 && (r.ifr_flags & IFF_UP) && (r.ifr_flags & IFF_RUNNING);
+  close(fd);
+  return up && (ip == 0 || interface_holds(ifname, ip));
+}
+
+}  // namespace lnet::sock

@@ -1,0 +1,124 @@
+// A local NI's status (net show, our ping info) follows its link and, while health is on,
+// its health: down at 0 (LNet 2.17). Selection and routes leave an NI whose link is down.
+#include <gtest/gtest.h>
+
+#include <lnet/lnet.hpp>
+
+#include "support/event_log.hpp"
+#include "support/fabric.hpp"
+
+namespace lnet {
+namespace {
+
+using test::Fabric;
+
+Nid gni(std::uint32_t a, std::uint32_t net = 0) { return Nid::make(NetId::make(kGniLnd, net), a); }
+
+std::unique_ptr<Instance> make(Config cfg) {
+  auto r = Instance::create(std::move(cfg), kPidLustre);
+  EXPECT_TRUE(r) << r.message();
+  return r ? std::move(*r) : nullptr;
+}
+
+// The status `lnet` gives its NI `nid` (net show).
+bool status_up(Instance& lnet, Nid nid) {
+  for (const NiInfo& i : lnet.control().ni_info())
+    if (i.nid == nid) return i.up;
+  ADD_FAILURE() << "no NI " << nid.to_string();
+  return false;
+}
+
+// The status `from`'s ping of `to` reports for `nid` (0: not listed).
+std::uint32_t pinged_status(Instance& from, Nid to, Nid nid) {
+  auto p = from.ping(ProcessId{to, kPidLustre}, std::chrono::milliseconds(2000));
+  EXPECT_TRUE(p) << p.message();
+  if (p)
+    for (const NiStatus& s : p->info.nis)
+      if (s.nid == nid) return s.status;
+  return 0;
+}
+
+class NiStatus_ : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a = make(test::fabric_config({1, 11}));
+    b = make(test::fabric_config({2}));
+    ASSERT_TRUE(a && b);
+  }
+  void TearDown() override {
+    Fabric::instance().fail(gni(1), std::nullopt);
+    a.reset();
+    b.reset();
+  }
+  std::unique_ptr<Instance> a, b;
+};
+
+TEST_F(NiStatus_, HealthZeroIsDownWhileHealthIsOn) {
+  Fabric::instance().fail(gni(1), HealthStatus::LocalError);  // its recovery pings fail: health stays 0
+  ASSERT_TRUE(a->control().set_ni_health(gni(1), 0));
+  EXPECT_FALSE(status_up(*a, gni(1)));
+  EXPECT_TRUE(status_up(*a, gni(11)));
+  EXPECT_EQ(pinged_status(*b, gni(11), gni(1)), kNiStatusDown) << "peers are told";
+  Fabric::instance().fail(gni(1), std::nullopt);
+  ASSERT_TRUE(a->control().set_ni_health(gni(1), 1000));
+  EXPECT_TRUE(status_up(*a, gni(1)));
+  EXPECT_EQ(pinged_status(*b, gni(11), gni(1)), kNiStatusUp);
+}
+
+TEST_F(NiStatus_, HealthZeroIsNotDownWithHealthOff) {
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 0));
+  ASSERT_TRUE(a->control().set_ni_health(gni(1), 0));
+  EXPECT_TRUE(status_up(*a, gni(1)));
+  EXPECT_EQ(pinged_status(*b, gni(11), gni(1)), kNiStatusUp);
+}
+
+TEST_F(NiStatus_, ALinkDownIsDownAndNotSelected) {
+  auto b2 = make(test::fabric_config({12}));  // B's second rail (another instance: a peer NI to send to)
+  ASSERT_TRUE(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}));
+  Fabric::instance().link(gni(1), false);
+  EXPECT_FALSE(status_up(*a, gni(1)));
+  bool fatal = false;
+  for (const NiInfo& i : a->control().ni_info())
+    if (i.nid == gni(1)) fatal = i.fatal_error;
+  EXPECT_TRUE(fatal) << "net show -v: fatal_error 1";
+  EXPECT_TRUE(test::eventually([&] { return pinged_status(*b, gni(11), gni(1)) == kNiStatusDown; }))
+      << "the monitor tells the peers";
+  Fabric::instance().clear_sent();
+  char byte = 'x';
+  for (int i = 0; i < 6; ++i) {
+    MdDesc d;
+    d.start = &byte;
+    d.length = 1;
+    auto md = a->md_bind(d, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{gni(2), kPidLustre}, 7, 1, 0, 0), 0);
+  }
+  int from1 = 0, from11 = 0;
+  for (auto& s : Fabric::instance().sent())
+    if (s.type == MsgType::Put) (s.src == gni(1) ? from1 : from11)++;
+  EXPECT_EQ(from1, 0) << "an NI whose link is down carries nothing";
+  EXPECT_EQ(from11, 6);
+  Fabric::instance().link(gni(1), true);
+  EXPECT_TRUE(status_up(*a, gni(1)));
+  EXPECT_TRUE(test::eventually([&] { return pinged_status(*b, gni(11), gni(1)) == kNiStatusUp; }));
+}
+
+TEST(NiStatusRoutes, ARouteIsDownWhileItsLocalNetHasNoNiUp) {
+  // A (1@gni) reaches gni1 through R (2@gni, 3@gni1).
+  auto a = make(test::fabric_config({1}));
+  auto r = make(test::fabric_config({2}));
+  ASSERT_TRUE(a && r);
+  ASSERT_TRUE(a->control().add_route(RouteConfig{NetId::make(kGniLnd, 1), gni(2), -1, 0}));
+  auto route_up = [&] {
+    auto routes = a->control().route_info();
+    return !routes.empty() && routes.front().up;
+  };
+  ASSERT_TRUE(route_up());
+  Fabric::instance().link(gni(1), false);
+  EXPECT_FALSE(route_up());
+  Fabric::instance().link(gni(1), true);
+  EXPECT_TRUE(route_up());
+}
+
+}  // namespace
+}  // namespace lnet
