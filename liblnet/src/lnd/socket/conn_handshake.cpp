@@ -389,13 +389,15 @@ void Conn::on_hello_request(const Hello& h) {
   reply.version = version_;
   reply.dst_nid = nid;
   reply.dst_pid = pid;
-  if (lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation)) {
+  if (Refusal why = lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation); why != Refusal::None) {
+    // As ksocklnd: a HELLO of type NONE tells the peer to use the connections it has.
     reply.ctype = ConnType::None;
     send_raw(encode_hello(reply));
     peer_.reset();
     close_now(-EALREADY, HealthStatus::Ok,
               "refused a " + std::string(conn_type_name(h.ctype)) + " connection from " + nid.to_string() +
-                  " (we are connecting, or have one)");
+                  (why == Refusal::Race ? " (connection race: we are connecting to it)"
+                                        : " (excess: it has as many of that type as conns_per_peer allows)"));
     return;
   }
   reply.ctype = type_;
