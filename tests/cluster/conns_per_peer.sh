@@ -31,6 +31,9 @@ counter() { on "$1" lnetctl stats show | awk -v k="$2:" '$1 == k {print $2; exit
 # carriers NODE: connections on NODE that sent more than 8 MB (bulk data went on them).
 carriers() { on "$1" ss -Htni state established '( sport = :988 or dport = :988 )' |
   grep -o 'bytes_acked:[0-9]*' | awk -F: '$2 > 8000000 {n++} END {print n + 0}'; }
+# sent NODE: MB each connection on NODE sent (the test's log shows the spread).
+sent() { on "$1" ss -Htni state established '( sport = :988 or dport = :988 )' |
+  grep -o 'bytes_acked:[0-9]*' | awk -F: '{printf "%s%.0f", (n++ ? " " : ""), $2 / 1e6}'; }
 conns_are() { [ "$(conns s1)" = "$1" ] && [ "$(conns s2)" = "$1" ]; }
 
 # brw: 200 writes of 1 MiB from s1 to s2 with lst, checked; fails on any error.
@@ -68,7 +71,7 @@ on s1 lnetctl ping "$S2" >/dev/null || fail "s1 cannot ping s2"
 wait_until 10 "5 connections each side (s1 $(conns s1), s2 $(conns s2))" conns_are 5
 brw
 [ "$(carriers s1)" = 2 ] || fail "bulk data went on $(carriers s1) connections, not 2: $(on s1 ss -Htni)"
-log "auto: conns_per_peer 2 shown, 1 + 2x2 connections, 1 MiB writes spread over 2"
+log "auto: conns_per_peer 2 shown, 1 + 2x2 connections, 1 MiB writes spread over 2 (MB sent: $(sent s1))"
 
 # ---- 3: net set keeps the connections up; new ones follow -------------------------------
 on s2 lnetctl net set --net tcp --conns-per-peer 3 >/dev/null || fail "net set --conns-per-peer 3"
@@ -81,7 +84,7 @@ on s1 lnetctl ping "$S2" >/dev/null || fail "s1 cannot ping s2 with 3"
 wait_until 10 "7 connections each side (s1 $(conns s1), s2 $(conns s2))" conns_are 7
 brw
 [ "$(carriers s1)" = 3 ] || fail "bulk data went on $(carriers s1) connections, not 3: $(on s1 ss -Htni)"
-log "3: net set leaves the 5 up; the NI made again dials 1 + 2x3, 1 MiB writes spread over 3"
+log "3: net set leaves the 5 up; the NI made again dials 1 + 2x3, 1 MiB writes spread over 3 (MB sent: $(sent s1))"
 
 # ---- s2 at 1, s1 at 3: s2 refuses what is over its count ---------------------------------
 before=$(counter s2 conns_refused_excess)
