@@ -154,7 +154,8 @@ constexpr unsigned kPingPortal = 30;
 constexpr unsigned kBulkPortal = 31;
 
 std::unique_ptr<Instance> start(std::initializer_list<const char*> ips) {
-  SocketParams p;
+  auto env = SocketParams::from_env();  // LNET_SOCK_* (LNET_SOCK_NSCHEDS, say) apply
+  SocketParams p = env ? *env : SocketParams{};
   p.port = g_port;
   p.accept = AcceptMode::All;
   set_socket_params(p);
