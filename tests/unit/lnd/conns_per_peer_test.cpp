@@ -152,8 +152,9 @@ std::string test_ip(int host) {
   return "127." + std::to_string(10 + h % 200) + "." + std::to_string((h >> 8) % 250) + "." + std::to_string(host);
 }
 
-std::unique_ptr<Instance> make(const std::string& ip, long cpp) {
+std::unique_ptr<Instance> make(const std::string& ip, long cpp, int nscheds = 1) {
   SocketParams p;
+  p.nscheds = nscheds;
   p.port = kPort;
   p.accept = AcceptMode::All;
   p.timeout = 5;
@@ -194,26 +195,37 @@ bool eventually(Pred pred) {
   return true;
 }
 
-TEST(ConnsPerPeerPair, TheAcceptingSideTakesItsCountAndRefusesTheRest) {
-  std::string ip_a = test_ip(2), ip_b = test_ip(3);
-  auto a = make(ip_a, 3);
-  auto b = make(ip_b, 2);
+// a at 3 dials CONTROL + 3 BULK_IN + 3 BULK_OUT; b at 2 takes CONTROL + 2 + 2 and
+// refuses two, also when its handshakes run on several I/O threads at once.
+void disagree(const std::string& ip_a, const std::string& ip_b, int nscheds) {
+  auto a = make(ip_a, 3, nscheds);
+  auto b = make(ip_b, 2, nscheds);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(cpp_shown(*a), 3);
   EXPECT_EQ(cpp_shown(*b), 2);
   auto r = a->ping(ProcessId{tcp(ip_b), kPidLustre}, std::chrono::milliseconds(5000));
   ASSERT_TRUE(r) << r.message();
-  // a dials CONTROL + 3 BULK_IN + 3 BULK_OUT; b takes CONTROL + 2 + 2 and refuses two.
   EXPECT_TRUE(eventually([&] { return counter(*b, "conns_refused_excess") == 2; }))
       << counter(*b, "conns_refused_excess");
   EXPECT_TRUE(eventually([&] { return counter(*a, "conns_established") == 5; })) << counter(*a, "conns_established");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing more comes
   EXPECT_EQ(counter(*b, "conns_established"), 5u);
+  EXPECT_EQ(counter(*b, "conns_refused_excess"), 2u);
   EXPECT_EQ(counter(*a, "conns_refused_excess"), 0u);
   // b answers over the connections a made: it dials none of its own.
   auto back = b->ping(ProcessId{tcp(ip_a), kPidLustre}, std::chrono::milliseconds(5000));
   ASSERT_TRUE(back) << back.message();
   EXPECT_EQ(counter(*b, "conns_established"), 5u);
   EXPECT_EQ(counter(*a, "conns_established"), 5u);
+}
+
+TEST(ConnsPerPeerPair, TheAcceptingSideTakesItsCountAndRefusesTheRest) { disagree(test_ip(2), test_ip(3), 1); }
+
+TEST(ConnsPerPeerPair, SeveralIoThreadsTakeNoMore) {
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    disagree(test_ip(2), test_ip(3), 4);
+  }
 }
 
 TEST(ConnsPerPeerPair, AutomaticOnLoopbackIsOneAndNetSetChangesIt) {

@@ -328,7 +328,8 @@ void Conn::on_hello_reply(const Hello& h) {
   }
   if (h.ctype == ConnType::None) {
     close_now(-EALREADY, HealthStatus::Ok,
-              peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
+              peer_->nid.to_string() + " refused a " + conn_type_name(type_) +
+                  " connection (a race, or it has as many of that type as its conns_per_peer)");
     return;
   }
   if (h.src_nid != peer_->nid) {
@@ -402,7 +403,10 @@ void Conn::on_hello_request(const Hello& h) {
   }
   reply.ctype = type_;
   send_raw(encode_hello(reply));
-  if (closed()) return;
+  if (closed()) {
+    lnd_.release_incoming(*peer, type_);  // the place refuse_incoming kept for it
+    return;
+  }
   peer_incarnation_ = h.src_incarnation;
   finish_handshake(peer);
 }

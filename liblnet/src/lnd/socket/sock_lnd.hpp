@@ -68,7 +68,10 @@ struct SockPeer {
   // (net set) reaches a peer when it connects again.
   int max_conns LNET_GUARDED_BY(mutex) = 0;
   std::uint64_t post_seq LNET_GUARDED_BY(mutex) = 0;  // orders the choices (round robin)
-  bool userspace = false;                             // identified by source port: we never connect to it
+  // Incoming connections of each type taken and not established yet: counted against
+  // conns_per_peer, so that two I/O threads cannot both take the last place.
+  int accepting[4] LNET_GUARDED_BY(mutex) = {};
+  bool userspace = false;  // identified by source port: we never connect to it
 };
 
 // Per-NI state of the driver.
@@ -125,7 +128,9 @@ class SocketLnd final : public Lnd {
                    int rc);
   // Whether an incoming connection of `type` (as we record it) from `peer` is refused:
   // we are racing it, or it has as many of that type as conns_per_peer allows. Counted.
+  // One taken holds a place among them until conn_established or release_incoming.
   Refusal refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
+  void release_incoming(SockPeer& peer, ConnType type);
   void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
   // The NI on address `ip` whose NID is `target` (an acceptor request names it), if any.
   SockNi* ni_for_accept(std::uint32_t ip, Nid target);

@@ -37,6 +37,9 @@ std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid 
 
 namespace {
 
+// ANY, CONTROL, BULK_IN, BULK_OUT: 0..3 (NONE is never counted).
+std::size_t type_index(ConnType t) { return static_cast<std::size_t>(t) & 3U; }
+
 // The connection a message goes on (conn_select.hpp): CONTROL for small ones, BULK_OUT
 // for large, the least loaded of a type; nullptr when none is up.
 std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk) LNET_REQUIRES(peer.mutex) {
@@ -116,12 +119,16 @@ Refusal SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, s
   Refusal r = Refusal::None;
   {
     MutexLock g(peer.mutex);
-    if (peer.incarnation != 0 && incarnation != peer.incarnation) return Refusal::None;  // rebooted: the old ones go
+    if (peer.incarnation != 0 && incarnation != peer.incarnation) {  // rebooted: the old ones go
+      ++peer.accepting[type_index(type)];
+      return Refusal::None;
+    }
     // As ksocklnd: of every type up to the count we dial with while we have dialled
     // connections (up or on their way), else the NI's; the peer is told NONE for one
     // more and uses those it has.
     auto have = std::count_if(peer.conns.begin(), peer.conns.end(),
-                              [type](const auto& c) { return !c->closed() && c->type() == type; });
+                              [type](const auto& c) { return !c->closed() && c->type() == type; }) +
+                peer.accepting[type_index(type)];
     bool dialled = peer.connecting > 0 ||
                    std::any_of(peer.conns.begin(), peer.conns.end(), [](const auto& c) { return c->active(); });
     int limit = dialled && peer.max_conns > 0 ? peer.max_conns : sni.conns_per_peer.load(std::memory_order_relaxed);
@@ -129,10 +136,17 @@ Refusal SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, s
       r = Refusal::Excess;
     else if (peer.connecting > 0 && sni.ni->nid.value() > peer.nid.value())
       r = Refusal::Race;  // both sides dialling at once: the greater NID keeps its own connections
+    else
+      ++peer.accepting[type_index(type)];
   }
   if (r == Refusal::Excess) conns_refused_excess_.fetch_add(1, std::memory_order_relaxed);
   if (r == Refusal::Race) conns_refused_race_.fetch_add(1, std::memory_order_relaxed);
   return r;
+}
+
+void SocketLnd::release_incoming(SockPeer& peer, ConnType type) {
+  MutexLock g(peer.mutex);
+  if (peer.accepting[type_index(type)] > 0) --peer.accepting[type_index(type)];
 }
 
 void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer,
@@ -149,6 +163,7 @@ void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& p
     peer->incarnation = conn->incarnation();
     if (conn->active() && peer->connecting > 0) --peer->connecting;
     peer->conns.push_back(conn);
+    if (!conn->active() && peer->accepting[type_index(conn->type())] > 0) --peer->accepting[type_index(conn->type())];
     conns_established_.fetch_add(1, std::memory_order_relaxed);
     peer->backoff_ms = 0;
     peer->next_connect = {};
