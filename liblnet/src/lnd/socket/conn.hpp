@@ -75,6 +75,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void on_hello();
   void on_hello_reply(const Hello& h);
   void on_hello_request(const Hello& h);
+  void answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> peer);
   void finish_handshake(std::shared_ptr<SockPeer> peer);
   void send_raw(const std::vector<std::uint8_t>& bytes);
   void process_rx();

@@ -390,6 +390,13 @@ void Conn::on_hello_request(const Hello& h) {
   reply.version = version_;
   reply.dst_nid = nid;
   reply.dst_pid = pid;
+  answer_hello(h, reply, std::move(peer));
+}
+
+// Passive side: our answer to a HELLO that passed its checks, taking the connection or
+// refusing it with type NONE.
+void Conn::answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> peer) {
+  const Nid nid = reply.dst_nid;
   if (Refusal why = lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation); why != Refusal::None) {
     // As ksocklnd: a HELLO of type NONE tells the peer to use the connections it has.
     reply.ctype = ConnType::None;
@@ -408,7 +415,7 @@ void Conn::on_hello_request(const Hello& h) {
     return;
   }
   peer_incarnation_ = h.src_incarnation;
-  finish_handshake(peer);
+  finish_handshake(std::move(peer));
 }
 
 void Conn::finish_handshake(std::shared_ptr<SockPeer> peer) {
