@@ -1,7 +1,8 @@
 // Socket LND against raw TCP, between two processes on loopback, in the same run:
 // 8-byte ping-pong round trip and 1 MiB streaming bandwidth. Prints an OSU-style table
-// (size, raw, ours, ratio) of medians over --reps repetitions.
-//   bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--discovery]
+// (size, raw, ours, ratio) of medians over --reps repetitions. --conns N: LNet with
+// conns_per_peer N against raw TCP streaming over N sockets (one sending thread each).
+//   bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--conns N] [--discovery]
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -31,6 +33,7 @@ int g_stream = 400;
 int g_reps = 5;
 int g_port = 13988;
 bool g_discovery = false;
+int g_conns = 0;  // --conns: conns_per_peer of both sides and raw sockets (0: the default, one of each)
 constexpr std::size_t kBig = 1 << 20;
 
 double median(std::vector<double> v) {
@@ -53,7 +56,7 @@ int tcp_listen(int port) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(fd, 4)) die("raw listen");
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(fd, 128)) die("raw listen");
   return fd;
 }
 
@@ -81,39 +84,66 @@ void xfer(int fd, char* buf, std::size_t n, bool send_it) {
   }
 }
 
-// Returns {8-byte round trip in us, 1 MiB stream bandwidth in MB/s}.
-std::pair<double, double> raw_tcp_once() {
+// Messages of the stream socket `i` of `n` carries.
+int share(int i, int n) { return g_stream / n + (i < g_stream % n ? 1 : 0); }
+
+// The raw peer: echoes 8-byte pings on the first socket, then each socket's share of
+// the stream is read by a thread of its own and answered with one byte.
+void raw_peer(int nsock) {
+  std::vector<int> fds;
+  for (int i = 0; i < nsock; ++i) fds.push_back(tcp_connect(g_port + 1));
+  char small[8];
+  for (int i = 0; i < g_iters; ++i) {
+    xfer(fds[0], small, 8, false);
+    xfer(fds[0], small, 8, true);
+  }
+  std::vector<std::thread> readers;
+  for (int k = 0; k < nsock; ++k)
+    readers.emplace_back([k, nsock, fd = fds[k]] {
+      std::vector<char> big(kBig);
+      char one = 0;
+      for (int i = 0; i < share(k, nsock); ++i) xfer(fd, big.data(), kBig, false);
+      xfer(fd, &one, 1, true);
+    });
+  for (auto& t : readers) t.join();
+}
+
+// Returns {8-byte round trip in us, 1 MiB stream bandwidth in MB/s} over `nsock` sockets
+// (the round trip on the first).
+std::pair<double, double> raw_tcp_once(int nsock) {
   int lfd = tcp_listen(g_port + 1);
   pid_t child = fork();
   if (child == 0) {
-    int fd = tcp_connect(g_port + 1);
-    char small[8];
-    for (int i = 0; i < g_iters; ++i) {
-      xfer(fd, small, 8, false);
-      xfer(fd, small, 8, true);
-    }
-    std::vector<char> big(kBig);
-    for (int i = 0; i < g_stream; ++i) xfer(fd, big.data(), kBig, false);
-    xfer(fd, small, 1, true);
+    raw_peer(nsock);
     _exit(0);
   }
-  int fd = accept(lfd, nullptr, nullptr);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::vector<int> fds;
+  for (int i = 0; i < nsock; ++i) {
+    int fd = accept(lfd, nullptr, nullptr);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fds.push_back(fd);
+  }
   close(lfd);
   char small[8] = {};
   auto t0 = Clock::now();
   for (int i = 0; i < g_iters; ++i) {
-    xfer(fd, small, 8, true);
-    xfer(fd, small, 8, false);
+    xfer(fds[0], small, 8, true);
+    xfer(fds[0], small, 8, false);
   }
   double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / g_iters;
-  std::vector<char> big(kBig, 'x');
   t0 = Clock::now();
-  for (int i = 0; i < g_stream; ++i) xfer(fd, big.data(), kBig, true);
-  xfer(fd, small, 1, false);
+  std::vector<std::thread> writers;
+  for (int k = 0; k < nsock; ++k)
+    writers.emplace_back([k, nsock, fd = fds[k]] {
+      std::vector<char> big(kBig, 'x');
+      char one;
+      for (int i = 0; i < share(k, nsock); ++i) xfer(fd, big.data(), kBig, true);
+      xfer(fd, &one, 1, false);
+    });
+  for (auto& t : writers) t.join();
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  close(fd);
+  for (int fd : fds) close(fd);
   waitpid(child, nullptr, 0);
   return {rtt, static_cast<double>(kBig) * g_stream / secs / 1e6};
 }
@@ -124,7 +154,8 @@ constexpr unsigned kPingPortal = 30;
 constexpr unsigned kBulkPortal = 31;
 
 std::unique_ptr<Instance> start(std::initializer_list<const char*> ips) {
-  SocketParams p;
+  auto env = SocketParams::from_env();  // LNET_SOCK_* (LNET_SOCK_NSCHEDS, say) apply
+  SocketParams p = env ? *env : SocketParams{};
   p.port = g_port;
   p.accept = AcceptMode::All;
   set_socket_params(p);
@@ -133,6 +164,7 @@ std::unique_ptr<Instance> start(std::initializer_list<const char*> ips) {
     NetConfig nc;
     nc.net = NetId::make(kSockLnd, 0);
     nc.nid = *Nid::parse(std::string(ip) + "@tcp");
+    if (g_conns > 0) nc.lnd_tunables.set("conns_per_peer", g_conns);
     cfg.nets.push_back(nc);
   }
   auto r = Instance::create(cfg, kPidLustre);
@@ -260,20 +292,29 @@ double lnet_pingpong(Instance& a, const ProcessId& b) {
 }
 
 // Streaming: up to 8 PUTs of 1 MiB in flight; the last asks for an ACK, and as every
-// 1 MiB PUT goes on the one BULK connection, its ACK means all arrived. MB/s.
+// 1 MiB PUT goes on the one BULK connection, its ACK means all arrived. With --conns the
+// PUTs spread over several connections and may overtake each other: every one asks for
+// an ACK, up to 8 per connection are in flight until acknowledged, and the stream ends
+// with the last ACK. MB/s.
 double lnet_stream(Instance& a, const ProcessId& b) {
   std::vector<char> big(kBig, 'y');
   std::mutex m;
   std::condition_variable cv;
+  const bool every = g_conns > 0;
+  const int window = every ? 8 * g_conns : 8;
   int inflight = 0;
+  int acks = 0;
   bool acked = false;
   MdDesc bd;
   bd.start = big.data();
   bd.length = kBig;
   bd.handler = [&](const Event& e) {
     std::lock_guard g(m);
-    if (e.type == EventType::Send) --inflight;
-    if (e.type == EventType::Ack) acked = true;
+    if (e.type == EventType::Send && !every) --inflight;
+    if (e.type == EventType::Ack) {
+      if (every) --inflight;
+      acked = !every || ++acks == g_stream;
+    }
     cv.notify_all();
   };
   MdHandle bmd = a.md_bind(bd, Unlink::Retain).value();
@@ -281,11 +322,11 @@ double lnet_stream(Instance& a, const ProcessId& b) {
   for (int i = 0; i < g_stream; ++i) {
     {
       std::unique_lock lk(m);
-      cv.wait(lk, [&] { return inflight < 8; });
+      cv.wait(lk, [&] { return inflight < window; });
       ++inflight;
     }
-    bool last = i == g_stream - 1;
-    (void)a.put(Nid::any(), bmd, last ? AckReq::Ack : AckReq::NoAck, b, kBulkPortal, 0, 0, 0);
+    bool ack = every || i == g_stream - 1;
+    (void)a.put(Nid::any(), bmd, ack ? AckReq::Ack : AckReq::NoAck, b, kBulkPortal, 0, 0, 0);
   }
   {
     std::unique_lock lk(m);
@@ -364,13 +405,17 @@ int parse_args(int argc, char** argv) {
       num(&g_reps);
     else if (a == "--port")
       num(&g_port);
+    else if (a == "--conns")
+      num(&g_conns);
     else if (a == "--discovery")
       g_discovery = true;
     else {
       std::printf(
-          "usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--discovery]\n"
+          "usage: bench_socket [--iters N] [--stream N] [--reps R] [--port P] [--conns N] [--discovery]\n"
           "  8-byte ping-pong (N round trips) and 1 MiB streaming (N messages) between two\n"
           "  processes on loopback: raw TCP, then LNet over the socket LND (127.0.0.2/3).\n"
+          "  --conns N: conns_per_peer N on both sides, against raw TCP over N sockets\n"
+          "  (every 1 MiB PUT acknowledged: they may overtake each other).\n"
           "  --discovery: also the discovery round of a peer with 4 NIs against a ping.\n");
       return a == "--help" ? 0 : 2;
     }
@@ -403,7 +448,7 @@ int main(int argc, char** argv) {
   set_log_level(LogLevel::Error);
   std::vector<double> raw_rtt, raw_bw, our_rtt, our_bw;
   for (int r = 0; r < g_reps; ++r) {
-    auto [rr, rb] = raw_tcp_once();
+    auto [rr, rb] = raw_tcp_once(std::max(g_conns, 1));
     auto [lr, lb] = lnet_once();
     raw_rtt.push_back(rr);
     raw_bw.push_back(rb);
@@ -411,7 +456,9 @@ int main(int argc, char** argv) {
     our_bw.push_back(lb);
     std::fprintf(stderr, "rep %d: raw %.2f us %.0f MB/s, lnet %.2f us %.0f MB/s\n", r + 1, rr, rb, lr, lb);
   }
-  std::printf("# socket LND vs raw TCP, loopback, two processes, medians of %d runs\n", g_reps);
+  std::printf("# socket LND vs raw TCP, loopback, two processes, medians of %d runs", g_reps);
+  if (g_conns > 0) std::printf(", conns_per_peer %d vs %d raw sockets", g_conns, g_conns);
+  std::printf("\n");
   std::printf("# %-28s %12s %12s %8s\n", "measure", "raw TCP", "LNet", "ratio");
   double r1 = median(our_rtt) / median(raw_rtt), r2 = median(our_bw) / median(raw_bw);
   std::printf("  %-28s %12.2f %12.2f %8.3f\n", "8 B round trip (us)", median(raw_rtt), median(our_rtt), r1);

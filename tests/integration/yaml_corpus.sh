@@ -85,8 +85,11 @@ ctl a net show -v --net tcp1 | grep -q "timeout: 49$" || fail "--lnd-timeout 0 i
 if ctl a net set --lnd-timeout 7 2>"$T_DIR/lt.err"; then fail "--lnd-timeout without --net was accepted"; fi
 grep -q "without --net" "$T_DIR/lt.err" || fail "lnd-timeout error: $(cat "$T_DIR/lt.err")"
 ctl a net set --net tcp1 --conns-per-peer 1 || fail "net set --conns-per-peer 1"
-if ctl a net set --net tcp1 --conns-per-peer 4 2>"$T_DIR/cpp.err"; then fail "conns_per_peer 4 was accepted"; fi
-grep -q "not supported yet: conns_per_peer 4" "$T_DIR/cpp.err" || fail "cpp error: $(cat "$T_DIR/cpp.err")"
+ctl a net set --net tcp1 --conns-per-peer 4 || fail "net set --conns-per-peer 4"
+ctl a net show -v --net tcp1 | grep -q "conns_per_peer: 4$" || fail "conns_per_peer 4 not in effect: $(ctl a net show -v)"
+# 0: the count computed from eth1's speed (a veth: 10000 Mb/s, ilog2(10) / 2 + 1 = 2).
+ctl a net set --net tcp1 --conns-per-peer 0 || fail "net set --conns-per-peer 0"
+ctl a net show -v --net tcp1 | grep -q "conns_per_peer: 2$" || fail "automatic conns_per_peer on a veth: $(ctl a net show -v)"
 if ctl a net set --net tcp1 --conns-per-peer 128 2>"$T_DIR/cpp.err"; then fail "conns_per_peer 128 was accepted"; fi
 grep -q "valid range 0-127" "$T_DIR/cpp.err" || fail "cpp range error: $(cat "$T_DIR/cpp.err")"
 

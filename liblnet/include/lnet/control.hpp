@@ -67,6 +67,9 @@ class Control {
   // The driver timeout of every NI on `net`, in seconds (0: LNet's derived lnd_timeout);
   // -EOPNOTSUPP when the net's driver fixes it when an NI comes up.
   virtual Status set_lnd_timeout(NetId net, int seconds) = 0;
+  // One of the driver's tunables (its "lnd tunables" key, within its range) on the local
+  // NI `nid`, for what the driver does from now on (conns_per_peer: new connections).
+  virtual Status set_lnd_tunable(Nid nid, std::string_view name, long value) = 0;
   virtual Status set_peer_ni_health(Nid nid, int value) = 0;
   // Sets the state bits of the peer that has `nid` (as `peer show -v 4` prints them; the
   // kernel's test-only `peer set --state`): multi-rail, configured, locked primary, no

@@ -30,14 +30,19 @@ struct SocketParams {
   int max_reconnectms = 60000;
   int nscheds = 1;               // epoll I/O threads
   bool privileged_ports = true;  // connect from ports 1023..512 when allowed to
+  // Where link speeds are read for conns_per_peer 0: a sysfs tree (ROOT/class/net/IF/
+  // speed), or empty: the kernel is asked (SIOCETHTOOL), which is right in whatever
+  // network namespace the process runs (its /sys may be another namespace's).
+  std::string sysfs_root;
 
   // Reads LNET_ACCEPT, LNET_ACCEPT_PORT, LNET_ACCEPT_TIMEOUT, LNET_ACCEPT_BACKLOG and
   // LNET_SOCK_<FIELD> for the fields above (LNET_SOCK_TIMEOUT, LNET_SOCK_KEEPALIVE,
   // LNET_SOCK_KEEPALIVE_IDLE, ..._COUNT, ..._INTVL, LNET_SOCK_TYPED_CONNS,
   // LNET_SOCK_MIN_BULK, LNET_SOCK_TX_BUFFER_SIZE, LNET_SOCK_RX_BUFFER_SIZE,
   // LNET_SOCK_NAGLE, LNET_SOCK_ENABLE_CSUM, LNET_SOCK_MIN_RECONNECTMS,
-  // LNET_SOCK_MAX_RECONNECTMS, LNET_SOCK_NSCHEDS) over the defaults; fails naming the
-  // variable and value. privileged_ports is not a variable: it follows the uid.
+  // LNET_SOCK_MAX_RECONNECTMS, LNET_SOCK_NSCHEDS) and LNET_SYSFS_ROOT over the defaults;
+  // fails naming the variable and value. privileged_ports is not a variable: it follows
+  // the uid.
   static Result<SocketParams> from_env();
 };
 
@@ -46,5 +51,15 @@ void set_socket_params(const SocketParams& p);
 SocketParams socket_params();
 
 const char* accept_mode_name(AcceptMode m);
+
+// Highest conns_per_peer (connections of each bulk type per peer) an NI takes.
+inline constexpr int kMaxConnsPerPeer = 127;
+// ksocklnd's automatic conns_per_peer for a link of `mbps` Mb/s: ilog2(Gb/s) / 2 + 1,
+// a link below 1 Gb/s counting as 1 Gb/s; 1 when the speed is unknown (<= 0).
+int conns_per_peer_for_speed(long mbps);
+// The speed of interface `ifname` in Mb/s: from <sysfs_root>/class/net/<ifname>/speed, or
+// with an empty root from the kernel (SIOCETHTOOL); -1 when unknown (no such interface,
+// a negative or unreadable value) or for a loopback interface.
+long link_speed_mbps(const std::string& ifname, const std::string& sysfs_root);
 
 }  // namespace lnet

@@ -12,7 +12,8 @@ namespace lnet {
 namespace {
 
 EnvVar kSysfsRoot("LNET_SYSFS_ROOT", "/sys",
-                  "where sysfs is read from (NUMA nodes, link speeds; tests use a tree of their own)");
+                  "where sysfs is read from: NUMA nodes, devices' nodes, and (when set) link speeds for tcp "
+                  "conns_per_peer 0, else asked of the kernel (SIOCETHTOOL)");
 
 std::string read_line(std::string_view path) {
   std::ifstream in(sysfs_root() + "/" + std::string(path));
@@ -44,6 +45,11 @@ std::vector<int> parse_cpu_list(const std::string& text) {
 std::string sysfs_root() {
   const char* v = kSysfsRoot.value();
   return v ? v : kSysfsRoot.default_value();
+}
+
+std::string sysfs_root_set() {
+  const char* v = kSysfsRoot.value();
+  return v ? v : "";
 }
 
 std::optional<long> sysfs_number(std::string_view path) {

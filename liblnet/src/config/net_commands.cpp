@@ -257,16 +257,15 @@ Response net_set(Instance& lnet, const Request& r, const Hooks&) {
   }
   auto nis = nis_named(c, r, *health >= 0 || *cpp >= 0);
   if (!nis) return error_block("set", "net", nis.code(), nis.message());
-  if (*cpp >= 0)  // a driver that takes conns_per_peer (the socket LND) makes one of each type
-    for (const NiInfo& i : *nis) {
+  if (*cpp >= 0) {  // a driver that takes conns_per_peer (the socket LND), for its new connections
+    for (const NiInfo& i : *nis)
       if (!i.lnd_tunables.get("conns_per_peer"))
         return error_block("set", "net", -EOPNOTSUPP,
                            "not supported yet: conns_per_peer on " + i.nid.net().to_string());
-      if (*cpp > 1)
-        return error_block("set", "net", -EOPNOTSUPP,
-                           "not supported yet: conns_per_peer " + std::to_string(*cpp) + " on " +
-                               i.nid.net().to_string() + " (one connection of each type per peer)");
-    }
+    for (const NiInfo& i : *nis)
+      if (Status s = c.set_lnd_tunable(i.nid, "conns_per_peer", *cpp); !s)
+        return error_block("set", "net", s.code(), s.message());
+  }
   if (*health >= 0) {
     if (r.flag("all")) {
       if (Status s = c.set_ni_health(Nid::any(), static_cast<int>(*health)); !s)

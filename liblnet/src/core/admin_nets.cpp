@@ -153,4 +153,20 @@ Status Admin::set_lnd_timeout(NetId net, int seconds) {
   return {};
 }
 
+Status Admin::set_lnd_tunable(Nid nid, std::string_view name, long value) {
+  MutexLock g(c_.nets_.mutex());  // NIs come and go under it
+  for (Ni* ni : c_.st_.nets().nis) {
+    if (ni == c_.st_.lo_ni || ni->nid != nid) continue;
+    int rc = ni->lnd->set_tunable(*ni, name, value);
+    if (rc == -EOPNOTSUPP)
+      return Failure{rc, "not supported yet: " + std::string(name) + " on " + nid.net().to_string() +
+                             " at run time (its driver takes it when an NI comes up)"};
+    if (rc < 0)
+      return Failure{rc, "cannot set " + std::string(name) + " " + std::to_string(value) + " on " + nid.to_string() +
+                             ": " + errno_string(rc)};
+    return {};
+  }
+  return Failure{-ENOENT, "no local NI " + nid.to_string()};
+}
+
 }  // namespace lnet::core

@@ -182,6 +182,15 @@ class Lnd {
     (void)seconds;
     return -EOPNOTSUPP;
   }
+  // Sets one of the driver's tunables (its LndTunableSpec, value within its range) on `ni`
+  // at run time (lnetctl net set --conns-per-peer). 0, or a negative errno (-EOPNOTSUPP:
+  // the driver takes it only when the NI comes up).
+  virtual int set_tunable(NetInterface& ni, std::string_view name, long value) {
+    (void)ni;
+    (void)name;
+    (void)value;
+    return -EOPNOTSUPP;
+  }
   // Whether `ni`'s link is known to be alive even when nothing arrives on it (the UP
   // LND: a proxy is attached). A router reports an NI that heard nothing for
   // router_ping_timeout + alive_router_check_interval down to its peers, unless this says

@@ -14,6 +14,10 @@ namespace lnet {
 
 // "/sys", or LNET_SYSFS_ROOT.
 std::string sysfs_root();
+// LNET_SYSFS_ROOT, or empty when it is not set (the socket LND then asks the kernel for
+// link speeds, SIOCETHTOOL: a process that entered a network namespace with `nsenter
+// --net` sees another namespace's /sys/class/net).
+std::string sysfs_root_set();
 // The first whole number in `<root>/<path>`, if the file exists and starts with one.
 std::optional<long> sysfs_number(std::string_view path);
 

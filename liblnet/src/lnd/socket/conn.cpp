@@ -155,6 +155,7 @@ void Conn::enqueue(Tx* tx) {
     }
     if (txq_.empty()) last_tx_progress_ = Clock::now();
     txq_.push_back(tx);
+    queued_.fetch_add(tx->total - tx->sent, std::memory_order_relaxed);
     if (!writing_) write_some(done);
   }
   while (Tx* t = done.pop_front()) {
@@ -200,6 +201,7 @@ void Conn::write_some(TxList& done) {
       return;
     }
     last_tx_progress_ = Clock::now();
+    queued_.fetch_sub(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     auto left = static_cast<std::uint64_t>(n);
     while (left > 0 && !txq_.empty()) {
       Tx* t = txq_.front();
@@ -234,6 +236,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
     closed_.store(true, std::memory_order_release);
     failed = txq_;
     txq_ = {};
+    queued_.store(0, std::memory_order_relaxed);
   }
   io_.remove(fd_);
   ::close(fd_);

@@ -42,6 +42,11 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   bool closed() const { return closed_.load(std::memory_order_acquire); }
   std::uint64_t incarnation() const { return peer_incarnation_; }
   bool active() const { return active_; }  // we dialled it
+  // Bytes queued and not yet written, and when the placement rule last chose it (a
+  // sequence number of the peer's): what choose_conn weighs, read under the peer's mutex.
+  std::uint64_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  std::uint64_t last_post() const { return last_post_.load(std::memory_order_relaxed); }
+  void set_last_post(std::uint64_t seq) { last_post_.store(seq, std::memory_order_relaxed); }
 
   // Queues a message (or NOOP) and writes it now if the connection is idle.
   void enqueue(Tx* tx);
@@ -70,6 +75,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void on_hello();
   void on_hello_reply(const Hello& h);
   void on_hello_request(const Hello& h);
+  void answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> peer);
   void finish_handshake(std::shared_ptr<SockPeer> peer);
   void send_raw(const std::vector<std::uint8_t>& bytes);
   void process_rx();
@@ -146,6 +152,8 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   TxList txq_ LNET_GUARDED_BY(tx_mutex_);
   bool writing_ LNET_GUARDED_BY(tx_mutex_) = false;
   std::atomic<bool> want_write_{false};
+  std::atomic<std::uint64_t> queued_{0};
+  std::atomic<std::uint64_t> last_post_{0};
   Clock::time_point last_tx_progress_;
   Clock::time_point last_keepalive_;
 };

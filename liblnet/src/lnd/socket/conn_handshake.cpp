@@ -328,7 +328,8 @@ void Conn::on_hello_reply(const Hello& h) {
   }
   if (h.ctype == ConnType::None) {
     close_now(-EALREADY, HealthStatus::Ok,
-              peer_->nid.to_string() + " refused a " + conn_type_name(type_) + " connection (race or duplicate)");
+              peer_->nid.to_string() + " refused a " + conn_type_name(type_) +
+                  " connection (a race, or it has as many of that type as its conns_per_peer)");
     return;
   }
   if (h.src_nid != peer_->nid) {
@@ -389,20 +390,32 @@ void Conn::on_hello_request(const Hello& h) {
   reply.version = version_;
   reply.dst_nid = nid;
   reply.dst_pid = pid;
-  if (lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation)) {
+  answer_hello(h, reply, std::move(peer));
+}
+
+// Passive side: our answer to a HELLO that passed its checks, taking the connection or
+// refusing it with type NONE.
+void Conn::answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> peer) {
+  const Nid nid = reply.dst_nid;
+  if (Refusal why = lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation); why != Refusal::None) {
+    // As ksocklnd: a HELLO of type NONE tells the peer to use the connections it has.
     reply.ctype = ConnType::None;
     send_raw(encode_hello(reply));
     peer_.reset();
     close_now(-EALREADY, HealthStatus::Ok,
               "refused a " + std::string(conn_type_name(h.ctype)) + " connection from " + nid.to_string() +
-                  " (we are connecting, or have one)");
+                  (why == Refusal::Race ? " (connection race: we are connecting to it)"
+                                        : " (excess: it has as many of that type as conns_per_peer allows)"));
     return;
   }
   reply.ctype = type_;
   send_raw(encode_hello(reply));
-  if (closed()) return;
+  if (closed()) {
+    lnd_.release_incoming(*peer, type_);  // the place refuse_incoming kept for it
+    return;
+  }
   peer_incarnation_ = h.src_incarnation;
-  finish_handshake(peer);
+  finish_handshake(std::move(peer));
 }
 
 void Conn::finish_handshake(std::shared_ptr<SockPeer> peer) {

@@ -23,6 +23,15 @@ namespace lnet::sock {
 
 namespace {
 constexpr int kDefaultPeerCredits = 8;  // ksocklnd's peer_credits
+
+// The name of the interface that has address `ip` (empty: none has).
+std::string interface_of(std::uint32_t ip) {
+  auto ifs = host_interfaces();
+  if (!ifs) return {};
+  for (const HostInterface& i : *ifs)
+    if (i.ipv4 == ip) return i.loopback ? std::string("lo") : i.name;
+  return {};
+}
 }  // namespace
 
 Tx* tx_alloc() {
@@ -117,19 +126,6 @@ SocketLnd::~SocketLnd() {
   for (auto& io : io_) io->stop();
 }
 
-namespace {
-
-// The interface an NI is on: the configured one, else the one holding its address.
-std::string interface_name(const NetConfig& nc, std::uint32_t ip) {
-  if (!nc.interfaces.empty()) return nc.interfaces.front();
-  if (auto host = host_interfaces())
-    for (const HostInterface& h : *host)
-      if (h.ipv4 == ip) return h.name;
-  return {};
-}
-
-}  // namespace
-
 int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
@@ -145,7 +141,7 @@ int SocketLnd::startup(NetInterface& ni) {
     sni->ip = *ip;
     ni.nid = Nid::make(ni.config.net, sni->ip);
   }
-  sni->ifname = interface_name(ni.config, sni->ip);
+  sni->ifname = ni.config.interfaces.empty() ? interface_of(sni->ip) : ni.config.interfaces.front();
   ni.numa_node = interface_numa_node(sni->ifname);
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -156,6 +152,8 @@ int SocketLnd::startup(NetInterface& ni) {
   if (timeout <= 0) timeout = params_.timeout;
   if (timeout == 0) timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : 50;
   sni->timeout.store(timeout, std::memory_order_relaxed);
+  long cpp = ni.config.lnd_tunables.get_or("conns_per_peer", 0);
+  sni->conns_per_peer.store(cpp > 0 ? static_cast<int>(cpp) : auto_conns_per_peer(*sni), std::memory_order_relaxed);
   // The NI's peer_credits when the configuration left them: ksocklnd's default.
   if (ni.config.tunables.peer_credits <= 0) ni.config.tunables.peer_credits = kDefaultPeerCredits;
 
@@ -168,8 +166,8 @@ int SocketLnd::startup(NetInterface& ni) {
     MutexLock g(nis_mutex_);
     if (int rc = listen_locked(ni, sni.get()); rc != 0) return rc;
   }
-  LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s", ni.nid.to_string().c_str(), params_.port,
-           accept_mode_name(params_.accept), timeout);
+  LNET_LOG(Info, kLogLnd, "%s up: port %d, accept=%s, timeout %d s, conns_per_peer %d", ni.nid.to_string().c_str(),
+           params_.port, accept_mode_name(params_.accept), timeout, sni->conns_per_peer.load());
   watch_link(*sni);
   MutexLock g(nis_mutex_);
   nis_.push_back(sni.get());
@@ -300,185 +298,6 @@ void SocketLnd::stop_if_idle() {
   links_.reset();
 }
 
-// ---------------------------------------------------------------- peers and connections
-
-std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip) {
-  auto key = std::make_pair(nid.value(), pid);
-  {
-    ReadLock g(sni.mutex);
-    auto it = sni.peers.find(key);
-    if (it != sni.peers.end()) return it->second;
-  }
-  WriteLock g(sni.mutex);
-  auto& slot = sni.peers[key];
-  if (!slot) {
-    auto peer = std::make_shared<SockPeer>();
-    peer->nid = nid;
-    peer->pid = pid;
-    peer->userspace = (pid & kPidUserFlag) != 0;
-    peer->ip = ip;
-    MutexLock pg(peer->mutex);  // not shared yet, but version is guarded
-    peer->version = params_.typed_conns ? kProtoV3 : kProtoV2;
-    slot = peer;
-  }
-  return slot;
-}
-
-namespace {
-
-// The connection a message goes on: CONTROL for small ones, BULK_OUT for large, ANY
-// with a peer that opened only one; NOOPs carrying ACK cookies prefer BULK_IN.
-std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk, bool zc_ack) LNET_REQUIRES(peer.mutex) {
-  ConnType want = zc_ack ? ConnType::BulkIn : bulk ? ConnType::BulkOut : ConnType::Control;
-  std::shared_ptr<Conn> any, fallback;
-  for (auto& c : peer.conns) {
-    if (c->closed()) continue;
-    if (c->type() == want) return c;
-    if (c->type() == ConnType::Any) any = c;
-    if (c->type() != ConnType::BulkIn || zc_ack) fallback = c;
-  }
-  return any ? any : fallback;
-}
-
-}  // namespace
-
-void SocketLnd::launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) {
-  if (sni.stopping) return;
-  std::vector<ConnType> types;
-  if (params_.typed_conns) {
-    types = {ConnType::Control, ConnType::BulkIn, ConnType::BulkOut};
-  } else {
-    types = {ConnType::Any};
-  }
-  std::vector<ConnType> missing;
-  for (ConnType t : types) {
-    bool have = false;
-    for (auto& c : peer->conns) have = have || (!c->closed() && c->type() == t);
-    if (!have) missing.push_back(t);
-  }
-  std::uint32_t version = peer->version;
-  if (!params_.typed_conns && version > kProtoV2) version = kProtoV2;  // V3 never sends on ANY
-  peer->connecting += static_cast<int>(missing.size());
-  for (ConnType t : missing) Conn::connect(sni, peer, t, version);
-}
-
-void SocketLnd::queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk) {
-  std::shared_ptr<Conn> conn;
-  int refuse = 0;
-  {
-    MutexLock g(peer->mutex);
-    conn = pick_conn(*peer, bulk, false);
-    if (!conn) {
-      if (peer->userspace) {
-        refuse = -EHOSTUNREACH;  // a userspace peer dials us; we never dial it
-      } else {
-        peer->pending.push_back(tx);
-        if (peer->connecting == 0 && Clock::now() >= peer->next_connect) launch_connect(sni, peer);
-      }
-    }
-  }
-  if (conn) {
-    conn->enqueue(tx);
-  } else if (refuse) {
-    TxList one;
-    one.push_back(tx);
-    fail_txs(one, refuse, HealthStatus::RemoteError);
-  }
-}
-
-void SocketLnd::fail_txs(TxList& txs, int rc, HealthStatus h) {
-  while (Tx* t = txs.pop_front()) {
-    if (t->msg) {
-      t->msg->health = h;
-      t->ni->host->finalize(t->msg, rc);
-    }
-    tx_free(t);
-  }
-}
-
-bool SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation) {
-  MutexLock g(peer.mutex);
-  if (peer.incarnation != 0 && incarnation != peer.incarnation) return false;  // rebooted: the old ones go
-  for (auto& c : peer.conns)
-    if (!c->closed() && c->type() == type) return true;  // a duplicate
-  // Both sides dialling at once: the greater NID keeps its own connections.
-  return peer.connecting > 0 && sni.ni->nid.value() > peer.nid.value();
-}
-
-void SocketLnd::conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer,
-                                 const std::shared_ptr<Conn>& conn) {
-  std::vector<std::shared_ptr<Conn>> stale;
-  std::vector<std::pair<std::shared_ptr<Conn>, Tx*>> go;
-  {
-    MutexLock g(peer->mutex);
-    if (peer->incarnation != 0 && conn->incarnation() != peer->incarnation) {
-      LNET_LOG(Warn, kLogLnd, "%s restarted (new incarnation): closing its old connections",
-               peer->nid.to_string().c_str());
-      stale.swap(peer->conns);
-    }
-    peer->incarnation = conn->incarnation();
-    if (conn->active() && peer->connecting > 0) --peer->connecting;
-    peer->conns.push_back(conn);
-    peer->backoff_ms = 0;
-    peer->next_connect = {};
-    TxList still;
-    while (Tx* t = peer->pending.pop_front()) {
-      auto c = pick_conn(*peer, t->total >= static_cast<std::uint64_t>(params_.min_bulk), false);
-      if (c)
-        go.emplace_back(std::move(c), t);
-      else
-        still.push_back(t);
-    }
-    peer->pending = still;
-  }
-  for (auto& c : stale) c->close(-ECONNRESET, HealthStatus::RemoteDropped, "peer restarted");
-  for (auto& [c, t] : go) c->enqueue(t);
-  if (!sni.stopping) sni.ni->host->notify_peer(*sni.ni, peer->nid, true);
-}
-
-void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established,
-                            bool active, int rc) {
-  if (conn) {
-    MutexLock g(sni.conns_mutex);
-    auto& v = sni.conns;
-    v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
-            v.end());
-  }
-  if (!peer) return;
-  TxList failed;
-  bool down = false;
-  {
-    MutexLock g(peer->mutex);
-    if (was_established) {
-      auto& v = peer->conns;
-      v.erase(std::remove_if(v.begin(), v.end(), [conn](const std::shared_ptr<Conn>& c) { return c.get() == conn; }),
-              v.end());
-    } else if (active && peer->connecting > 0) {
-      --peer->connecting;
-    }
-    bool none = peer->connecting == 0;
-    for (auto& c : peer->conns) none = none && c->closed();
-    if (none) {
-      bool retry_now = rc == -EALREADY || (rc == -EPROTO && !was_established);  // a race, or another version
-      if (!was_established && active && !retry_now) {
-        // Connecting failed for real: back off, and fail what waits.
-        peer->backoff_ms =
-            peer->backoff_ms ? std::min(peer->backoff_ms * 2, params_.max_reconnectms) : params_.min_reconnectms;
-        peer->next_connect = Clock::now() + std::chrono::milliseconds(peer->backoff_ms);
-        failed = peer->pending;
-        peer->pending = {};
-        down = true;
-      } else {
-        peer->next_connect =
-            retry_now ? Clock::now() + std::chrono::milliseconds(params_.min_reconnectms / 4) : Clock::now();
-        down = was_established;
-      }
-    }
-  }
-  fail_txs(failed, rc ? rc : -ECONNABORTED, health_of_errno(rc));
-  if (down && !sni.stopping) sni.ni->host->notify_peer(*sni.ni, peer->nid, false);
-}
-
 void SocketLnd::tick(Clock::time_point now) {
   std::vector<SockNi*> nis;
   {
@@ -549,17 +368,40 @@ Status SocketLnd::check_config(const NetConfig& config) const {
   if (Status s = Lnd::check_config(config); !s) return s;  // the keys and ranges of kTunables
   const LndTunables& t = config.lnd_tunables;
   std::string net = config.net.to_string();
-  if (long cpp = t.get_or("conns_per_peer", 0); cpp > 1)
-    return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer " + std::to_string(cpp) + " on " + net +
-                                    " (one connection of each type per peer)"};
   if (long to = t.get_or("timeout", 0); to < 0)
     return Failure{-EINVAL, "LND timeout " + std::to_string(to) + " on " + net};
   return {};
 }
 
 long SocketLnd::tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const {
-  if (name == "conns_per_peer") return configured > 0 ? configured : 1;  // 0 (auto) is one here
+  const auto* sni = static_cast<const SockNi*>(ni.lnd_data);
+  // 0 (automatic) shows the count it came to, as ksocklnd stores it in the NI's tunables.
+  if (name == "conns_per_peer") return sni ? sni->conns_per_peer.load(std::memory_order_relaxed) : configured;
   return Lnd::tunable_in_effect(ni, name, configured);
+}
+
+int SocketLnd::auto_conns_per_peer(const SockNi& sni) const {
+  long mbps = link_speed_mbps(sni.ifname, params_.sysfs_root);
+  int cpp = conns_per_peer_for_speed(mbps);
+  LNET_LOG(Debug, kLogLnd, "conns_per_peer 0 on %s: link speed %ld Mb/s, %d connection(s) of each bulk type",
+           sni.ifname.empty() ? "?" : sni.ifname.c_str(), mbps, cpp);
+  return cpp;
+}
+
+int SocketLnd::set_tunable(NetInterface& ni, std::string_view name, long value) {
+  auto* sni = static_cast<SockNi*>(ni.lnd_data);
+  if (!sni) return -EINVAL;
+  if (name != "conns_per_peer") return -EOPNOTSUPP;
+  if (value < 0 || value > kMaxConnsPerPeer) return -ERANGE;
+  // Connections made from now on follow it; those up stay (ksocklnd's rule).
+  sni->conns_per_peer.store(value > 0 ? static_cast<int>(value) : auto_conns_per_peer(*sni), std::memory_order_relaxed);
+  return 0;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> SocketLnd::counters() const {
+  return {{"conns_established", conns_established_.load(std::memory_order_relaxed)},
+          {"conns_refused_race", conns_refused_race_.load(std::memory_order_relaxed)},
+          {"conns_refused_excess", conns_refused_excess_.load(std::memory_order_relaxed)}};
 }
 
 int SocketLnd::timeout(const NetInterface& ni) const {
@@ -581,7 +423,8 @@ const struct Registrar {
   Registrar() {
     register_lnd(kSockLnd, [] { return std::unique_ptr<Lnd>(new SocketLnd); });
     register_lnd_tunables(kSockLnd,
-                          {{"conns_per_peer", 0, 127, 0, false, "bulk connections per peer (0: from the link speed)"},
+                          {{"conns_per_peer", 0, kMaxConnsPerPeer, 0, false,
+                            "connections of each bulk type per peer (0: from the link speed)"},
                            {"timeout", 0, 3600, 0, true, "seconds before a stuck connection is closed (lnd_timeout)"},
                            {"tos", -1, 255, -1, false, "IP type of service of its sockets (-1: left alone)"}});
   }

@@ -12,6 +12,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -62,6 +64,14 @@ struct SockPeer {
   TxList pending LNET_GUARDED_BY(mutex);                            // waiting for a connection
   Clock::time_point next_connect LNET_GUARDED_BY(mutex){};
   int backoff_ms LNET_GUARDED_BY(mutex) = 0;
+  // Connections of each bulk type to keep: the NI's conns_per_peer when we last dialled
+  // with none up (0: never dialled), as ksocklnd's connection set remembers it; a change
+  // (net set) reaches a peer when it connects again.
+  int max_conns LNET_GUARDED_BY(mutex) = 0;
+  std::uint64_t post_seq LNET_GUARDED_BY(mutex) = 0;  // orders the choices (round robin)
+  // Incoming connections of each type taken and not established yet: counted against
+  // conns_per_peer, so that two I/O threads cannot both take the last place.
+  int accepting[4] LNET_GUARDED_BY(mutex) = {};
   bool userspace = false;  // identified by source port: we never connect to it
 };
 
@@ -71,19 +81,27 @@ struct SockNi {
   SocketLnd* lnd = nullptr;
   std::uint32_t ip = 0;  // host order
   std::uint64_t incarnation = 0;
-  std::atomic<int> timeout{50};  // seconds; lnetctl net set --lnd-timeout changes it at run time
-  SharedMutex mutex;             // the peer map
+  std::atomic<int> timeout{50};        // seconds; lnetctl net set --lnd-timeout changes it at run time
+  std::atomic<int> conns_per_peer{1};  // in effect (0 configured: from the link speed); net set changes it
+  std::string ifname;                  // the interface of `ip`, whose speed the automatic value follows
+  SharedMutex mutex;                   // the peer map
   // Keyed by (NID, pid), as the kernel keys its peers: a userspace client identified by
   // its source port is not the kernel-like peer on the same address.
   std::map<std::pair<std::uint64_t, Pid>, std::shared_ptr<SockPeer>> peers LNET_GUARDED_BY(mutex);
   Mutex conns_mutex;  // every connection of this NI, established or not
   std::vector<std::shared_ptr<Conn>> conns LNET_GUARDED_BY(conns_mutex);
   std::atomic<bool> stopping{false};
-  // Its link (link_watch.hpp), under the driver's nis_mutex_: the interface, the address
+  // Its link (link_watch.hpp; `ifname`'s), under the driver's nis_mutex_: the address
   // it must hold (0: an address not on it, as an explicit NID on lo), the state last told.
-  std::string ifname;
   std::uint32_t link_ip = 0;
   bool link_up = true;
+};
+
+// Why an incoming connection is refused (answered with a HELLO of type NONE).
+enum class Refusal {
+  None,    // taken
+  Race,    // both sides dialling: the greater NID keeps its own connections
+  Excess,  // the peer has conns_per_peer connections of that type already
 };
 
 class SocketLnd final : public Lnd {
@@ -101,6 +119,9 @@ class SocketLnd final : public Lnd {
   int timeout(const NetInterface& ni) const override;
   long tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const override;
   int set_timeout(NetInterface& ni, int seconds) override;
+  int set_tunable(NetInterface& ni, std::string_view name, long value) override;
+  std::vector<std::pair<std::string, std::uint64_t>> counters() const override;
+  std::string counters_name() const override { return "tcp"; }
 
   const SocketParams& params() const { return params_; }
   IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }
@@ -110,9 +131,11 @@ class SocketLnd final : public Lnd {
   void conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn);
   void conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established, bool active,
                    int rc);
-  // True when `peer` already has (or is racing for) a connection that makes an incoming
-  // one of `type` redundant.
-  bool refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
+  // Whether an incoming connection of `type` (as we record it) from `peer` is refused:
+  // we are racing it, or it has as many of that type as conns_per_peer allows. Counted.
+  // One taken holds a place among them until conn_established or release_incoming.
+  Refusal refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
+  void release_incoming(SockPeer& peer, ConnType type);
   void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
   // The NI on address `ip` whose NID is `target` (an acceptor request names it), if any.
   SockNi* ni_for_accept(std::uint32_t ip, Nid target);
@@ -129,7 +152,12 @@ class SocketLnd final : public Lnd {
   void queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk);
   static void fail_txs(TxList& txs, int rc, HealthStatus h);
 
+  int auto_conns_per_peer(const SockNi& sni) const;
+
   SocketParams params_;
+  std::atomic<std::uint64_t> conns_established_{0};
+  std::atomic<std::uint64_t> conns_refused_race_{0};
+  std::atomic<std::uint64_t> conns_refused_excess_{0};
   std::vector<std::unique_ptr<IoThread>> io_;
   Mutex nis_mutex_;
   std::vector<SockNi*> nis_ LNET_GUARDED_BY(nis_mutex_);

@@ -1,7 +1,21 @@
 // The socket LND's parameters: ksocklnd's and the acceptor's module parameters as LNET_* variables.
 #include "sock_lnd.hpp"
 
+#include <lnet/lnd/numa.hpp>
+
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
 #include <cerrno>
+#include <cstring>
+#include <exception>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -40,6 +54,36 @@ const EnvVar kEnableCsum{"LNET_SOCK_ENABLE_CSUM", "0", "tcp: 1 = checksum messag
 const EnvVar kMinReconnectms{"LNET_SOCK_MIN_RECONNECTMS", "1000",
                              "tcp: first reconnect delay in ms (doubles up to the max)"};
 const EnvVar kMaxReconnectms{"LNET_SOCK_MAX_RECONNECTMS", "60000", "tcp: longest reconnect delay in ms"};
+
+// The link speed of `dev` in Mb/s as the kernel's ethtool call gives it (what ksocklnd
+// asks), in the network namespace of this process; -1 when unknown or loopback.
+long ethtool_speed(const std::string& dev) {
+  if (dev.size() >= IFNAMSIZ) return -1;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, dev.data(), dev.size());
+  long speed = -1;
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_LOOPBACK)) {
+    ethtool_cmd cmd{};
+    cmd.cmd = ETHTOOL_GSET;
+    ifr.ifr_data = reinterpret_cast<char*>(&cmd);
+    if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
+      std::uint32_t v = ethtool_cmd_speed(&cmd);
+      if (v > 0 && v < 0x7fffffffU) speed = static_cast<long>(v);  // SPEED_UNKNOWN is -1
+    }
+  }
+  ::close(fd);
+  return speed;
+}
+
+// The first word of a sysfs attribute file, or nothing.
+std::string read_word(const std::string& path) {
+  std::ifstream in(path);
+  std::string w;
+  if (!(in >> w)) return {};
+  return w;
+}
 
 }  // namespace
 
@@ -91,10 +135,41 @@ Result<SocketParams> SocketParams::from_env() {
     if (!r) return r.failure();
     *f.field = *r;
   }
+  p.sysfs_root = sysfs_root_set();
   if (p.min_reconnectms > p.max_reconnectms)
     return Failure{-EINVAL, "LNET_SOCK_MIN_RECONNECTMS (" + std::to_string(p.min_reconnectms) +
                                 ") is above LNET_SOCK_MAX_RECONNECTMS (" + std::to_string(p.max_reconnectms) + ")"};
   return p;
+}
+
+int conns_per_peer_for_speed(long mbps) {
+  if (mbps <= 0) return 1;  // unknown: one of each, as ksocklnd
+  long gbps = std::max(mbps, 1000L) / 1000;
+  int cpp = (std::bit_width(static_cast<unsigned long>(gbps)) - 1) / 2 + 1;
+  return std::min(cpp, kMaxConnsPerPeer);
+}
+
+long link_speed_mbps(const std::string& ifname, const std::string& sysfs_root) {
+  if (ifname.empty() || ifname.find('/') != std::string::npos) return -1;
+  std::string dev = ifname.substr(0, ifname.find(':'));  // an alias (eth0:1) is its device's
+  if (sysfs_root.empty()) return ethtool_speed(dev);
+  std::string dir = sysfs_root + "/class/net/" + dev + "/";
+  std::string flags = read_word(dir + "flags");
+  if (!flags.empty()) {
+    try {
+      if (std::stoul(flags, nullptr, 16) & IFF_LOOPBACK) return -1;  // ksocklnd never asks loopback
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+  std::string speed = read_word(dir + "speed");  // EINVAL to read when the driver does not know
+  try {
+    std::size_t used = 0;
+    long v = std::stol(speed, &used);
+    return used == speed.size() && v > 0 ? v : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 void set_socket_params(const SocketParams& p) {

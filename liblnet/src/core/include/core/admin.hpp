@@ -37,6 +37,7 @@ class Admin final : public Control {
   Status set_globals(const GlobalTunables& g) override;
   Status set_ni_health(Nid nid, int value) override;
   Status set_lnd_timeout(NetId net, int seconds) override;
+  Status set_lnd_tunable(Nid nid, std::string_view name, long value) override;
   Status set_peer_ni_health(Nid nid, int value) override { return c_.health_.set_peer_ni_health(nid, value); }
   Status set_peer_state(Nid nid, std::uint32_t state) override;
   std::vector<Nid> recovery_queue(bool local) const override { return c_.health_.recovery_queue(local); }
