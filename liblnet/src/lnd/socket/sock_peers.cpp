@@ -45,8 +45,10 @@ std::size_t type_index(ConnType t) { return static_cast<std::size_t>(t) & 3U; }
 std::shared_ptr<Conn> pick_conn(SockPeer& peer, bool bulk) LNET_REQUIRES(peer.mutex) {
   ConnType want = bulk ? ConnType::BulkOut : ConnType::Control;
   auto& v = peer.conns;
-  std::size_t i = choose_conn(v.size(), want, false, [&v](std::size_t k) {
-    const Conn& c = *v[k];
+  const std::shared_ptr<Conn>* conns =
+      v.data();  // read under the lock held here (the analysis does not follow a lambda)
+  std::size_t i = choose_conn(v.size(), want, false, [conns](std::size_t k) {
+    const Conn& c = *conns[k];
     return ConnLoad{c.type(), !c.closed(), c.queued(), c.last_post()};
   });
   if (i == v.size()) return nullptr;
