@@ -23,7 +23,7 @@ Result<Nid> Admin::add_ni(const NetConfig& nc) {
 
 Status Admin::set_ni_health(Nid nid, int value) {
   if (Status s = c_.health_.set_ni_health(nid, value); !s) return s;
-  c_.periodic_status_check();  // health 0 is down, and back from it up: peers are told now
+  c_.push_status_changes();  // health 0 is down, and back from it up: peers are told now
   return {};
 }
 

@@ -192,7 +192,7 @@ std::int64_t Core::expire(std::int64_t now) {
 
 bool Core::awaiting() { return portals_.tracked_responses() > 0 || faults_.release(0, false) != 0; }
 
-void Core::periodic_status_check() {
+void Core::push_status_changes() {
   // An NI whose health reached 0 or came back from it (health moves without a lock)
   // changes the status peers are told.
   for (Ni* ni : st_.nets().nis)
@@ -203,7 +203,7 @@ void Core::periodic_status_check() {
 }
 
 bool Core::periodic() {
-  periodic_status_check();
+  push_status_changes();
   if (!st_.routing.load(std::memory_order_relaxed)) return false;
   router_.check_ni_liveness();  // a router looks at its NIs every recovery_interval
   return true;
@@ -211,7 +211,7 @@ bool Core::periodic() {
 
 void Core::link_state(NetInterface& ni, bool up) {
   // Drivers call this from their threads holding their own locks, and from startup():
-  // no lock of ours here. The monitor tells the peers (periodic_status_check).
+  // no lock of ours here. The monitor tells the peers (push_status_changes).
   Ni& n = static_cast<Ni&>(ni);
   if (n.fatal_error.exchange(!up) == !up) return;
   LNET_LOG(Warn, kLogCore, "%s: link %s", n.nid.to_string().c_str(), up ? "up again: NI up" : "down: NI down");

@@ -1,7 +1,5 @@
 #include "link_watch.hpp"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -11,9 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include <lnet/lnd/ifaddr.hpp>
 #include <lnet/log.hpp>
 #include <lnet/result.hpp>
 
@@ -59,22 +59,10 @@ void LinkWatch::loop() {
   }
 }
 
-namespace {
-
-bool holds(const ifaddrs* a, const std::string& ifname, std::uint32_t ip) {
-  return a->ifa_addr && a->ifa_addr->sa_family == AF_INET && ifname == a->ifa_name &&
-         ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr) == ip;
-}
-
-}  // namespace
-
 bool interface_holds(const std::string& ifname, std::uint32_t ip) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* a = list; a && !found; a = a->ifa_next) found = holds(a, ifname, ip);
-  freeifaddrs(list);
-  return found;
+  auto host = host_interfaces();
+  return host && std::any_of(host->begin(), host->end(),
+                             [&](const HostInterface& h) { return h.name == ifname && h.ipv4 == ip; });
 }
 
 bool link_is_up(const std::string& ifname, std::uint32_t ip) {

@@ -178,7 +178,7 @@ int SocketLnd::startup(NetInterface& ni) {
 void SocketLnd::watch_link(SockNi& sni) {
   if (!links_) {
     links_ = std::make_unique<LinkWatch>([this] { check_links(); });
-    if (!links_->start()) return;
+    (void)links_->start();  // without a watch (logged), the NI still starts down if its link is
   }
   sni.link_ip = interface_holds(sni.ifname, sni.ip) ? sni.ip : 0;
   sni.link_up = link_is_up(sni.ifname, sni.link_ip);

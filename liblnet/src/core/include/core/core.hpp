@@ -122,7 +122,7 @@ class Core final : public LndHost,
   bool awaiting() override;
   bool periodic() override;
   // Our ping info again if an NI's status moved with its health.
-  void periodic_status_check();
+  void push_status_changes();
   // router::RouterHost (also finalize)
   Message* new_msg(unsigned cpt) override;
   int send(Nid self, Message* msg, Nid dst) override;
