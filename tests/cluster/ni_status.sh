@@ -75,7 +75,8 @@ cl exec r lnetctl fault drop del --all >/dev/null || fail "fault drop del"
 cl exec r lnetctl net set --nid "$R1" --health 1000 || fail "net set --health 1000"
 ni_is r "$R1" up || fail "health 1000: NI not up"
 wait_until 20 "a's route to tcp1 through r up (health 1000)" route_is a tcp1 "$R0" up
-cl exec r lnetctl set health_sensitivity 0
-cl exec r lnetctl net set --nid "$R1" --health 0
+cl exec r lnetctl set health_sensitivity 0 || fail "set health_sensitivity 0"
+cl exec r lnetctl net set --nid "$R1" --health 0 || fail "net set --health 0 (health off)"
+cl exec r lnetctl net show -v | grep -A40 "nid: $R1\$" | grep -q "health value: 0" || fail "health off: health is not 0"
 ni_is r "$R1" up || fail "health 0 with health off: NI down"
 log "net set --health 0 (health on): NI down, the route through it down; 1000: up; health off: health 0 stays up"
