@@ -79,8 +79,14 @@ TEST(NumaSysfs, ReadsDeviceNodesCpuNodesAndDistances) {
   EXPECT_EQ(cpus_numa_node(set), -1);
   EXPECT_EQ(numa_distances_to(1), (std::vector<int>{20, 10, 20}));
   EXPECT_EQ(numa_distances_to(-1), (std::vector<int>{20, 20, 20}));  // unknown: as far as the furthest
-  FakeSysfs::write(sys.root() / "devices/system/node/node0/cpulist", "0-1,x");
-  EXPECT_TRUE(numa_node_cpus(0).empty());  // a list it cannot read is no list
+  for (const char* bad : {"0-1,x", "3-1", "-2", "0-99999999", "1-", ",", "0--2"}) {
+    FakeSysfs::write(sys.root() / "devices/system/node/node0/cpulist", bad);
+    EXPECT_TRUE(numa_node_cpus(0).empty()) << "'" << bad << "': a list it cannot read is no list";
+  }
+  FakeSysfs::write(sys.root() / "devices/system/node/node1/distance", "x y");
+  EXPECT_EQ(numa_distances_to(1), (std::vector<int>{20, 10, 20})) << "an unreadable row: the kernel's defaults";
+  FakeSysfs::write(sys.root() / "class/net/eth0/device/numa_node", "banana");
+  EXPECT_EQ(interface_numa_node("eth0"), -1);
 }
 
 // A with 1@gni on interface fa (a device on this thread's node) and 11@gni on fb (one
