@@ -150,19 +150,36 @@ void catch_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-// Serves the control socket until a signal comes.
-void run(lnetd::ControlServer& server) {
+// Serves the control socket until a signal comes. A router drains first (routing off:
+// its peers are told and move away while it still forwards), serving meanwhile; a second
+// signal stops it at once.
+void run(lnetd::ControlServer& server, Control& control) {
+  bool draining = false;
   for (;;) {
     pollfd fds[2] = {{server.fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    if (draining && !control.routing_draining()) {
+      LNET_LOG(Info, kLogDaemon, "routes drained: shutting down");
+      return;
+    }
+    if (poll(fds, 2, draining ? 200 : -1) < 0) {
       if (errno == EINTR) continue;
       die(std::string("poll: ") + std::strerror(errno));
     }
     if (fds[1].revents) {
       char sig = 0;
       (void)!read(g_signal_pipe[0], &sig, 1);
-      LNET_LOG(Info, kLogDaemon, "signal %d: shutting down", sig);
-      return;
+      if (draining || !control.routing()) {
+        LNET_LOG(Info, kLogDaemon, "signal %d: shutting down", sig);
+        return;
+      }
+      if (Status s = control.set_routing(false); !s) {
+        LNET_LOG(Warn, kLogDaemon, "signal %d: cannot drain the routes (%s): shutting down", sig, s.message().c_str());
+        return;
+      }
+      draining = true;
+      LNET_LOG(Info, kLogDaemon,
+               "signal %d: draining the routes through this node before shutting down (a second signal stops at once)",
+               sig);
     }
     if (fds[0].revents & POLLIN) server.accept_ready();
   }
@@ -266,7 +283,7 @@ int main(int argc, char** argv) {
   for (Nid n : lnet->nids()) nids += " " + n.to_string();
   LNET_LOG(Info, kLogDaemon, "lnetd up (pid %d): NIDs%s; configuration from %s; control socket %s", getpid(),
            nids.c_str(), source.c_str(), o.ctl_socket.c_str());
-  run(server);
+  run(server, lnet->control());
   server.stop();
   // Components stop in reverse order, before the instance they run on.
   for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->stop();

@@ -20,12 +20,16 @@ fail() {
 cleanup() {
   local rc=$?
   set +e
-  for p in "${T_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for _ in $(seq 50); do
-    local alive=0
-    for p in "${T_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.1
+  # Twice: a router's lnetd drains its routes on the first (lnetd(8)), stops on the second.
+  local sig
+  for sig in TERM TERM; do
+    for p in "${T_PIDS[@]}"; do kill -"$sig" "$p" 2>/dev/null; done
+    for _ in $(seq 50); do
+      local alive=0
+      for p in "${T_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ $alive = 0 ] && break
+      sleep 0.1
+    done
   done
   for p in "${T_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   # A daemon that did not shut down cleanly (sanitizer report, crash, hang) fails the test.

@@ -78,7 +78,9 @@ for level in single funneled; do
 done
 
 log "lnetd stopped under a running proxy"
-kill -TERM "${LNETD[${ROUTERS[1]}]}"
+kill -TERM "${LNETD[${ROUTERS[1]}]}"  # twice: it routes, and would drain its routes first
+sleep 0.2
+kill -TERM "${LNETD[${ROUTERS[1]}]}" 2>/dev/null
 wait "${LNETD[${ROUTERS[1]}]}" || fail "lnetd ${ROUTERS[1]} did not stop cleanly"
 wait_for "$DIR/proxy2.log" "went away" "the proxy did not report its lnetd gone" 20
 deadline=$((SECONDS + 30))

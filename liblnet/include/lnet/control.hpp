@@ -47,8 +47,12 @@ class Control {
   virtual Status del_route(NetId net, Nid gateway) = 0;
   virtual std::vector<RouteConfig> route_configs() const = 0;
   virtual std::vector<RouteInfo> route_info() const = 0;
+  // Off while on drains: the routes through this node are announced disabled at once
+  // (RTE_DISABLED) and what arrives is still forwarded until it has been quiet for
+  // alive_router_check_interval + 1 s (at most router_ping_timeout longer).
   virtual Status set_routing(bool on) = 0;
-  virtual bool routing() const = 0;
+  virtual bool routing() const = 0;           // the setting (off while draining)
+  virtual bool routing_draining() const = 0;  // off asked, still forwarding
   virtual Status set_buffers(const BufferConfig& b) = 0;
   virtual BufferConfig buffers() const = 0;
   virtual std::vector<RouterCptInfo> router_pools() const = 0;

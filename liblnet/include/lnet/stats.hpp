@@ -57,6 +57,13 @@ struct LndCounters {
   std::vector<std::pair<std::string, std::uint64_t>> counters;
 };
 
+// Round trips of the pings (GETs of ping info) answered through an NI or by a peer NI,
+// in microseconds (`net show -v 4`, `peer show -v 4`: get_rtt_*); count 0: none yet.
+struct RttFigures {
+  std::uint64_t count = 0;
+  std::uint64_t last_us = 0, min_us = 0, max_us = 0, avg_us = 0;
+};
+
 struct NiInfo {
   Nid nid;
   bool up = true;
@@ -80,6 +87,7 @@ struct NiInfo {
   int tx_credits = 0;                         // available now, summed over CPTs
   int min_tx_credits = 0;                     // lowest seen, summed over CPTs
   MsgTypeStats sent, received, dropped;
+  RttFigures get_rtt;  // pings answered through it (a self-ping: by it)
 };
 
 struct PeerNiInfo {
@@ -104,6 +112,7 @@ struct PeerNiInfo {
   std::vector<Nid> preferred_sources;           // NID-pair rules: local NIs it prefers
   std::vector<std::string> preferred_gateways;  // router rules: gateway patterns it prefers
   MsgTypeStats sent, received, dropped;
+  RttFigures get_rtt;  // pings it answered
 };
 
 struct RouteInfo {

@@ -54,6 +54,12 @@ Counters GlobalCounters::snapshot() const {
   return out;
 }
 
+std::int64_t GlobalCounters::sum(Ctr c) const {
+  std::int64_t s = 0;
+  for (unsigned i = 0; i < n_; ++i) s += shards_[i].v[c].load(std::memory_order_relaxed);
+  return s;
+}
+
 void GlobalCounters::reset() {
   // msgs_alloc tracks live messages and is not a statistic; keep it.
   for (unsigned i = 0; i < n_; ++i)

@@ -61,7 +61,10 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
     ni["status"] = i.up ? "up" : "down";
     if (!i.interfaces.empty()) ni["interfaces"] = interfaces_node(i.interfaces);
     if (*verbose > 0) verbose_ni(ni, i);
-    if (*verbose > 3) ni["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, {}, {});
+    if (*verbose > 3) {
+      put_rtt(ni, i.get_rtt);
+      ni["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, {}, {});
+    }
     if (*verbose > 1) {
       ni["max_tx_credits"] = int_node(i.max_tx_credits);
       ni["available_tx_credits"] = int_node(i.tx_credits);

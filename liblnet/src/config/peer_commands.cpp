@@ -25,6 +25,7 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
     e["available_rtr_credits"] = int_node(i.rtr_credits);
     e["min_rtr_credits"] = int_node(i.min_rtr_credits);
     put_traffic(e, i.sent, i.received, i.dropped);
+    if (verbose > 3) put_rtt(e, i.get_rtt);
     // Health, the failures that lowered it, and recovery.
     YAML::Node h;
     h["health value"] = int_node(i.health);

@@ -186,4 +186,14 @@ void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& re
   n["dropped_stats"] = type_stats(dropped);
 }
 
+void put_rtt(YAML::Node& n, const RttFigures& r) {
+  YAML::Node st = n["statistics"];
+  st["get_rtt_count"] = int_node(static_cast<long>(r.count));
+  if (r.count == 0) return;
+  st["get_rtt_last"] = int_node(static_cast<long>(r.last_us));
+  st["get_rtt_min"] = int_node(static_cast<long>(r.min_us));
+  st["get_rtt_avg"] = int_node(static_cast<long>(r.avg_us));
+  st["get_rtt_max"] = int_node(static_cast<long>(r.max_us));
+}
+
 }  // namespace lnet::dlc

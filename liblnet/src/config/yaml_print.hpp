@@ -45,5 +45,8 @@ std::string cpt_list(const std::vector<unsigned>& cpts);
 // The traffic of an NI or a peer NI as `show -v` prints it: "statistics" (the totals),
 // then "sent_stats", "received_stats" and "dropped_stats" by message type.
 void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped);
+// `show -v 4`: the round trips of pings in "statistics" (get_rtt_count, then _last, _min,
+// _avg, _max in microseconds once there is one).
+void put_rtt(YAML::Node& n, const RttFigures& r);
 
 }  // namespace lnet::dlc

@@ -133,6 +133,7 @@ std::vector<PeerInfo> Admin::peer_info() const {
       n.sent = lpni->stats.get(TypeStats::kSent);
       n.received = lpni->stats.get(TypeStats::kReceived);
       n.dropped = lpni->stats.get(TypeStats::kDropped);
+      n.get_rtt = lpni->rtt.get();
       pi.nis.push_back(n);
     }
     out.push_back(std::move(pi));
@@ -163,10 +164,16 @@ std::vector<LndCounters> Admin::lnd_counters() const { return c_.nets_.lnd_count
 
 void Admin::reset_counters() {
   c_.st_.counters.reset();
-  for (Ni* ni : c_.st_.nets().nis) ni->stats.reset();
+  for (Ni* ni : c_.st_.nets().nis) {
+    ni->stats.reset();
+    ni->rtt.reset();
+  }
   ExclusiveLock x(c_.st_.locks);
   for (auto& p : c_.st_.peers.peers())
-    for (auto& lpni : p->nis) lpni->stats.reset();
+    for (auto& lpni : p->nis) {
+      lpni->stats.reset();
+      lpni->rtt.reset();
+    }
 }
 
 Status Admin::add_udsp(const UdspRule& rule, int idx) {

@@ -204,6 +204,7 @@ void Core::push_status_changes() {
 
 bool Core::periodic() {
   push_status_changes();
+  router_.drain_step();
   if (!st_.routing.load(std::memory_order_relaxed)) return false;
   router_.check_ni_liveness();  // a router looks at its NIs every recovery_interval
   return true;

@@ -12,7 +12,7 @@ PingInfo PingTarget::info() const {
   if (st_.tun.discovery.load()) info.features |= kPingFeatDiscovery;
   info.pid = pid_;
   info.nis.push_back(NiStatus{Nid::lo(), st_.ping_seq, 0});  // entry 0's status: the buffer's sequence number
-  if (st_.routing.load()) info.features &= ~kPingFeatRteDisabled;
+  if (st_.routing.load() && !st_.routing_draining.load()) info.features &= ~kPingFeatRteDisabled;
   for (net::Ni* ni : st_.nets().nis) {
     if (ni == st_.lo_ni) continue;
     bool up = st_.ni_status_up(*ni);

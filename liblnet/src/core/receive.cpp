@@ -1,6 +1,7 @@
 // The receive path: validate a header a driver parsed, find the peer, match PUT/GET
 // against the portals (or queue on a lazy portal), turn a matched GET into its REPLY,
 // and match ACK/REPLY to the MD that asked for them.
+#include "base/clock.hpp"
 #include "core/core.hpp"
 
 #include <lnet/log.hpp>
@@ -221,7 +222,20 @@ void Core::parse_reply(Message* msg) {
   msg->ev.mlength = mlength;
   msg->ev.offset = 0;
   portals::LibMd* md = msg->md;
+  note_ping_rtt(msg);
   lnd_recv(msg, false, md->iov, md->niov, 0, mlength, msg->hdr.payload_length);
+}
+
+void Core::note_ping_rtt(Message* msg) {
+  std::int64_t sent = msg->md->ping_sent_ns.exchange(0, std::memory_order_relaxed);
+  if (sent == 0) return;
+  auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steady_now_ns() - sent) / 1000);
+  Nid target = msg->hdr.src_nid;  // who answered
+  Ni* ni = st_.find_ni(target);   // a self-ping: the NI pinged
+  if (!ni) ni = msg->rxni;
+  if (ni && ni != st_.lo_ni) ni->rtt.add(us);
+  MutexLock g(st_.locks[st_.cpts.of_nid(target)]);
+  if (PeerNi* lpni = st_.peers.find(target)) lpni->rtt.add(us);
 }
 
 LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
@@ -258,6 +272,7 @@ LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   }
   ev.mlength = mlength;
   ev.offset = 0;
+  note_ping_rtt(msg);
   return msg;
 }
 

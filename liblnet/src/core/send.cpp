@@ -92,6 +92,8 @@ int Core::send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, st
   h.msg.get.src_offset = offset;
   h.msg.get.sink_length = msg->len;
   msg->len = 0;  // a GET carries no payload; the MD is the REPLY's sink
+  bool ping = portal == kReservedPortal && match_bits == kPingMatchBits;
+  msg->md->ping_sent_ns.store(ping ? steady_now_ns() : 0, std::memory_order_relaxed);
   launch(self, msg);
   return 0;
 }

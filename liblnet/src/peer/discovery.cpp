@@ -451,6 +451,21 @@ void Discovery::push_update(bool force) {
   }
 }
 
+bool Discovery::all_told() {
+  MutexLock g(mutex_);
+  ExclusiveLock x(st_.locks);
+  std::uint32_t seq = st_.ping_seq.load();
+  for (const auto& p : st_.peers.peers()) {
+    if (p->primary.is_lo() || p->dc.node_seqno >= seq) continue;  // it ACKed
+    DcState s = p->dc.state.load();
+    bool idle = s == DcState::Discovered || s == DcState::Undiscovered || s == DcState::Merged;
+    if (idle && p->dc.error != 0) continue;  // unreachable (its last round failed): not sending to us either
+    if (s == DcState::Merged) continue;      // the peer it went into answers for it
+    return false;
+  }
+  return true;
+}
+
 unsigned Discovery::start_round_locked(Peer* peer, bool force) {
   // Asked for: it pings even with discovery off (and pushes when forced).
   clear_flags(peer, ps::kNidsUptodate);

@@ -95,23 +95,77 @@ BufferConfig Router::buffers() const {
   return config_;
 }
 
+// Routing off while it is on drains first (as 2.17's routers do): the ping info says
+// RTE_DISABLED at once (pushed to the discovered peers; the others see it at their next
+// router check) while what arrives is still forwarded; the monitor's drain_step stops it.
+// Routing on again during the drain only takes the announcement back.
 Status Router::set_routing(bool on) {
   MutexLock g(mutex_);
-  if (on == st_.routing.load()) return {};
-  if (on) {
+  if (!on) {
+    if (!st_.routing.load() || st_.routing_draining.load()) return {};
+    std::int64_t now = coarse_now_ns() / kNsPerSec;
+    drain_ = Drain{now, now, st_.counters.sum(kRouteCount)};
+    st_.routing_draining.store(true);
+    host_.ping_info_changed();
+    health_.wake_now();
+    LNET_LOG(Info, kLogRouter,
+             "routing draining: RTE_DISABLED announced, forwarding until quiet for %d s (1 s once every peer has "
+             "the news; at most %d s)",
+             drain_quiet(), drain_most());
+    return {};
+  }
+  if (st_.routing_draining.exchange(false)) {
+    host_.ping_info_changed();
+    LNET_LOG(Info, kLogRouter, "routing enabled again (the drain is called off)");
+    return {};
+  }
+  if (st_.routing.load()) return {};
+  {
     ExclusiveLock x(st_.locks);
     buffers_.resize(config_, true);
   }
+  switch_routing_locked(true);
+  health_.wake_now();  // it checks the NIs while routing
+  return {};
+}
+
+void Router::switch_routing_locked(bool on) {
   // The NIs' silence is counted from now; one down for it comes back when routing stops.
   for (Ni* ni : st_.nets().nis) {
     ni->last_rx.store(coarse_now_ns() / kNsPerSec, std::memory_order_relaxed);
     ni->silent.store(false);
   }
   st_.routing.store(on, std::memory_order_release);
-  host_.ping_info_changed();   // RTE_DISABLED changes
-  if (on) health_.wake_now();  // it checks the NIs while routing
+  st_.routing_draining.store(false);
+  host_.ping_info_changed();  // RTE_DISABLED changes
   LNET_LOG(Info, kLogRouter, "routing %s", on ? "enabled" : "disabled");
-  return {};
+}
+
+// A peer that had us up stops choosing us once told: at once when pushed, else at its
+// next router check (alive_router_check_interval, taken as the peers' own). Nothing
+// forwarded for one such interval and a second means they have all moved (a second
+// alone once every peer has ACKed the push: what they sent before is in); a peer still
+// sending after interval + router_ping_timeout does not follow RTE_DISABLED at all.
+int Router::drain_quiet() const { return std::max(0, st_.tun.router_check_interval.load()) + 1; }
+int Router::drain_most() const { return drain_quiet() + std::max(0, st_.tun.router_ping_timeout.load()); }
+
+void Router::drain_step() {
+  if (!st_.routing_draining.load()) return;
+  MutexLock g(mutex_);
+  if (!st_.routing_draining.load()) return;
+  std::int64_t now = coarse_now_ns() / kNsPerSec;
+  std::int64_t forwarded = st_.counters.sum(kRouteCount);
+  if (forwarded != drain_.forwarded) {
+    drain_.during += forwarded > drain_.forwarded ? forwarded - drain_.forwarded : 0;
+    drain_.forwarded = forwarded;
+    drain_.last_forward = now;
+  }
+  bool quiet = now - drain_.last_forward >= (discovery_.all_told() ? 1 : drain_quiet());
+  if (!quiet && now - drain_.started < drain_most()) return;
+  LNET_LOG(Info, kLogRouter, "routing drained after %lld s (%lld messages forwarded meanwhile%s)",
+           static_cast<long long>(now - drain_.started), static_cast<long long>(drain_.during),
+           quiet ? "" : "; still forwarding at the drain's end");
+  switch_routing_locked(false);
 }
 
 std::vector<RouterCptInfo> Router::router_pools() const {

@@ -232,6 +232,41 @@ TEST_F(Commands, NetShow) {
   EXPECT_EQ(none.rc, -ENOENT);
 }
 
+// Round trips of pings (get_rtt_*, microseconds) at net show -v 4 and peer show -v 4:
+// a ping of b fills a's NI and b's peer NI; a self-ping fills the NI pinged; stats reset
+// zeroes them; below -v 4 they are not shown.
+TEST_F(Commands, PingRoundTripsAtVerbosity4) {
+  auto rtt_count = [&](const std::string& text) {
+    auto at = text.find("get_rtt_count: ");
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + 15));
+  };
+  auto net4 = [&] { return run(*a, "net show", {{"verbose", {"4"}}, {"net", {"gni"}}}).text; };
+  auto peer4 = [&] { return run(*a, "peer show", {{"verbose", {"4"}}, {"nid", {"32@gni"}}}).text; };
+  EXPECT_EQ(rtt_count(net4()), 0) << net4();
+  EXPECT_EQ(net4().find("get_rtt_min"), std::string::npos) << "no figure without a ping";
+  ASSERT_TRUE(a->ping(ProcessId{gni(32), kPidLustre}, std::chrono::seconds(2)));
+  EXPECT_EQ(rtt_count(net4()), 1) << net4();
+  EXPECT_EQ(rtt_count(peer4()), 1) << peer4();
+  for (const char* k : {"get_rtt_last: ", "get_rtt_min: ", "get_rtt_avg: ", "get_rtt_max: "}) {
+    EXPECT_NE(net4().find(k), std::string::npos) << k << net4();
+    EXPECT_NE(peer4().find(k), std::string::npos) << k << peer4();
+  }
+  auto figures = a->control().ni_info();
+  for (const NiInfo& i : figures)
+    if (i.nid == gni(31)) {
+      EXPECT_LE(i.get_rtt.min_us, i.get_rtt.avg_us);
+      EXPECT_LE(i.get_rtt.avg_us, i.get_rtt.max_us);
+      EXPECT_EQ(i.get_rtt.last_us, i.get_rtt.max_us) << "one ping: every figure is its round trip";
+    }
+  ASSERT_TRUE(a->ping(ProcessId{gni(31), kPidLustre}, std::chrono::seconds(2)));  // a self-ping
+  EXPECT_EQ(rtt_count(net4()), 2) << net4();
+  EXPECT_EQ(rtt_count(peer4()), 1) << "the self-ping is not b's";
+  EXPECT_EQ(run(*a, "net show", {{"verbose", {"3"}}}).text.find("get_rtt"), std::string::npos);
+  EXPECT_EQ(run(*a, "stats reset").rc, 0);
+  EXPECT_EQ(rtt_count(net4()), 0) << net4();
+  EXPECT_EQ(rtt_count(peer4()), 0) << peer4();
+}
+
 TEST_F(Commands, ErrorsAreLnetctlErrorBlocks) {
   auto r = run(*a, "route add", {{"net", {"gni1"}}, {"gateway", {"bogus"}}});
   EXPECT_EQ(r.rc, -EINVAL);

@@ -115,11 +115,44 @@ TEST_F(Routing, PingAcrossTheRouter) {
 
 TEST_F(Routing, ANodeThatDoesNotRouteDrops) {
   ASSERT_TRUE(r->control().set_routing(false));
+  ASSERT_TRUE(test::eventually([&] { return !r->control().routing_draining(); })) << "the drain never ended";
   std::uint64_t drops = r->counters().drop_count;
   put("x", AckReq::NoAck);
   EXPECT_EQ(r->counters().drop_count, drops + 1);
   EXPECT_EQ(blog.count(EventType::Put), 0u);
   EXPECT_TRUE(r->ping_info().features & kPingFeatRteDisabled);
+}
+
+// Routing off drains (2.17): the ping info says RTE_DISABLED at once and routing show says
+// off, while what arrives is still forwarded; once nothing was forwarded for the quiet
+// interval (alive_router_check_interval 0 here: 1 s) it stops, and a PUT is dropped.
+// Routing on during the drain calls it off.
+TEST_F(Routing, RoutingOffDrainsFirst) {
+  put("a", AckReq::NoAck);
+  ASSERT_TRUE(blog.find(EventType::Put));
+  ASSERT_TRUE(r->control().set_routing(false));
+  EXPECT_FALSE(r->control().routing()) << "the setting is off at once";
+  EXPECT_TRUE(r->control().routing_draining());
+  EXPECT_TRUE(r->ping_info().features & kPingFeatRteDisabled) << "announced at once";
+  std::uint64_t routed = r->counters().route_count;
+  put("b", AckReq::NoAck, 1);
+  ASSERT_TRUE(test::eventually([&] { return blog.count(EventType::Put) == 2; })) << "not forwarded while draining";
+  EXPECT_EQ(sink[1], 'b');
+  EXPECT_EQ(r->counters().route_count, routed + 1);
+
+  // On again: the announcement is taken back, nothing stopped.
+  ASSERT_TRUE(r->control().set_routing(true));
+  EXPECT_TRUE(r->control().routing());
+  EXPECT_FALSE(r->control().routing_draining());
+  EXPECT_FALSE(r->ping_info().features & kPingFeatRteDisabled);
+
+  ASSERT_TRUE(r->control().set_routing(false));
+  ASSERT_TRUE(test::eventually([&] { return !r->control().routing_draining(); })) << "the drain never ended";
+  EXPECT_TRUE(r->ping_info().features & kPingFeatRteDisabled);
+  std::uint64_t drops = r->counters().drop_count;
+  put("c", AckReq::NoAck, 2);
+  EXPECT_EQ(r->counters().drop_count, drops + 1) << "forwarded after the drain";
+  EXPECT_EQ(blog.count(EventType::Put), 2u);
 }
 
 TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
@@ -289,8 +322,9 @@ TEST_F(Routing, ARoutersSilentNiGoesDownAndComesBackWhenItHears) {
   Fabric::instance().fail(gni(3, 1), std::nullopt);
   ASSERT_TRUE(b->ping(ProcessId{gni(3, 1), kPidLustre}, std::chrono::seconds(5), 16));
   ASSERT_TRUE(test::eventually([&] { return up(gni(3, 1)); }));
-  // Routing off: nothing is judged any more, everything is reported up.
+  // Routing off (once drained): nothing is judged any more, everything is reported up.
   ASSERT_TRUE(r->control().set_routing(false));
+  ASSERT_TRUE(test::eventually([&] { return !r->control().routing_draining(); })) << "the drain never ended";
   EXPECT_TRUE(up(gni(2)) && up(gni(3, 1)));
 }
 

@@ -59,6 +59,7 @@ class GlobalCounters {
   void health(unsigned cpt, HealthStatus h);
 
   Counters snapshot() const;
+  std::int64_t sum(Ctr c) const;  // one counter over the shards
   void reset();
 
  private:
@@ -74,6 +75,42 @@ struct FailureCounts {
   std::atomic<std::uint64_t> n[static_cast<unsigned>(HealthStatus::NetworkTimeout) + 1] = {};
   void add(HealthStatus h) { n[static_cast<unsigned>(h)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t get(HealthStatus h) const { return n[static_cast<unsigned>(h)].load(std::memory_order_relaxed); }
+};
+
+// Round-trip figures of pings, for NIs and peer NIs (pings only: never on the data path).
+class RttStats {
+ public:
+  void add(std::uint64_t us) {
+    count_.fetch_add(1, std::memory_order_relaxed);
+    sum_.fetch_add(us, std::memory_order_relaxed);
+    last_.store(us, std::memory_order_relaxed);
+    std::uint64_t m = min_.load(std::memory_order_relaxed);
+    while (us < m && !min_.compare_exchange_weak(m, us, std::memory_order_relaxed)) {
+    }
+    m = max_.load(std::memory_order_relaxed);
+    while (us > m && !max_.compare_exchange_weak(m, us, std::memory_order_relaxed)) {
+    }
+  }
+  RttFigures get() const {
+    RttFigures f;
+    f.count = count_.load(std::memory_order_relaxed);
+    if (f.count == 0) return f;
+    f.last_us = last_.load(std::memory_order_relaxed);
+    f.min_us = min_.load(std::memory_order_relaxed);
+    f.max_us = max_.load(std::memory_order_relaxed);
+    f.avg_us = sum_.load(std::memory_order_relaxed) / f.count;
+    return f;
+  }
+  void reset() {
+    count_.store(0, std::memory_order_relaxed);
+    sum_.store(0, std::memory_order_relaxed);
+    last_.store(0, std::memory_order_relaxed);
+    min_.store(UINT64_MAX, std::memory_order_relaxed);
+    max_.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uint64_t> count_{0}, sum_{0}, last_{0}, min_{UINT64_MAX}, max_{0};
 };
 
 // sent / received / dropped counts per message type, for NIs and peer NIs.

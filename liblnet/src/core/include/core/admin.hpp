@@ -28,7 +28,8 @@ class Admin final : public Control {
   std::vector<RouteConfig> route_configs() const override { return c_.st_.routes.configs(); }
   std::vector<RouteInfo> route_info() const override { return c_.router_.route_info(); }
   Status set_routing(bool on) override { return c_.router_.set_routing(on); }
-  bool routing() const override { return c_.st_.routing.load(std::memory_order_relaxed); }
+  bool routing() const override { return c_.st_.routing.load() && !c_.st_.routing_draining.load(); }
+  bool routing_draining() const override { return c_.st_.routing_draining.load(); }
   Status set_buffers(const BufferConfig& b) override { return c_.router_.set_buffers(b); }
   BufferConfig buffers() const override { return c_.router_.buffers(); }
   std::vector<RouterCptInfo> router_pools() const override { return c_.router_.router_pools(); }

@@ -72,6 +72,9 @@ class Discovery {
   // Our ping info changed (an NI came or went, discovery toggled): multi-rail peers are
   // pushed it (`force`: even those that have discovery off).
   void push_update(bool force) LNET_EXCLUDES(mutex_);
+  // Whether every peer has ACKed a push of our current ping info or is unreachable (a
+  // router's drain: then none can still be choosing us on what it was told before).
+  bool all_told() LNET_EXCLUDES(mutex_);
   // lnetctl peer set --state: the configuration bits of a peer's state.
   Status set_peer_state(Nid nid, std::uint32_t state) LNET_EXCLUDES(mutex_);
   // The peer a merged one went into (itself when not merged).

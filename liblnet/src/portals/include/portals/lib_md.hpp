@@ -56,6 +56,9 @@ struct LibMd {
   LibMd* rsp_prev = nullptr;
   LibMd* rsp_next = nullptr;
   std::atomic<std::uint64_t> rsp_next_hop{Nid::kAnyValue};
+  // When a ping (a GET of ping info) went out from it (steady ns; 0: not a ping): its
+  // REPLY gives the round trip (get_rtt_* of the NI and the peer NI).
+  std::atomic<std::int64_t> ping_sent_ns{0};
 
   bool exhausted() const {
     if (threshold == 0) return true;

@@ -62,7 +62,13 @@ class Router {
   Status add_route(const RouteConfig& r) LNET_EXCLUDES(mutex_);
   Status del_route(NetId net, Nid gateway) LNET_EXCLUDES(mutex_);
   std::vector<RouteInfo> route_info() const;
+  // Off while on: drains (announced at once, forwarding until drain_step stops it).
   Status set_routing(bool on) LNET_EXCLUDES(mutex_);
+  // The monitor's look at a drain: routing stops once nothing was forwarded for
+  // drain_quiet() seconds, or drain_most() after the drain began.
+  void drain_step() LNET_EXCLUDES(mutex_);
+  int drain_quiet() const;
+  int drain_most() const;
   Status set_buffers(const BufferConfig& b) LNET_EXCLUDES(mutex_);
   BufferConfig buffers() const LNET_EXCLUDES(mutex_);
   std::vector<RouterCptInfo> router_pools() const;
@@ -101,6 +107,7 @@ class Router {
 
  private:
   void checker_loop();
+  void switch_routing_locked(bool on) LNET_REQUIRES(mutex_);
   void forward(Message* msg);
   // Takes the router credit, then a buffer; false: the message waits for one of them.
   bool take_resources_locked(Message* msg);
@@ -114,6 +121,12 @@ class Router {
   net::RouterBuffers buffers_;
   mutable Mutex mutex_;  // route and buffer changes, the routing switch
   BufferConfig config_ LNET_GUARDED_BY(mutex_);
+  struct Drain {
+    std::int64_t started = 0, last_forward = 0;  // coarse seconds
+    std::int64_t forwarded = 0;                  // route_count when last looked at
+    std::int64_t during = 0;                     // forwarded since it began
+  };
+  Drain drain_ LNET_GUARDED_BY(mutex_);
   std::thread checker_;
   Mutex checker_mutex_;
   std::condition_variable checker_cv_;
