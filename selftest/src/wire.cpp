@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <lnet/lnd/byteorder.hpp>
+#include <lnet/nid.hpp>
 
 namespace lnet::selftest {
 namespace {
@@ -403,6 +404,8 @@ Result<std::vector<ProcessIdPacked>> decode_ids(std::span<const std::uint8_t> in
     Reader r(in.data() + k / kIdsPerPage * kPageSize + k % kIdsPerPage * kIdSize, swapped);
     ids[k].nid = r.u64();
     ids[k].pid = r.u32();
+    if (!Nid::fits_nid4(ids[k].nid))
+      return bad("id " + std::to_string(k) + " is not a classic NID (its top byte is set)");
   }
   return ids;
 }

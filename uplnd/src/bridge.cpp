@@ -96,7 +96,8 @@ struct Reader {
   }
   Reader& u64(std::uint64_t& v) { return get(v); }
   Reader& nid(Nid& n) {
-    n = Nid(r.u64());
+    std::uint64_t v = r.u64();
+    n = Nid::fits_nid4(v) ? Nid(v) : Nid::any();  // top byte set: no NID (the body's checks refuse ANY)
     return *this;
   }
   Reader& pad(std::size_t n) {

@@ -2,6 +2,7 @@
 // as the real LNet does ("0@lo", "192.168.1.2@tcp1", "12345-10.0.0.1@tcp", "<?>").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -68,26 +69,62 @@ class NetId {
   std::uint32_t value_ = kAnyValue;
 };
 
-// The classic 64-bit NID: network in the high 32 bits, address in the low 32 bits.
+// A NID in 64 bits. The classic NID (lnet_nid_t): network in the high 32 bits, address
+// in the low 32 bits, the top byte always 0. A large NID (LNet 2.15+: `struct lnet_nid`
+// with an address longer than 4 bytes, an IPv6 address) is the same value with its
+// nid_size (address bytes - 4: 12) in that top byte and, in the low 32 bits, the index of
+// its address in the process's table of large addresses, where every address is entered
+// once: equal NIDs have equal values, and the classic path is not touched
+// (docs/design/large-nid.md).
 class Nid {
  public:
   static constexpr std::uint64_t kAnyValue = ~0ULL;
+  static constexpr unsigned kMaxAddrBytes = 16;  // an IPv6 address
+  static constexpr unsigned kWireBytes = 20;     // struct lnet_nid: size, type, num, 4 address words
 
   constexpr Nid() = default;
   constexpr explicit Nid(std::uint64_t value) : value_(value) {}
   static constexpr Nid make(NetId net, std::uint32_t addr) { return Nid((std::uint64_t{net.value()} << 32) | addr); }
   static constexpr Nid any() { return Nid(kAnyValue); }
   static constexpr Nid lo() { return make(NetId::make(kLoLnd, 0), 0); }
+  // A NID of `len` address bytes (network order): 4 make a classic NID, 16 a large one
+  // (its address entered in the table); other lengths are refused.
+  static Result<Nid> make(NetId net, const std::uint8_t* addr, unsigned len);
+  // A classic lnet_nid_t as the wire and the C API carry it: refused (false) when its top
+  // byte is set (no classic NID has one; in ours it would name a large address).
+  static constexpr bool fits_nid4(std::uint64_t v) { return v == kAnyValue || (v >> 56) == 0; }
 
   constexpr std::uint64_t value() const { return value_; }
-  constexpr NetId net() const { return NetId(static_cast<std::uint32_t>(value_ >> 32)); }
+  constexpr NetId net() const {
+    auto hi = static_cast<std::uint32_t>(value_ >> 32);
+    return NetId((hi >> 24) == 0xFFu ? hi : hi & 0xFFFFFFu);
+  }
+  // The classic address (a large NID's is its table index: use addr_bytes()).
   constexpr std::uint32_t addr() const { return static_cast<std::uint32_t>(value_); }
   constexpr bool is_any() const { return value_ == kAnyValue; }
   constexpr bool is_lo() const { return net().type() == kLoLnd; }
+  // nid_size of struct lnet_nid: 0 for a classic NID, 12 for IPv6.
+  constexpr unsigned nid_size() const { return is_large() ? static_cast<unsigned>(value_ >> 56) : 0; }
+  constexpr bool is_large() const {
+    auto top = static_cast<unsigned>(value_ >> 56);
+    return top != 0 && top != 0xFFu;
+  }
+  // The address in network order (4 bytes classic, 16 IPv6); the count (0: a large NID
+  // whose index is not in the table, which no parser makes).
+  unsigned addr_bytes(std::uint8_t (&out)[kMaxAddrBytes]) const;
 
-  // "192.168.1.2@tcp1", "0@lo", "5@mpi", "<?>" for ANY.
+  // struct lnet_nid on the wire (facts §1.5): NID_BYTES (nid_size + 8) written to `out`.
+  unsigned to_wire(std::uint8_t (&out)[kWireBytes]) const;
+  // One struct lnet_nid of at most `len` bytes at `p` (the bytes it took in *used:
+  // NID_BYTES); a size, type or address it cannot carry is refused, naming it.
+  static Result<Nid> from_wire(const std::uint8_t* p, std::size_t len, std::size_t* used = nullptr);
+  // The order of struct lnet_nid compared byte by byte (the socket LND's connection race).
+  static int wire_compare(Nid a, Nid b);
+
+  // "192.168.1.2@tcp1", "2001:db8::1@tcp", "0@lo", "5@mpi", "<?>" for ANY.
   std::string to_string() const;
-  // Accepts "<addr>@<net>", a bare address (net tcp0) and "<?>".
+  // Accepts "<addr>@<net>", a bare address (net tcp0) and "<?>"; IPv6 addresses on the
+  // networks that take IP addresses.
   static Result<Nid> parse(std::string_view text);
 
   friend constexpr bool operator==(Nid a, Nid b) { return a.value_ == b.value_; }

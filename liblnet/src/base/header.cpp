@@ -58,9 +58,11 @@ void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
 int decode_header(std::span<const std::uint8_t> in, Header& h) {
   if (in.size() < kHeaderSize) return -EPROTO;
   ByteReader r(in.data());
-  Nid dest_nid(r.u64()), src_nid(r.u64());
+  std::uint64_t dest = r.u64(), src = r.u64();
+  Nid dest_nid(dest), src_nid(src);
   std::uint32_t dest_pid = r.u32(), src_pid = r.u32(), type = r.u32();
   if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;  // h untouched
+  if (!Nid::fits_nid4(dest) || !Nid::fits_nid4(src)) return -EPROTO;      // no classic NID has its top byte set
   h = Header{};
   h.dest_nid = dest_nid;
   h.src_nid = src_nid;

@@ -1,6 +1,8 @@
 // Parsing and printing of network ids, NIDs and process ids in the real LNet text forms.
 #include <lnet/nid.hpp>
 
+#include <arpa/inet.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -184,6 +186,13 @@ Result<NetId> NetId::parse(std::string_view input) {
 std::string Nid::to_string() const {
   if (is_any()) return "<?>";
   NetId n = net();
+  if (is_large()) {
+    std::uint8_t a[kMaxAddrBytes];
+    char buf[INET6_ADDRSTRLEN];
+    if (addr_bytes(a) != kMaxAddrBytes || !inet_ntop(AF_INET6, a, buf, sizeof buf))
+      return "<bad large NID>@" + n.to_string();
+    return std::string(buf) + "@" + n.to_string();
+  }
   if (!lnd_type_name(n.type())) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "%x", addr());
@@ -208,6 +217,18 @@ Result<Nid> Nid::parse(std::string_view input) {
     if (net.is_any()) return Failure{-EINVAL, "bad NID " + quoted(input) + ": network '<?>' is not allowed"};
   }
   if (addr_text.empty()) return Failure{-EINVAL, "bad NID " + quoted(input) + ": missing address before '@'"};
+  if (addr_text.find(':') != std::string_view::npos) {
+    // An IPv6 address: a large NID, on the networks that take IP addresses.
+    if (!lnd_type_uses_ip(net.type()))
+      return Failure{-EINVAL, "bad NID " + quoted(input) + ": " + net.to_string() + " takes no IPv6 address"};
+    std::uint8_t a[kMaxAddrBytes];
+    if (addr_text.size() >= INET6_ADDRSTRLEN || inet_pton(AF_INET6, std::string(addr_text).c_str(), a) != 1)
+      return Failure{-EINVAL,
+                     "bad NID " + quoted(input) + ": address " + quoted(addr_text) + " is not an IPv6 address"};
+    auto large = Nid::make(net, a, kMaxAddrBytes);
+    if (!large) return Failure{large.code(), "bad NID " + quoted(input) + ": " + large.message()};
+    return *large;
+  }
   std::uint32_t addr = 0;
   if (lnd_type_uses_ip(net.type()) || (net.type() == kMpiLnd && addr_text.find('.') != std::string_view::npos)) {
     if (text::parse_ipv4(addr_text, addr) && net.type() == kMpiLnd && !mpi_ip_form(kMpiLnd, addr)) {

@@ -184,6 +184,8 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
 
 bool NidPattern::matches(Nid nid) const {
   if (nid.is_any() || !net_.matches(nid.net())) return false;
+  if (nid.is_large())  // an IPv4 or numeric pattern: only its all-wildcard form takes an IPv6 address
+    return std::all_of(addr_.begin(), addr_.end(), [](const NumberExpr& e) { return e.is_any(); });
   std::uint32_t a = nid.addr();
   if (addr_.size() == 1) return addr_[0].matches(a);
   if (nid.net().type() == kMpiLnd && !mpi_ip_form(kMpiLnd, a)) return false;  // a rank, not a proxy

@@ -55,7 +55,10 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
   }
   info.nis.reserve(nnis);
   for (std::uint32_t i = 0; i < nnis; ++i) {
-    Nid nid(r.u64());
+    std::uint64_t v = r.u64();
+    if (!Nid::fits_nid4(v))
+      return Failure{-EPROTO, "ping info entry " + std::to_string(i) + " is not a classic NID (its top byte is set)"};
+    Nid nid(v);
     std::uint32_t status = r.u32();
     info.nis.push_back(NiStatus{nid, status, r.u32()});
   }

@@ -26,8 +26,13 @@ __u64 g_next_eq LNET_GUARDED_BY(g_eq_mutex) = 1;
 
 Instance* inst() { return g_inst.load(std::memory_order_acquire); }
 
+// The C API keeps the classic 64-bit lnet_nid_t: a value whose top byte is set is no NID
+// (-EINVAL where one is given), and a large NID (IPv6) is not given out (LNET_NID_ANY in
+// events, -EOVERFLOW where it is asked for).
+bool fits(lnet_nid_t nid) { return Nid::fits_nid4(nid); }
 ProcessId to_id(lnet_process_id id) { return ProcessId{Nid(id.nid), id.pid}; }
-lnet_process_id to_c(ProcessId id) { return lnet_process_id{id.nid.value(), id.pid}; }
+lnet_nid_t nid4(Nid n) { return n.is_large() ? Nid::any().value() : n.value(); }
+lnet_process_id to_c(ProcessId id) { return lnet_process_id{nid4(id.nid), id.pid}; }
 
 std::shared_ptr<EventQueue> find_eq(lnet_handle_eq h) {
   MutexLock g(g_eq_mutex);
@@ -40,7 +45,7 @@ void to_c_event(const Event& e, __u64 eq_cookie, lnet_event* out) {
   out->target = to_c(e.target);
   out->initiator = to_c(e.initiator);
   out->source = to_c(e.source);
-  out->sender = e.sender.value();
+  out->sender = nid4(e.sender);
   out->type = static_cast<lnet_event_kind>(e.type);
   out->pt_index = e.pt_index;
   out->match_bits = e.match_bits;
@@ -184,6 +189,11 @@ int LNetGetId(unsigned int index, struct lnet_process_id* id) {
     if (!id) return -EINVAL;
     auto nids = l.nids();
     if (index >= nids.size()) return -ENOENT;
+    if (nids[index].is_large()) {
+      LNET_LOG(Warn, kLogCore, "LNetGetId(%u): %s is a large NID, which lnet_nid_t cannot hold", index,
+               nids[index].to_string().c_str());
+      return -EOVERFLOW;
+    }
     *id = lnet_process_id{nids[index].value(), l.pid()};
     return 0;
   });
@@ -191,9 +201,11 @@ int LNetGetId(unsigned int index, struct lnet_process_id* id) {
 
 int LNetDist(lnet_nid_t nid, lnet_nid_t* srcnid, __u32* order) {
   return with_lnet([&](Instance& l) -> int {
+    if (!fits(nid)) return -EINVAL;
     Nid src;
     std::uint32_t ord = 0;
     int rc = l.dist(Nid(nid), &src, &ord);
+    if (rc >= 0 && src.is_large()) return -EOVERFLOW;
     if (rc >= 0) {
       if (srcnid) *srcnid = src.value();
       if (order) *order = ord;
@@ -205,7 +217,7 @@ int LNetDist(lnet_nid_t nid, lnet_nid_t* srcnid, __u32* order) {
 int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
                  enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
   return with_lnet([&](Instance& l) -> int {
-    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
+    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL || !fits(match_id.nid)) return -EINVAL;
     auto r = l.me_attach(portal, to_id(match_id), match_bits, ignore_bits, static_cast<Unlink>(unlink),
                          static_cast<InsPos>(pos));
     if (!r) return r.code();
@@ -217,7 +229,7 @@ int LNetMEAttach(unsigned int portal, struct lnet_process_id match_id, __u64 mat
 int LNetMEInsert(struct lnet_handle_me current, struct lnet_process_id match_id, __u64 match_bits, __u64 ignore_bits,
                  enum lnet_unlink unlink, enum lnet_ins_pos pos, struct lnet_handle_me* handle_out) {
   return with_lnet([&](Instance& l) -> int {
-    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL) return -EINVAL;
+    if (!handle_out || unlink > LNET_UNLINK || pos > LNET_INS_LOCAL || !fits(match_id.nid)) return -EINVAL;
     auto r = l.me_insert(MeHandle{current.cookie}, to_id(match_id), match_bits, ignore_bits,
                          static_cast<Unlink>(unlink), static_cast<InsPos>(pos));
     if (!r) return r.code();
@@ -329,7 +341,7 @@ int LNetEQWait(struct lnet_handle_eq eq, struct lnet_event* event_out) {
 int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, struct lnet_process_id target,
             unsigned int portal, __u64 match_bits, unsigned int offset, __u64 hdr_data) {
   return with_lnet([&](Instance& l) -> int {
-    if (ack > LNET_NOACK_REQ) return -EINVAL;
+    if (ack > LNET_NOACK_REQ || !fits(self) || !fits(target.nid)) return -EINVAL;
     return l.put(Nid(self), MdHandle{md.cookie}, static_cast<AckReq>(ack), to_id(target), portal, match_bits, offset,
                  hdr_data);
   });
@@ -338,6 +350,7 @@ int LNetPut(lnet_nid_t self, struct lnet_handle_md md, enum lnet_ack_req ack, st
 int LNetGet(lnet_nid_t self, struct lnet_handle_md md, struct lnet_process_id target, unsigned int portal,
             __u64 match_bits, unsigned int offset, bool recovery) {
   return with_lnet([&](Instance& l) -> int {
+    if (!fits(self) || !fits(target.nid)) return -EINVAL;
     return l.get(Nid(self), MdHandle{md.cookie}, to_id(target), portal, match_bits, offset, recovery);
   });
 }
@@ -357,19 +370,19 @@ int LNetClearLazyPortal(int portal) {
 }
 
 char* libcfs_nid2str(lnet_nid_t nid) {
-  return guarded<char*>(nullptr, [&] { return keep(Nid(nid).to_string()); });
+  return guarded<char*>(nullptr, [&] { return keep(fits(nid) ? Nid(nid).to_string() : "<?>"); });
 }
 char* libcfs_net2str(__u32 net) {
   return guarded<char*>(nullptr, [&] { return keep(NetId(net).to_string()); });
 }
 char* libcfs_id2str(struct lnet_process_id id) {
-  return guarded<char*>(nullptr, [&] { return keep(to_id(id).to_string()); });
+  return guarded<char*>(nullptr, [&] { return keep(fits(id.nid) ? to_id(id).to_string() : "<?>"); });
 }
 
 lnet_nid_t libcfs_str2nid(const char* str) {
   return guarded<lnet_nid_t>(Nid::any().value(), [&]() -> lnet_nid_t {
     auto n = str ? Nid::parse(str) : Result<Nid>(Nid::any());
-    return n ? n->value() : Nid::any().value();
+    return n ? nid4(*n) : Nid::any().value();  // an IPv6 NID does not fit either
   });
 }
 
@@ -382,11 +395,12 @@ __u32 libcfs_str2net(const char* str) {
 
 int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process_id* ids_out, int n_ids) {
   return with_lnet([&](Instance& l) -> int {
-    if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0) return -EINVAL;
+    if (n_ids < 0 || (n_ids > 0 && !ids_out) || timeout_ms < 0 || !fits(target.nid)) return -EINVAL;
     auto r = l.ping(to_id(target), std::chrono::milliseconds(timeout_ms), static_cast<unsigned>(n_ids > 0 ? n_ids : 1));
     if (!r) return r.code();
     int n = 0;
     for (const NiStatus& ns : r->info.nis) {
+      if (ns.nid.is_large()) continue;  // the classic entries only
       if (n < n_ids) ids_out[n] = lnet_process_id{ns.nid.value(), r->info.pid};
       ++n;
     }

@@ -131,6 +131,18 @@ TEST(Header, HelloGolden) {
   EXPECT_EQ(d.msg.hello.type, 3u);
 }
 
+// A classic NID never has its top byte set (ours would name a large address): refused.
+TEST(Header, RefusesANidWhoseTopByteIsSet) {
+  Bytes b = encode(base(MsgType::Put, 0));
+  Header d;
+  ASSERT_EQ(decode_header(b, d), 0);
+  for (std::size_t at : {7u, 15u}) {  // the top bytes of dest_nid and src_nid (little-endian)
+    Bytes bad = b;
+    bad[at] = 12;
+    EXPECT_EQ(decode_header(bad, d), -EPROTO) << at;
+  }
+}
+
 TEST(Header, NoAckHandleIsAllOnes) {
   Header h = base(MsgType::Put, 0);
   h.msg.put = {WireHandle::none(), 0, 0, 0, 0};

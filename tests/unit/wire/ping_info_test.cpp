@@ -69,6 +69,15 @@ TEST(PingInfo, RejectsBadMagic) {
   EXPECT_NE(p.message().find("magic"), std::string::npos);
 }
 
+TEST(PingInfo, RejectsAClassicEntryWhoseTopByteIsSet) {
+  Bytes b = kGolden;
+  b[16 + 16 + 7] = 12;  // entry 1's NID, top byte (this host's order: little-endian)
+  auto p = decode_ping_info(b);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.code(), -EPROTO);
+  EXPECT_NE(p.message().find("entry 1 is not a classic NID"), std::string::npos) << p.message();
+}
+
 TEST(PingInfo, RejectsMissingNiStatusFeature) {
   Bytes b = kGolden;
   b[4] = kPingFeatMultiRail;

@@ -130,6 +130,11 @@ int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
   sni->lnd = this;
+  if (ni.nid.is_large()) {
+    LNET_LOG(Error, kLogLnd, "cannot start %s: not supported yet: IPv6 NIDs on the socket LND",
+             ni.nid.to_string().c_str());
+    return -EOPNOTSUPP;
+  }
   if (!ni.nid.is_any()) {
     sni->ip = ni.nid.addr();
   } else {
@@ -342,6 +347,15 @@ int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
   if (sni->stopping) return -ESHUTDOWN;
   Nid nid = msg.next_hop;
   if (nid.net() != ni.nid.net()) return -EHOSTUNREACH;
+  if (nid.is_large() || msg.hdr.src_nid.is_large() || msg.hdr.dest_nid.is_large()) {
+    LNET_LOG(Warn, kLogLnd, "not supported yet: a message to or from a large NID (%s) on the socket LND",
+             (nid.is_large()                ? nid
+              : msg.hdr.dest_nid.is_large() ? msg.hdr.dest_nid
+                                            : msg.hdr.src_nid)
+                 .to_string()
+                 .c_str());
+    return -EOPNOTSUPP;
+  }
   Tx* tx = tx_alloc();
   tx->ni = &ni;
   tx->msg = &msg;

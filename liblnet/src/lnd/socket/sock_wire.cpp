@@ -74,7 +74,9 @@ Result<ConnReq> decode_connreq(std::span<const std::uint8_t, kConnReqSize> in, b
   if (req.version != kAcceptorVersion) {
     return Failure{-EPROTONOSUPPORT, "acceptor request version " + std::to_string(req.version) + " (we speak 1)"};
   }
-  req.target = Nid(r.u64());
+  std::uint64_t target = r.u64();
+  if (!Nid::fits_nid4(target)) return Failure{-EPROTO, "acceptor request for a NID whose top byte is set"};
+  req.target = Nid(target);
   return req;
 }
 
@@ -137,7 +139,9 @@ Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8
   if (p.version == kProtoV1) {
     // The rest of the 72-byte LNet header, from src_nid on (little-endian).
     ByteReader r(body.data());
-    h.src_nid = Nid(r.u64());
+    std::uint64_t src = r.u64();
+    if (!Nid::fits_nid4(src)) return Failure{-EPROTO, "V1 HELLO from a NID whose top byte is set"};
+    h.src_nid = Nid(src);
     h.dst_pid = r.u32();
     h.src_pid = r.u32();
     if (std::uint32_t type = r.u32(); type != 4)
@@ -151,8 +155,11 @@ Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8
     h.ctype = static_cast<ConnType>(r.i32());
   } else {
     ByteReader r(body.data(), sender_order(p.flip));
-    h.src_nid = Nid(r.u64());
-    h.dst_nid = Nid(r.u64());
+    std::uint64_t src = r.u64(), dst = r.u64();
+    if (!Nid::fits_nid4(src) || !Nid::fits_nid4(dst))
+      return Failure{-EPROTO, "V" + std::to_string(p.version) + " HELLO with a NID whose top byte is set"};
+    h.src_nid = Nid(src);
+    h.dst_nid = Nid(dst);
     h.src_pid = r.u32();
     h.dst_pid = r.u32();
     h.src_incarnation = r.u64();
