@@ -1,6 +1,6 @@
-// Fuzz target: the ksocklnd decoders (acceptor request, HELLO of every version, message
-// header), driven the way a connection reads them. What decodes re-encodes and decodes
-// the same.
+// Fuzz target: the ksocklnd decoders (acceptor request v1/v2, HELLO of every version
+// including V4's 20-byte NIDs, message header), driven the way a connection reads them.
+// What decodes re-encodes and decodes the same.
 #include <cstdlib>
 
 #include "lnd/socket/sock_wire.hpp"
@@ -14,6 +14,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (w == FirstWord::Acceptor && size >= kConnReqSize) {
       (void)decode_connreq(std::span<const std::uint8_t, kConnReqSize>(data, kConnReqSize), flip);
     }
+    if (w == FirstWord::Acceptor && size >= kConnReqV2Size) {
+      auto r = decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size>(data, kConnReqV2Size), flip);
+      if (r) {  // what decodes re-encodes to a request for the same NID
+        std::uint8_t again[kConnReqV2Size];
+        encode_connreq_v2(r->target, std::span<std::uint8_t, kConnReqV2Size>(again, kConnReqV2Size));
+        auto back = decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size>(again, kConnReqV2Size), false);
+        if (!back || back->target != r->target) std::abort();
+      }
+    }
   }
   if (size >= kHelloPrefixSize) {
     auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(data, kHelloPrefixSize));
@@ -24,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (nips > kMaxHelloIps) std::abort();
         std::size_t at = kHelloPrefixSize + hello_body_size(*p);
         if (size >= at + 4 * nips) decode_hello_ips(*p, std::span(data + at, 4 * nips), *h);
-        if (h->version != kProtoV4) {
+        {
           auto bytes = encode_hello(*h);
           auto p2 =
               decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(bytes.data(), kHelloPrefixSize));

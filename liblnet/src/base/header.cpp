@@ -1,4 +1,5 @@
-// Encoding and decoding of the 72-byte little-endian LNet message header.
+// Encoding and decoding of the LNet message header: the classic 72 little-endian bytes,
+// and the 96 of the large-NID form (20-byte NIDs first).
 #include <lnet/lnd/header.hpp>
 
 #include <cstring>
@@ -30,13 +31,8 @@ WireHandle get_wh(ByteReader& r) {
   h.object_cookie = r.u64();
   return h;
 }
-}  // namespace
 
-void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
-  std::memset(out.data(), 0, kHeaderSize);
-  ByteWriter w(out.data());
-  w.u64(h.dest_nid.value()).u64(h.src_nid.value()).u32(h.dest_pid).u32(h.src_pid);
-  w.u32(static_cast<std::uint32_t>(h.type)).u32(h.payload_length);
+void put_union(ByteWriter& w, const Header& h) {
   switch (h.type) {
     case MsgType::Ack:
       put_wh(w, h.msg.ack.dst_wmd);
@@ -55,21 +51,7 @@ void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
   }
 }
 
-int decode_header(std::span<const std::uint8_t> in, Header& h) {
-  if (in.size() < kHeaderSize) return -EPROTO;
-  ByteReader r(in.data());
-  std::uint64_t dest = r.u64(), src = r.u64();
-  Nid dest_nid(dest), src_nid(src);
-  std::uint32_t dest_pid = r.u32(), src_pid = r.u32(), type = r.u32();
-  if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;  // h untouched
-  if (!Nid::fits_nid4(dest) || !Nid::fits_nid4(src)) return -EPROTO;      // no classic NID has its top byte set
-  h = Header{};
-  h.dest_nid = dest_nid;
-  h.src_nid = src_nid;
-  h.dest_pid = dest_pid;
-  h.src_pid = src_pid;
-  h.type = static_cast<MsgType>(type);
-  h.payload_length = r.u32();
+void get_union(ByteReader& r, Header& h) {
   switch (h.type) {
     case MsgType::Ack:
       h.msg.ack.dst_wmd = get_wh(r);
@@ -96,6 +78,64 @@ int decode_header(std::span<const std::uint8_t> in, Header& h) {
       h.msg.hello.type = r.u32();
       break;
   }
+}
+}  // namespace
+
+void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out) {
+  std::memset(out.data(), 0, kHeaderSize);
+  ByteWriter w(out.data());
+  w.u64(h.dest_nid.value()).u64(h.src_nid.value()).u32(h.dest_pid).u32(h.src_pid);
+  w.u32(static_cast<std::uint32_t>(h.type)).u32(h.payload_length);
+  put_union(w, h);
+}
+
+int decode_header(std::span<const std::uint8_t> in, Header& h) {
+  if (in.size() < kHeaderSize) return -EPROTO;
+  ByteReader r(in.data());
+  std::uint64_t dest = r.u64(), src = r.u64();
+  Nid dest_nid(dest), src_nid(src);
+  std::uint32_t dest_pid = r.u32(), src_pid = r.u32(), type = r.u32();
+  if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;  // h untouched
+  if (!Nid::fits_nid4(dest) || !Nid::fits_nid4(src)) return -EPROTO;      // no classic NID has its top byte set
+  h = Header{};
+  h.dest_nid = dest_nid;
+  h.src_nid = src_nid;
+  h.dest_pid = dest_pid;
+  h.src_pid = src_pid;
+  h.type = static_cast<MsgType>(type);
+  h.payload_length = r.u32();
+  get_union(r, h);
+  return 0;
+}
+
+void encode_header_large(const Header& h, std::span<std::uint8_t, kHeaderLargeSize> out) {
+  std::memset(out.data(), 0, kHeaderLargeSize);
+  std::uint8_t nid[Nid::kWireBytes];
+  h.dest_nid.to_wire(nid);
+  std::memcpy(out.data(), nid, Nid::kWireBytes);
+  h.src_nid.to_wire(nid);
+  std::memcpy(out.data() + Nid::kWireBytes, nid, Nid::kWireBytes);
+  ByteWriter w(out.data() + 2 * Nid::kWireBytes);
+  w.u32(h.dest_pid).u32(h.src_pid).u32(static_cast<std::uint32_t>(h.type)).u32(h.payload_length);
+  put_union(w, h);
+}
+
+int decode_header_large(std::span<const std::uint8_t> in, Header& h) {
+  if (in.size() < kHeaderLargeSize) return -EPROTO;
+  auto dest = Nid::from_wire(in.data(), Nid::kWireBytes);
+  auto src = Nid::from_wire(in.data() + Nid::kWireBytes, Nid::kWireBytes);
+  if (!dest || !src) return -EPROTO;
+  ByteReader r(in.data() + 2 * Nid::kWireBytes);
+  std::uint32_t dest_pid = r.u32(), src_pid = r.u32(), type = r.u32();
+  if (type > static_cast<std::uint32_t>(MsgType::Hello)) return -EPROTO;  // h untouched
+  h = Header{};
+  h.dest_nid = *dest;
+  h.src_nid = *src;
+  h.dest_pid = dest_pid;
+  h.src_pid = src_pid;
+  h.type = static_cast<MsgType>(type);
+  h.payload_length = r.u32();
+  get_union(r, h);
   return 0;
 }
 

@@ -154,6 +154,76 @@ TEST(Hello, Rejects) {
   EXPECT_FALSE(decode_hello_body(p, std::span(b.data() + 8, 10), &nips)) << "short";
 }
 
+// HELLO V4 (IPv6 connections): the V3 fields with 20-byte NIDs, nips always 0: 80 bytes.
+TEST(Hello, V4GoldenBytes) {
+  Hello h = sample();
+  h.version = kProtoV4;
+  h.src_nid = *Nid::parse("2001:db8::1@tcp");
+  h.dst_nid = *Nid::parse("2001:db8::2@tcp");
+  Bytes golden = {0x63, 0x69, 0x72, 0x45, 4,    0,    0,    0,                                         // magic, version
+                  12,   2,    0,    0,    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,  // src nid
+                  12,   2,    0,    0,    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,  // dst nid
+                  0x39, 0x30, 0,    0,    0x39, 0x30, 0,    0,                                         // pids
+                  0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // src incarnation
+                  0,    0,    0,    0,    0,    0,    0,    0,     // dst incarnation
+                  2,    0,    0,    0,    0,    0,    0,    0};    // BULK_IN, no IPs
+  ASSERT_EQ(golden.size(), 80u);
+  EXPECT_EQ(encode_hello(h), golden);
+  auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(golden.data(), 8));
+  ASSERT_TRUE(p) << p.message();
+  ASSERT_EQ(hello_body_size(*p), kHelloV4BodySize);
+  std::uint32_t nips = 9;
+  auto d = decode_hello_body(*p, std::span(golden.data() + 8, kHelloV4BodySize), &nips);
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_EQ(nips, 0u);
+  EXPECT_EQ(d->src_nid, h.src_nid);
+  EXPECT_EQ(d->dst_nid, h.dst_nid);
+  EXPECT_EQ(d->src_incarnation, 0x1122334455667788ULL);
+  EXPECT_EQ(d->ctype, ConnType::BulkIn);
+  // A V4 HELLO may carry classic NIDs (nid_size 0) too.
+  h.src_nid = kA;
+  d = decode_hello_body(*p, std::span(encode_hello(h).data() + 8, kHelloV4BodySize), &nips);
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_EQ(d->src_nid, kA);
+}
+
+TEST(Hello, V4Rejects) {
+  Hello h = sample();
+  h.version = kProtoV4;
+  h.src_nid = *Nid::parse("2001:db8::1@tcp");
+  Bytes b = encode_hello(h);
+  auto p = *decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(b.data(), 8));
+  std::uint32_t nips;
+  Bytes bad = b;
+  bad[8] = 5;  // a nid_size not carried
+  auto r = decode_hello_body(p, std::span(bad.data() + 8, kHelloV4BodySize), &nips);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("its source"), std::string::npos) << r.message();
+  bad = b;
+  bad[76] = 1;  // nips
+  r = decode_hello_body(p, std::span(bad.data() + 8, kHelloV4BodySize), &nips);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("V4 has no IP list"), std::string::npos) << r.message();
+  EXPECT_FALSE(decode_hello_body(p, std::span(b.data() + 8, kHelloV2BodySize), &nips)) << "short";
+}
+
+TEST(ConnReq, V2GoldenBytes) {
+  std::array<std::uint8_t, kConnReqV2Size> out{};
+  Nid target = *Nid::parse("2001:db8::2@tcp");
+  encode_connreq_v2(target, out);
+  Bytes golden = {0x00, 0x71, 0xce, 0xac, 0x02, 0, 0, 0, 12, 2, 0, 0, 0x20, 0x01,
+                  0x0d, 0xb8, 0,    0,    0,    0, 0, 0, 0,  0, 0, 0, 0,    2};
+  EXPECT_EQ(Bytes(out.begin(), out.end()), golden);
+  auto r = decode_connreq_v2(out, false);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r->version, 2u);
+  EXPECT_EQ(r->target, target);
+  out[8] = 7;
+  EXPECT_EQ(decode_connreq_v2(out, false).code(), -EPROTO);
+  out[4] = 1;
+  EXPECT_EQ(decode_connreq_v2(out, false).code(), -EPROTONOSUPPORT);
+}
+
 TEST(MsgHdr, GoldenNoopAndLnet) {
   std::array<std::uint8_t, kMsgHdrSize> out{};
   MsgHdr noop;

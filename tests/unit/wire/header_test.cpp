@@ -165,3 +165,62 @@ TEST(Header, RejectsShortInputAndUnknownTypes) {
 
 }  // namespace
 }  // namespace lnet
+
+namespace lnet {
+namespace {
+
+// The large-NID header (96 bytes): dest 2001:db8::1@tcp1 and src 10.0.0.1@tcp as struct
+// lnet_nid (big-endian fields), then pids, type and length little-endian, then the PUT.
+TEST(HeaderLarge, PutGolden) {
+  Header h;
+  h.dest_nid = *Nid::parse("2001:db8::1@tcp1");
+  h.src_nid = *Nid::parse("10.0.0.1@tcp");
+  h.dest_pid = 12345;
+  h.src_pid = 12345;
+  h.type = MsgType::Put;
+  h.payload_length = 4096;
+  h.msg.put = {WireHandle{0x1122334455667788ULL, 0x0102030405060708ULL}, 0xAABBCCDD00112233ULL, 0x55, 4, 8};
+  const std::vector<std::uint8_t> golden = {
+      12,   2,    0,    1,    0x20, 0x01, 0x0d, 0xb8, 0,    0, 0, 0, 0,    0,    0, 0, 0, 0, 0, 1,  // dest
+      0,    2,    0,    0,    10,   0,    0,    1,    0,    0, 0, 0, 0,    0,    0, 0, 0, 0, 0, 0,  // src
+      0x39, 0x30, 0,    0,    0x39, 0x30, 0,    0,    1,    0, 0, 0, 0x00, 0x10, 0, 0,              // pids, PUT, 4096
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 8,    7, 6, 5, 4,    3,    2, 1,              // ack_wmd
+      0x33, 0x22, 0x11, 0x00, 0xDD, 0xCC, 0xBB, 0xAA, 0x55, 0, 0, 0, 0,    0,    0, 0,  // match bits, hdr_data
+      4,    0,    0,    0,    8,    0,    0,    0};                                     // portal, offset
+  ASSERT_EQ(golden.size(), kHeaderLargeSize);
+  std::array<std::uint8_t, kHeaderLargeSize> out{};
+  encode_header_large(h, out);
+  EXPECT_EQ(std::vector<std::uint8_t>(out.begin(), out.end()), golden);
+  Header d;
+  ASSERT_EQ(decode_header_large(golden, d), 0);
+  EXPECT_EQ(d.dest_nid, h.dest_nid);
+  EXPECT_EQ(d.src_nid, h.src_nid);
+  EXPECT_EQ(d.src_pid, 12345u);
+  EXPECT_EQ(d.type, MsgType::Put);
+  EXPECT_EQ(d.payload_length, 4096u);
+  EXPECT_EQ(d.msg.put.match_bits, 0xAABBCCDD00112233ULL);
+  EXPECT_EQ(d.msg.put.hdr_data, 0x55u);
+  EXPECT_EQ(d.msg.put.offset, 8u);
+}
+
+TEST(HeaderLarge, RefusesBadNidsTypesAndShortInput) {
+  Header h;
+  h.dest_nid = *Nid::parse("2001:db8::1@tcp");
+  h.src_nid = *Nid::parse("2001:db8::2@tcp");
+  h.type = MsgType::Ack;
+  std::array<std::uint8_t, kHeaderLargeSize> out{};
+  encode_header_large(h, out);
+  Header d;
+  ASSERT_EQ(decode_header_large(out, d), 0);
+  EXPECT_EQ(d.src_nid, h.src_nid);
+  EXPECT_EQ(decode_header_large(std::span<const std::uint8_t>(out.data(), kHeaderLargeSize - 1), d), -EPROTO);
+  auto bad = out;
+  bad[0] = 4;  // nid_size 4: not carried
+  EXPECT_EQ(decode_header_large(bad, d), -EPROTO);
+  bad = out;
+  bad[48] = 9;  // type
+  EXPECT_EQ(decode_header_large(bad, d), -EPROTO);
+}
+
+}  // namespace
+}  // namespace lnet

@@ -13,6 +13,7 @@ namespace lnet {
 
 inline constexpr std::uint64_t kWireCookieNone = ~0ULL;
 inline constexpr std::size_t kHeaderSize = 72;
+inline constexpr std::size_t kHeaderLargeSize = 96;  // struct lnet_hdr: the socket LND's V4
 
 // A handle as it travels on the wire; opaque to everyone but its creator.
 struct WireHandle {
@@ -73,5 +74,10 @@ void encode_header(const Header& h, std::span<std::uint8_t, kHeaderSize> out);
 // Reads a header. Fails with -EPROTO when fewer than 72 bytes are given or the type is
 // not one of ACK/PUT/GET/REPLY/HELLO; the semantic checks are the receive path's.
 int decode_header(std::span<const std::uint8_t> in, Header& out);
+// The large-NID header (facts §2.3): dest and src as struct lnet_nid (20 bytes each),
+// then the pids, type and length (little-endian) and the same union at offset 56.
+void encode_header_large(const Header& h, std::span<std::uint8_t, kHeaderLargeSize> out);
+// -EPROTO as decode_header, and for a NID struct lnet_nid cannot carry here.
+int decode_header_large(std::span<const std::uint8_t> in, Header& out);
 
 }  // namespace lnet

@@ -50,6 +50,27 @@ void encode_connreq(Nid target, std::span<std::uint8_t, kConnReqSize> out) {
   acceptor_version(out.data()).u64(target.value());
 }
 
+void encode_connreq_v2(Nid target, std::span<std::uint8_t, kConnReqV2Size> out) {
+  ByteWriter w(out.data());
+  w.u32(kAcceptorMagic).u32(kAcceptorVersion2);
+  std::uint8_t nid[Nid::kWireBytes];
+  target.to_wire(nid);
+  w.bytes(nid, sizeof nid);
+}
+
+Result<ConnReq> decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size> in, bool flip) {
+  ByteReader r(in.data(), sender_order(flip));
+  if (r.u32() != kAcceptorMagic) return Failure{-EPROTO, "not an acceptor connection request"};
+  ConnReq req;
+  req.version = r.u32();
+  if (req.version != kAcceptorVersion2)
+    return Failure{-EPROTONOSUPPORT, "acceptor request version " + std::to_string(req.version) + " (this is 2)"};
+  auto target = Nid::from_wire(in.data() + 8, Nid::kWireBytes);
+  if (!target) return Failure{-EPROTO, "acceptor request v2: " + target.message()};
+  req.target = *target;
+  return req;
+}
+
 FirstWord classify_first_word(std::span<const std::uint8_t, 4> word, bool* flip) {
   std::uint32_t w = ByteReader(word.data()).u32();
   *flip = false;
@@ -94,6 +115,20 @@ std::vector<std::uint8_t> encode_hello(const Hello& h) {
     put_ips(w, h.ips);
     return out;
   }
+  if (h.version == kProtoV4) {
+    // 20-byte NIDs (struct lnet_nid, big-endian fields), no IP list.
+    out.assign(kHelloPrefixSize + kHelloV4BodySize, 0);
+    ByteWriter w(out.data());
+    w.u32(kProtoMagic).u32(h.version);
+    std::uint8_t nid[Nid::kWireBytes];
+    h.src_nid.to_wire(nid);
+    w.bytes(nid, sizeof nid);
+    h.dst_nid.to_wire(nid);
+    w.bytes(nid, sizeof nid);
+    w.u32(h.src_pid).u32(h.dst_pid).u64(h.src_incarnation).u64(h.dst_incarnation);
+    w.i32(static_cast<std::int32_t>(h.ctype)).u32(0);
+    return out;
+  }
   out.assign(kHelloPrefixSize + kHelloV2BodySize + 4 * nips, 0);
   ByteWriter w(out.data());
   w.u32(kProtoMagic).u32(h.version).u64(h.src_nid.value()).u64(h.dst_nid.value()).u32(h.src_pid).u32(h.dst_pid);
@@ -129,14 +164,42 @@ Result<HelloPrefix> decode_hello_prefix(std::span<const std::uint8_t, kHelloPref
 }
 
 std::size_t hello_body_size(const HelloPrefix& p) {
-  return p.version == kProtoV1 ? kHelloV1BodySize : kHelloV2BodySize;
+  return p.version == kProtoV1 ? kHelloV1BodySize : p.version == kProtoV4 ? kHelloV4BodySize : kHelloV2BodySize;
 }
+
+namespace {
+
+Result<Hello> decode_hello_v4(const HelloPrefix& p, std::span<const std::uint8_t> body, std::uint32_t* nips) {
+  Hello h;
+  h.version = kProtoV4;
+  auto src = Nid::from_wire(body.data(), Nid::kWireBytes);
+  auto dst = Nid::from_wire(body.data() + Nid::kWireBytes, Nid::kWireBytes);
+  if (!src) return Failure{-EPROTO, "V4 HELLO: its source: " + src.message()};
+  if (!dst) return Failure{-EPROTO, "V4 HELLO: its destination: " + dst.message()};
+  h.src_nid = *src;
+  h.dst_nid = *dst;
+  ByteReader r(body.data() + 2 * Nid::kWireBytes, sender_order(p.flip));
+  h.src_pid = r.u32();
+  h.dst_pid = r.u32();
+  h.src_incarnation = r.u64();
+  h.dst_incarnation = r.u64();
+  h.ctype = static_cast<ConnType>(r.i32());
+  *nips = r.u32();
+  if (*nips != 0) return Failure{-EPROTO, "V4 HELLO announces " + std::to_string(*nips) + " IPs (V4 has no IP list)"};
+  return h;
+}
+
+}  // namespace
 
 Result<Hello> decode_hello_body(const HelloPrefix& p, std::span<const std::uint8_t> body, std::uint32_t* nips) {
   if (body.size() < hello_body_size(p)) return Failure{-EPROTO, "short HELLO"};
   Hello h;
   h.version = p.version;
-  if (p.version == kProtoV1) {
+  if (p.version == kProtoV4) {
+    auto v4 = decode_hello_v4(p, body, nips);
+    if (!v4) return v4;
+    h = std::move(*v4);
+  } else if (p.version == kProtoV1) {
     // The rest of the 72-byte LNet header, from src_nid on (little-endian).
     ByteReader r(body.data());
     std::uint64_t src = r.u64();

@@ -17,6 +17,7 @@ namespace lnet::sock {
 
 inline constexpr std::uint32_t kAcceptorMagic = 0xacce7100;
 inline constexpr std::uint32_t kAcceptorVersion = 1;
+inline constexpr std::uint32_t kAcceptorVersion2 = 2;     // a 20-byte target NID (large NIDs)
 inline constexpr std::uint32_t kProtoMagic = 0x45726963;  // LNET_PROTO_MAGIC
 inline constexpr std::uint32_t kTcpMagic = 0xeebc0ded;    // LNET_PROTO_TCP_MAGIC (V1)
 inline constexpr std::uint32_t kProtoV1 = 1;
@@ -27,8 +28,10 @@ inline constexpr std::uint32_t kMsgNoop = 0xc0;
 inline constexpr std::uint32_t kMsgLnet = 0xc1;
 inline constexpr std::uint64_t kKeepalivePing = 1;  // reserved ZC cookie of keepalive NOOPs
 inline constexpr std::size_t kConnReqSize = 16;
+inline constexpr std::size_t kConnReqV2Size = 28;
 inline constexpr std::size_t kHelloPrefixSize = 8;   // magic + version
 inline constexpr std::size_t kHelloV2BodySize = 48;  // after the prefix, before the IPs
+inline constexpr std::size_t kHelloV4BodySize = 72;  // 20-byte NIDs, nips always 0
 inline constexpr std::size_t kHelloV1BodySize = 64;  // rest of the 72-byte header
 inline constexpr std::size_t kMsgHdrSize = 24;
 inline constexpr std::uint32_t kMaxHelloIps = 16;
@@ -58,6 +61,9 @@ struct ConnReq {
 // Acceptor). Fails with -EPROTO naming the bad field; version != 1 is reported as
 // -EPROTONOSUPPORT (the caller answers with its own version and closes).
 Result<ConnReq> decode_connreq(std::span<const std::uint8_t, kConnReqSize> in, bool flip);
+// Version 2 (lnet_acceptor_connreq_v2): magic, version 2, the target as struct lnet_nid.
+void encode_connreq_v2(Nid target, std::span<std::uint8_t, kConnReqV2Size> out);
+Result<ConnReq> decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size> in, bool flip);
 
 // ---- HELLO ----
 struct Hello {
@@ -72,7 +78,8 @@ struct Hello {
   std::vector<std::uint32_t> ips;
 };
 
-// V2/V3: 56 bytes + 4 per IP; V1: the 72-byte LNet-header form + 4 per IP.
+// V2/V3: 56 bytes + 4 per IP; V1: the 72-byte LNet-header form + 4 per IP; V4: 80 bytes
+// (20-byte NIDs, no IPs).
 std::vector<std::uint8_t> encode_hello(const Hello& h);
 
 struct HelloPrefix {
