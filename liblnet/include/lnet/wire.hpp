@@ -49,22 +49,37 @@ struct NiStatus {
   friend bool operator==(const NiStatus&, const NiStatus&) = default;
 };
 
+// A large-address entry: its status, then the NID as struct lnet_nid (NID_BYTES of it),
+// rounded up to 4 bytes: 24 for an IPv6 NID.
+constexpr std::size_t large_ni_status_size(const Nid& nid) {
+  return 4 + (nid.is_any() ? Nid::kWireBytes : (nid.nid_size() + 8 + 3) & ~std::size_t{3});
+}
+
 struct PingInfo {
   std::uint32_t features = 0;
   Pid pid = 0;
   std::vector<NiStatus> nis;  // nis[0] must be 0@lo
+  // LARGE_ADDR: the entries after the classic ones (the NIDs that do not fit lnet_nid_t;
+  // with PRIMARY_LARGE the first is the primary NID). Their msg_size is not on the wire.
+  std::vector<NiStatus> large_nis;
 
-  std::size_t wire_size() const { return kPingInfoHeaderSize + kNiStatusSize * nis.size(); }
+  std::size_t wire_size() const {
+    std::size_t n = kPingInfoHeaderSize + kNiStatusSize * nis.size();
+    for (const NiStatus& s : large_nis) n += large_ni_status_size(s.nid);
+    return n;
+  }
 };
 
-// Encodes in little-endian order (the responder's native order on our platforms).
+// Encodes in little-endian order (the responder's native order on our platforms). With
+// large entries, LARGE_ADDR is set and entry 0's msg_size holds the total size.
 std::vector<std::uint8_t> encode_ping_info(const PingInfo& info);
 void encode_ping_info(const PingInfo& info, std::span<std::uint8_t> out);  // out.size() >= wire_size()
 
 // Decodes and validates a ping-info buffer in either byte order: magic, NI_STATUS feature,
 // 1 <= nnis <= max_interfaces, entry 0 = 0@lo. A buffer holding fewer entries than it
-// announces fails with -E2BIG and `needed` set to the size it needs. Large-address and
-// metadata blocks (LARGE_ADDR, METADATA) are size-checked and skipped.
+// announces fails with -E2BIG and `needed` set to the size it needs. With LARGE_ADDR the
+// large entries up to the total size entry 0 states are decoded (one that overflows it,
+// or a NID struct lnet_nid cannot carry, is refused); a METADATA block is skipped.
 Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in,
                                   std::uint32_t max_interfaces = kDefaultMaxInterfaces, std::size_t* needed = nullptr);
 

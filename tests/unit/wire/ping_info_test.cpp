@@ -1,6 +1,7 @@
 // Ping info: golden bytes, both byte orders, and every validation rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <lnet/wire.hpp>
@@ -114,19 +115,59 @@ TEST(PingInfo, FirstEntryMustBeLoopback) {
   EXPECT_NE(r.message().find("not 0@lo"), std::string::npos);
 }
 
-TEST(PingInfo, LargeAddressBlockIsSizeChecked) {
+// LARGE_ADDR (facts §4.1): after the classic entries, one per large NID: status, then
+// struct lnet_nid (NID_BYTES), rounded to 4; entry 0's msg_size is the total size.
+TEST(PingInfo, LargeEntriesGoldenBytes) {
   PingInfo p = sample();
-  p.features |= kPingFeatLargeAddr;
-  p.nis[0].msg_size = 64;  // 48 bytes of nid4 entries + 16 of large ones
+  p.features |= kPingFeatPrimaryLarge;
+  p.large_nis = {NiStatus{*Nid::parse("2001:db8::1@tcp"), kNiStatusUp, 0},
+                 NiStatus{*Nid::parse("10.0.0.2@tcp1"), kNiStatusDown, 0}};
+  Bytes golden = kGolden;
+  golden[4] = 0x6e;      // features + LARGE_ADDR + PRIMARY_LARGE
+  golden[16 + 12] = 84;  // entry 0's msg_size: 48 + 24 + 12
+  Bytes large = {0xde, 0xc0, 0xaa, 0x15, 12, 2, 0,    0,    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0,  0, 0, 0,
+                 0,    0,    0,    0,    0,  1, 0xce, 0xfa, 0xad, 0xde, 0,    2,    0, 1, 10, 0, 0, 2};
+  golden.insert(golden.end(), large.begin(), large.end());
+  EXPECT_EQ(encode_ping_info(p), golden);
+  EXPECT_EQ(p.wire_size(), 84u);
+  auto r = decode_ping_info(golden);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->large_nis.size(), 2u);
+  EXPECT_EQ(r->large_nis[0].nid, p.large_nis[0].nid);
+  EXPECT_EQ(r->large_nis[0].status, kNiStatusUp);
+  EXPECT_EQ(r->large_nis[1].nid, p.large_nis[1].nid);
+  EXPECT_EQ(r->large_nis[1].status, kNiStatusDown);
+  EXPECT_EQ(r->nis.size(), 2u);
+  EXPECT_TRUE(r->features & kPingFeatPrimaryLarge);
+}
+
+TEST(PingInfo, LargeEntriesAreSizeChecked) {
+  PingInfo p = sample();
+  p.large_nis = {NiStatus{*Nid::parse("2001:db8::1@tcp"), kNiStatusUp, 0}};
   Bytes b = encode_ping_info(p);
-  b.resize(64, 0);
-  EXPECT_TRUE(decode_ping_info(b));
+  ASSERT_EQ(b.size(), 72u);
   std::size_t needed = 0;
-  b.resize(56);
-  EXPECT_EQ(decode_ping_info(b, kDefaultMaxInterfaces, &needed).code(), -E2BIG);
-  EXPECT_EQ(needed, 64u);
-  p.nis[0].msg_size = 30;
-  EXPECT_EQ(decode_ping_info(encode_ping_info(p)).code(), -EPROTO);
+  Bytes cut(b.begin(), b.begin() + 64);
+  EXPECT_EQ(decode_ping_info(cut, kDefaultMaxInterfaces, &needed).code(), -E2BIG);
+  EXPECT_EQ(needed, 72u);
+  Bytes bad = b;
+  bad[16 + 12] = 30;  // a total size that is not a multiple of 4
+  EXPECT_EQ(decode_ping_info(bad).code(), -EPROTO);
+  bad = b;
+  bad[16 + 12] = 68;  // the large entry (24 bytes from 48) overflows a stated 68
+  auto r = decode_ping_info(bad);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("large entry 0 overflows the stated size 68"), std::string::npos) << r.message();
+  bad = b;
+  bad[48 + 4] = 7;  // a nid_size that is not carried
+  r = decode_ping_info(bad);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("large entry 0: a NID of nid_size 7"), std::string::npos) << r.message();
+  bad = b;
+  std::fill(bad.begin() + 52, bad.begin() + 72, 0xFF);  // LNET_ANY_NID
+  r = decode_ping_info(bad);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.message().find("large entry 0 is LNET_ANY_NID"), std::string::npos) << r.message();
 }
 
 }  // namespace
