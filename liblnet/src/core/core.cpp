@@ -229,8 +229,16 @@ void Core::ping_info_changed() {
 }
 
 void Core::notify_peer(NetInterface&, Nid peer, bool alive) {
-  MutexLock g(st_.locks[st_.cpts.of_nid(peer)]);
-  if (PeerNi* lpni = st_.peers.find(peer)) lpni->alive.store(alive, std::memory_order_relaxed);
+  PeerNi* lpni;
+  {
+    MutexLock g(st_.locks[st_.cpts.of_nid(peer)]);
+    lpni = st_.peers.find(peer);
+    if (!lpni) return;
+    lpni->alive.store(alive, std::memory_order_relaxed);
+  }
+  // A driver that lost every connection to a peer NI says so: it counts against the peer
+  // NI's health (and starts its recovery) as a failed send would, as LNet's notify does.
+  if (!alive) health_.peer_ni_failed(lpni);
 }
 
 int Core::clear_lazy_portal(unsigned portal) {

@@ -103,7 +103,7 @@ Status Router::set_routing(bool on) {
   MutexLock g(mutex_);
   if (!on) {
     if (!st_.routing.load() || st_.routing_draining.load()) return {};
-    std::int64_t now = coarse_now_ns() / kNsPerSec;
+    std::int64_t now = coarse_now_ns();
     drain_ = Drain{now, now, st_.counters.sum(kRouteCount)};
     st_.routing_draining.store(true);
     host_.ping_info_changed();
@@ -153,17 +153,18 @@ void Router::drain_step() {
   if (!st_.routing_draining.load()) return;
   MutexLock g(mutex_);
   if (!st_.routing_draining.load()) return;
-  std::int64_t now = coarse_now_ns() / kNsPerSec;
+  std::int64_t now = coarse_now_ns();
   std::int64_t forwarded = st_.counters.sum(kRouteCount);
   if (forwarded != drain_.forwarded) {
     drain_.during += forwarded > drain_.forwarded ? forwarded - drain_.forwarded : 0;
     drain_.forwarded = forwarded;
     drain_.last_forward = now;
   }
-  bool quiet = now - drain_.last_forward >= (discovery_.all_told() ? 1 : drain_quiet());
-  if (!quiet && now - drain_.started < drain_most()) return;
-  LNET_LOG(Info, kLogRouter, "routing drained after %lld s (%lld messages forwarded meanwhile%s)",
-           static_cast<long long>(now - drain_.started), static_cast<long long>(drain_.during),
+  std::int64_t quiet_ns = (discovery_.all_told() ? 1 : drain_quiet()) * kNsPerSec;
+  bool quiet = now - drain_.last_forward >= quiet_ns;
+  if (!quiet && now - drain_.started < drain_most() * kNsPerSec) return;
+  LNET_LOG(Info, kLogRouter, "routing drained after %.1f s (%lld messages forwarded meanwhile%s)",
+           static_cast<double>(now - drain_.started) / kNsPerSec, static_cast<long long>(drain_.during),
            quiet ? "" : "; still forwarding at the drain's end");
   switch_routing_locked(false);
 }

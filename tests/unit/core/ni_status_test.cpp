@@ -2,8 +2,11 @@
 // its health: down at 0 (LNet 2.17). Selection and routes leave an NI whose link is down.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <lnet/lnet.hpp>
 
+#include "core/core.hpp"
 #include "support/event_log.hpp"
 #include "support/fabric.hpp"
 
@@ -103,6 +106,28 @@ TEST_F(NiStatus_, ALinkDownIsDownAndNotSelected) {
   Fabric::instance().link(gni(1), true);
   EXPECT_TRUE(status_up(*a, gni(1)));
   EXPECT_TRUE(test::eventually([&] { return pinged_status(*b, gni(11), gni(1)) == kNiStatusUp; }));
+}
+
+// A driver that lost every connection to a peer NI reports it down: that counts against
+// the peer NI's health and queues it for recovery, as LNet's notify does; up again only
+// marks it alive (its health comes back when it is heard from).
+TEST(PeerNiNotify, ADriverReportingAPeerNiDownLowersItsHealth) {
+  auto a = make(test::fabric_config({1, 11}));
+  auto b = make(test::fabric_config({2, 12}));
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->control().add_peer(PeerConfig{gni(2), true, {gni(12)}}));
+  core::Core& c = core::Core::of(*a);
+  auto peer_health = [&](Nid n) { return c.state().find_peer_ni(n)->health.load(); };
+  Fabric::instance().fail(gni(12), HealthStatus::RemoteDropped);  // its recovery pings fail
+  c.notify_peer(*c.state().find_ni(gni(11)), gni(12), false);
+  EXPECT_EQ(peer_health(gni(12)), 900);
+  EXPECT_EQ(peer_health(gni(2)), 1000);
+  auto q = a->control().recovery_queue(false);
+  EXPECT_NE(std::find(q.begin(), q.end(), gni(12)), q.end()) << "queued for recovery";
+  c.notify_peer(*c.state().find_ni(gni(11)), gni(12), true);
+  EXPECT_LE(peer_health(gni(12)), 900) << "up again is not heard from";
+  Fabric::instance().fail(gni(12), std::nullopt);
+  EXPECT_TRUE(test::eventually([&] { return peer_health(gni(12)) == 1000; })) << "recovery pings bring it back";
 }
 
 TEST(NiStatusRoutes, ARouteIsDownWhileItsLocalNetHasNoNiUp) {

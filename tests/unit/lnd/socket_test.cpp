@@ -1,14 +1,20 @@
 // The socket LND between two instances in this process, on two 127.x.y.z addresses:
 // ping, PUT and GET of several sizes with data checks, both directions.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
 
+#include <lnet/lnd/header.hpp>
 #include <lnet/lnet.hpp>
 
+#include "lnd/socket/sock_wire.hpp"
 #include "support/event_log.hpp"
 
 namespace lnet {
@@ -196,6 +202,68 @@ TEST(SocketParams, TimeoutZeroTakesLnetsDerivedLndTimeout) {
   ASSERT_TRUE(lnet) << lnet.message();
   EXPECT_EQ((*lnet)->control().ni_info()[1].lnd_timeout, 7);
   lnet->reset();
+  set_socket_params(SocketParams{});
+}
+
+// A peer that stops half-way through a message (its path cut, say, while the rest is in
+// flight): the connection is closed once nothing more came for the LND's timeout, as
+// ksocklnd times out a receive that makes no progress, not left to TCP keepalive (whose
+// probes the peer's kernel still answers); the NI goes on serving.
+TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(4);
+  auto a = make(ip_a.c_str(), [](SocketParams& p) { p.timeout = 1; });
+  ASSERT_TRUE(a);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in me{}, to{};
+  me.sin_family = to.sin_family = AF_INET;
+  inet_pton(AF_INET, ip_c.c_str(), &me.sin_addr);
+  inet_pton(AF_INET, ip_a.c_str(), &to.sin_addr);
+  to.sin_port = htons(kPort);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0) << std::strerror(errno);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << std::strerror(errno);
+
+  std::vector<std::uint8_t> out(sock::kConnReqSize);
+  sock::encode_connreq(tcp(ip_a.c_str()), std::span<std::uint8_t, sock::kConnReqSize>(out.data(), out.size()));
+  sock::Hello h;
+  h.src_nid = tcp(ip_c.c_str());
+  h.dst_nid = tcp(ip_a.c_str());
+  h.src_pid = h.dst_pid = kPidLustre;
+  h.src_incarnation = 1;
+  h.ctype = sock::ConnType::Control;
+  auto hello = sock::encode_hello(h);
+  out.insert(out.end(), hello.begin(), hello.end());
+  std::uint8_t frame[sock::kMsgHdrSize + kHeaderSize] = {};
+  sock::encode_msg_hdr(sock::MsgHdr{}, std::span<std::uint8_t, sock::kMsgHdrSize>(frame, sock::kMsgHdrSize));
+  Header put;
+  put.type = MsgType::Put;
+  put.src_nid = h.src_nid;
+  put.dest_nid = h.dst_nid;
+  put.src_pid = put.dest_pid = kPidLustre;
+  put.payload_length = 4096;  // announced; 100 bytes of it come
+  put.msg.put.ack_wmd = WireHandle::none();
+  put.msg.put.ptl_index = kPortal;
+  encode_header(put, std::span<std::uint8_t, kHeaderSize>(frame + sock::kMsgHdrSize, kHeaderSize));
+  out.insert(out.end(), frame, frame + sizeof frame);
+  out.resize(out.size() + 100, 0x5a);
+  ASSERT_EQ(::send(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+
+  // The HELLO reply comes, then the end of the connection: within a generous deadline
+  // (its timeout is 1 s), where without the receive timeout it would never come.
+  bool closed = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       !closed && std::chrono::steady_clock::now() < until;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) <= 0) continue;
+    char buf[512];
+    closed = ::recv(fd, buf, sizeof buf, 0) <= 0;
+  }
+  ::close(fd);
+  EXPECT_TRUE(closed) << "a connection stalled half-way through a message is still open after 30 s";
+  auto b = make(test_ip(3).c_str());
+  ASSERT_TRUE(b);
+  auto r = b->ping(ProcessId{tcp(ip_a.c_str()), kPidLustre}, std::chrono::milliseconds(5000));
+  EXPECT_TRUE(r) << "the NI serves on: " << r.message();
   set_socket_params(SocketParams{});
 }
 

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,9 +56,12 @@ Conn::~Conn() {
 bool Conn::on_events(std::uint32_t ev) {
   handle_events(ev);
   if (closed() || state_ != State::Established) return false;
+  return rx_midway() || want_write_.load(std::memory_order_relaxed);
+}
+
+bool Conn::rx_midway() const {
   Rx rx = rx_.load(std::memory_order_relaxed);
-  return rx == Rx::LnetHdr || rx == Rx::Payload || (rx == Rx::Hdr && rx_end_ > rx_beg_) ||
-         want_write_.load(std::memory_order_relaxed);
+  return rx == Rx::LnetHdr || rx == Rx::Payload || (rx == Rx::Hdr && rx_end_ > rx_beg_);
 }
 
 void Conn::handle_events(std::uint32_t ev) {
@@ -280,6 +284,18 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   io_.retire(self);
 }
 
+// A message begun and not finished: a peer (or a path) that went silent half-way through
+// one holds the message and its MD until the connection is closed, as ksocklnd closes
+// one whose receive makes no progress within its timeout. A message the core holds
+// (ParseWait) waits for us, not for the peer; bytes the kernel has for us are progress
+// not read yet.
+bool Conn::rx_stalled(Clock::time_point now) const {
+  if (!rx_midway() || now - last_rx_ <= std::chrono::seconds(sni_->timeout.load(std::memory_order_relaxed)))
+    return false;
+  int unread = 0;
+  return ioctl(fd_, FIONREAD, &unread) != 0 || unread == 0;
+}
+
 void Conn::tick(Clock::time_point now) {
   if (state_ == State::Closed) return;
   if (state_ != State::Established) {
@@ -298,6 +314,12 @@ void Conn::tick(Clock::time_point now) {
   if (stuck) {
     close_now(-ETIMEDOUT, HealthStatus::NetworkTimeout,
               "no send progress to " + peer_->nid.to_string() + " for " +
+                  std::to_string(sni_->timeout.load(std::memory_order_relaxed)) + " s");
+    return;
+  }
+  if (rx_stalled(now)) {
+    close_now(-ETIMEDOUT, HealthStatus::RemoteTimeout,
+              "timeout receiving from " + peer_->nid.to_string() + ": nothing more of a message for " +
                   std::to_string(sni_->timeout.load(std::memory_order_relaxed)) + " s");
     return;
   }

@@ -97,6 +97,8 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   // time); a failure closes the connection (soon, on the I/O thread).
   void watch(std::uint32_t events, bool add = false);
   void tick(Clock::time_point now);
+  bool rx_midway() const;  // a message (or its ksock header) partly received
+  bool rx_stalled(Clock::time_point now) const;
 
   SocketLnd& lnd_;
   SockNi* sni_;  // the NI a passive connection turns out to be for may change once (shared acceptor)

@@ -76,6 +76,8 @@ class Health {
   void note_received_from(PeerNi* lpni);
   // A response that never came counts against the peer NI it was awaited from.
   void response_timed_out(Nid next_hop);
+  // Its driver reports a peer NI down (every connection to it lost).
+  void peer_ni_failed(PeerNi* lpni) { lower_peer_ni(lpni); }
   // Whether a failed request goes again on another path (facts §5.3).
   bool may_resend(const Message* msg) const;
 

@@ -122,7 +122,7 @@ class Router {
   mutable Mutex mutex_;  // route and buffer changes, the routing switch
   BufferConfig config_ LNET_GUARDED_BY(mutex_);
   struct Drain {
-    std::int64_t started = 0, last_forward = 0;  // coarse seconds
+    std::int64_t started = 0, last_forward = 0;  // coarse steady ns
     std::int64_t forwarded = 0;                  // route_count when last looked at
     std::int64_t during = 0;                     // forwarded since it began
   };
