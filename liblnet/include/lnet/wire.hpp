@@ -83,4 +83,12 @@ void encode_ping_info(const PingInfo& info, std::span<std::uint8_t> out);  // ou
 Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in,
                                   std::uint32_t max_interfaces = kDefaultMaxInterfaces, std::size_t* needed = nullptr);
 
+// Between the node's view of a ping info (every NID in `nis`, the primary at nis[1]) and
+// the wire's (classic entries, then the large ones; PRIMARY_LARGE when the primary is
+// large and so first of those):
+// what `nis` lists as the wire carries it (large NIDs moved to large_nis)...
+void split_large(PingInfo& info);
+// ...and what was decoded as the node sees it (large_nis merged into nis).
+void merge_large(PingInfo& info);
+
 }  // namespace lnet

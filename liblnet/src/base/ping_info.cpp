@@ -125,4 +125,28 @@ Result<PingInfo> decode_ping_info(std::span<const std::uint8_t> in, std::uint32_
   return info;
 }
 
+void split_large(PingInfo& info) {
+  std::vector<NiStatus> classic;
+  classic.reserve(info.nis.size());
+  for (std::size_t i = 0; i < info.nis.size(); ++i) {
+    const NiStatus& ns = info.nis[i];
+    if (!ns.nid.is_large()) {
+      classic.push_back(ns);
+      continue;
+    }
+    if (i == 1) info.features |= kPingFeatPrimaryLarge;
+    info.large_nis.push_back(ns);
+  }
+  info.nis = std::move(classic);
+}
+
+void merge_large(PingInfo& info) {
+  if (info.large_nis.empty()) return;
+  std::size_t at = info.nis.size();
+  if ((info.features & kPingFeatPrimaryLarge) && !info.nis.empty()) at = 1;
+  info.nis.insert(info.nis.begin() + static_cast<std::ptrdiff_t>(at), info.large_nis.front());
+  info.nis.insert(info.nis.end(), info.large_nis.begin() + 1, info.large_nis.end());
+  info.large_nis.clear();
+}
+
 }  // namespace lnet

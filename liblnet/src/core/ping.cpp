@@ -94,6 +94,7 @@ Result<PingResult> ping(Core& core, ProcessId target, std::chrono::milliseconds 
       continue;
     }
     if (!info) return Failure{info.code(), "bad ping reply from " + target.to_string() + ": " + info.message()};
+    merge_large(*info);
     if (info->nis.size() > max_nids + 1) info->nis.resize(max_nids + 1);
     return PingResult{ProcessId{target.nid, info->pid}, std::move(*info)};
   }

@@ -19,6 +19,7 @@ PingInfo PingTarget::info() const {
     ni->told_up.store(up);
     info.nis.push_back(NiStatus{ni->nid, up ? kNiStatusUp : kNiStatusDown, 0});
   }
+  split_large(info);  // IPv6 NIDs in the LARGE_ADDR entries
   return info;
 }
 

@@ -190,6 +190,7 @@ void Discovery::step(Peer* peer) {
       std::vector<std::uint8_t> data = std::move(peer->dc.data);
       auto info = decode_ping_info(data, st_.tun.max_interfaces.load());
       if (info) {
+        merge_large(*info);
         Peer* into = merge_ping_info(peer, *info, false, resend);
         if (into != peer) {  // it joined another peer: that one goes on
           if (into->dc.state.load() != DcState::PingSent && into->dc.state.load() != DcState::PushSent)
@@ -260,6 +261,7 @@ void Discovery::ping_done(Peer* peer, int status, std::vector<std::uint8_t>& dat
           break;
         }
         peer->dc.ping_bytes = info->wire_size();
+        merge_large(*info);
         Peer* into = merge_ping_info(peer, *info, true, resend);
         DcState s = into->dc.state.load(std::memory_order_relaxed);
         if (into == peer || (s != DcState::PingSent && s != DcState::PushSent)) queue_locked(into);

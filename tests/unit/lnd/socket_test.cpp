@@ -267,19 +267,6 @@ TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
   set_socket_params(SocketParams{});
 }
 
-// IPv6 NIDs parse, but the socket LND does not speak HELLO V4 yet: an NI on one is
-// refused as such, not started on a wrong address.
-TEST(SocketLnd, AnIpv6NidIsRefusedAsNotSupportedYet) {
-  Config cfg;
-  NetConfig nc;
-  nc.net = NetId::make(kSockLnd, 0);
-  nc.nid = *Nid::parse("::1@tcp");
-  cfg.nets.push_back(nc);
-  auto lnet = Instance::create(cfg, kPidLustre);
-  ASSERT_FALSE(lnet);
-  EXPECT_EQ(lnet.code(), -EOPNOTSUPP) << lnet.message();
-}
-
 TEST(SocketParams, ReadFromTheEnvironment) {
   struct Var {
     const char* name;

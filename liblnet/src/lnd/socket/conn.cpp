@@ -21,13 +21,6 @@ namespace {
 constexpr std::size_t kRxBufSize = 64 * 1024;
 }  // namespace
 
-std::string ip_string(std::uint32_t ip) {
-  in_addr a{htonl(ip)};
-  char buf[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &a, buf, sizeof buf);
-  return buf;
-}
-
 int slice(const iovec* iov, unsigned niov, std::uint64_t off, std::uint64_t len, iovec* out, int max) {
   int n = 0;
   unsigned i = 0;
@@ -249,7 +242,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
     LNET_LOG(Info, kLogLnd, "%s", why.c_str());
   } else {
     LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s", conn_type_name(type_),
-             sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : ip_string(peer_ip_).c_str(),
+             sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : peer_ip_.to_string().c_str(),
              why.c_str());
   }
   int err = rc ? rc : -ECONNABORTED;
@@ -301,7 +294,7 @@ void Conn::tick(Clock::time_point now) {
   if (state_ != State::Established) {
     if (now > deadline_) {
       close_now(-ETIMEDOUT, HealthStatus::RemoteTimeout,
-                "handshake with " + (peer_ ? peer_->nid.to_string() : ip_string(peer_ip_)) + " timed out");
+                "handshake with " + (peer_ ? peer_->nid.to_string() : peer_ip_.to_string()) + " timed out");
     }
     return;
   }

@@ -19,8 +19,6 @@ namespace lnet::sock {
 
 // Fragments gathered into one sendmsg/recvmsg at most.
 inline constexpr int kMaxSegments = 64;
-// "10.0.0.1" (host order in).
-std::string ip_string(std::uint32_t ip);
 // Fills `out` (at most `max`) with the fragments covering [off, off + len) of (iov, niov).
 int slice(const iovec* iov, unsigned niov, std::uint64_t off, std::uint64_t len, iovec* out, int max);
 
@@ -31,7 +29,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   // An outgoing connection of `type` to `peer` (started on the I/O thread).
   static void connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, std::uint32_t version);
   // An accepted socket: reads the acceptor request and HELLO.
-  static void accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from);
+  static void accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port);
 
   Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io);
   ~Conn();
@@ -66,11 +64,14 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   enum class Rx { Hdr, LnetHdr, ParseWait, Payload };
 
   void handle_events(std::uint32_t events);
-  void start_connect(std::uint32_t ip, int port);
+  void start_connect(const IpAddr& ip, int port);
   void connected();
   bool read_exact(std::size_t need);  // handshake bytes into hs_in_
   void send_acceptor_version();
   bool read_accept_request();
+  bool accept_target(Nid target);  // the acceptor request's NID: ours, or another NI's on the address
+  // A HELLO's checks against the protocol of this NI's address family; false: refused.
+  bool hello_fits(const Hello& h);
   void handshake_read();
   void on_hello();
   void on_hello_reply(const Hello& h);
@@ -112,7 +113,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   std::uint32_t version_ = kProtoV3;
   bool flip_ = false;
   std::uint64_t peer_incarnation_ = 0;
-  std::uint32_t peer_ip_ = 0;
+  IpAddr peer_ip_;
   std::uint16_t peer_port_ = 0;
   Clock::time_point deadline_;  // of the handshake
 

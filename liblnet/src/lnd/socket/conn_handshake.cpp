@@ -19,7 +19,7 @@ namespace lnet::sock {
 
 namespace {
 
-void set_socket_options(int fd, const SocketParams& p, int timeout_s, int tos) {
+void set_socket_options(int fd, const SocketParams& p, int timeout_s, int tos, bool v6) {
   int one = 1;
   if (!p.nagle) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
@@ -32,7 +32,12 @@ void set_socket_options(int fd, const SocketParams& p, int timeout_s, int tos) {
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
   if (p.tx_buffer_size > 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &p.tx_buffer_size, sizeof p.tx_buffer_size);
   if (p.rx_buffer_size > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &p.rx_buffer_size, sizeof p.rx_buffer_size);
-  if (tos >= 0) setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+  if (tos >= 0) {
+    if (v6)
+      setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof tos);
+    else
+      setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+  }
 }
 }  // namespace
 
@@ -40,7 +45,7 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
   SocketLnd& lnd = *sni.lnd;
   IoThread& io = lnd.io_for(peer->nid.value());
   io.post([&sni, &lnd, &io, peer, type, version] {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(sni.ip.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       int err = errno;
       LNET_LOG(Error, kLogLnd, "socket() for %s: %s", peer->nid.to_string().c_str(), std::strerror(err));
@@ -62,21 +67,18 @@ void Conn::connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, s
   });
 }
 
-void Conn::start_connect(std::uint32_t ip, int port) {
+void Conn::start_connect(const IpAddr& ip, int port) {
   const SocketParams& p = lnd_.params();
   int timeout_s = sni_->timeout.load(std::memory_order_relaxed);
   int tos = static_cast<int>(sni_->ni->config.lnd_tunables.get_or("tos", -1));
-  set_socket_options(fd_, p, timeout_s, tos);
-  sockaddr_in local{};
-  local.sin_family = AF_INET;
-  local.sin_addr.s_addr = htonl(sni_->ip);
-  sockaddr_in remote{};
-  remote.sin_family = AF_INET;
-  remote.sin_addr.s_addr = htonl(ip);
-  remote.sin_port = htons(static_cast<std::uint16_t>(port));
+  bool v6 = sni_->ip.v6();
+  set_socket_options(fd_, p, timeout_s, tos, v6);
+  sockaddr_storage local, remote;
+  socklen_t len = sni_->ip.to_sockaddr(local, 0);
+  ip.to_sockaddr(remote, static_cast<std::uint16_t>(port));
   auto fail_connect = [&](int err) {
     close_now(-err, health_of_errno(err),
-              "connect to " + ip_string(ip) + ":" + std::to_string(port) + ": " + std::strerror(err));
+              "connect to " + ip.to_string() + " port " + std::to_string(port) + ": " + std::strerror(err));
   };
   bool started = false;
   if (p.privileged_ports && geteuid() == 0) {
@@ -87,32 +89,31 @@ void Conn::start_connect(std::uint32_t ip, int port) {
     int one = 1;
     for (int sport = 1023; sport >= 512 && !started; --sport) {
       setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      local.sin_port = htons(static_cast<std::uint16_t>(sport));
-      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      sni_->ip.to_sockaddr(local, static_cast<std::uint16_t>(sport));
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), len) != 0) {
         if (errno == EADDRINUSE || errno == EADDRNOTAVAIL) continue;
         break;  // not a port matter: an unprivileged port, below
       }
-      if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote) == 0 || errno == EINPROGRESS) {
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), len) == 0 || errno == EINPROGRESS) {
         started = true;
         break;
       }
       if (errno != EADDRNOTAVAIL && errno != EADDRINUSE) return fail_connect(errno);
       // This port already has a connection to this peer: a fresh socket, the next port.
-      int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      int fd = socket(sni_->ip.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       if (fd < 0) return fail_connect(errno);
       ::close(fd_);
       fd_ = fd;
-      set_socket_options(fd_, p, timeout_s, tos);
+      set_socket_options(fd_, p, timeout_s, tos, v6);
     }
   }
   if (!started) {
-    sockaddr_in any = local;
-    any.sin_port = 0;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
-      close_now(-errno, HealthStatus::LocalError, "bind to " + ip_string(sni_->ip) + ": " + std::strerror(errno));
+    sni_->ip.to_sockaddr(local, 0);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), len) != 0) {
+      close_now(-errno, HealthStatus::LocalError, "bind to " + sni_->ip.to_string() + ": " + std::strerror(errno));
       return;
     }
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0 && errno != EINPROGRESS)
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&remote), len) != 0 && errno != EINPROGRESS)
       return fail_connect(errno);
   }
   watch(EPOLLOUT | EPOLLIN | EPOLLRDHUP, true);
@@ -126,9 +127,12 @@ void Conn::connected() {
     close_now(-err, health_of_errno(err), "connect to " + peer_->nid.to_string() + ": " + std::strerror(err));
     return;
   }
-  // Acceptor request then our HELLO, in one go.
-  std::vector<std::uint8_t> out(kConnReqSize);
-  encode_connreq(peer_->nid, std::span<std::uint8_t, kConnReqSize>(out.data(), kConnReqSize));
+  // Acceptor request (version 2 for a large NID) then our HELLO, in one go.
+  std::vector<std::uint8_t> out(peer_->nid.is_large() ? kConnReqV2Size : kConnReqSize);
+  if (peer_->nid.is_large())
+    encode_connreq_v2(peer_->nid, std::span<std::uint8_t, kConnReqV2Size>(out.data(), kConnReqV2Size));
+  else
+    encode_connreq(peer_->nid, std::span<std::uint8_t, kConnReqSize>(out.data(), kConnReqSize));
   Hello h;
   h.version = version_;
   h.src_nid = sni_->ni->nid;
@@ -146,15 +150,15 @@ void Conn::connected() {
   if (!closed()) watch(EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
 }
 
-void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const sockaddr_in& from) {
+void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port) {
   IoThread& io = lnd.io_for(static_cast<std::uint64_t>(fd));
   auto c = std::make_shared<Conn>(lnd, sni, fd, io);
   c->state_ = State::AcceptReq;
-  c->peer_ip_ = ntohl(from.sin_addr.s_addr);
-  c->peer_port_ = ntohs(from.sin_port);
+  c->peer_ip_ = from;
+  c->peer_port_ = port;
   c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
   set_socket_options(fd, lnd.params(), sni.timeout.load(std::memory_order_relaxed),
-                     static_cast<int>(sni.ni->config.lnd_tunables.get_or("tos", -1)));
+                     static_cast<int>(sni.ni->config.lnd_tunables.get_or("tos", -1)), sni.ip.v6());
   {
     MutexLock g(sni.conns_mutex);
     sni.conns.push_back(c);
@@ -175,7 +179,7 @@ void Conn::rehome(SockNi& to) {
   }
   sni_ = &to;
   set_socket_options(fd_, lnd_.params(), to.timeout.load(std::memory_order_relaxed),
-                     static_cast<int>(to.ni->config.lnd_tunables.get_or("tos", -1)));
+                     static_cast<int>(to.ni->config.lnd_tunables.get_or("tos", -1)), to.ip.v6());
 }
 
 void Conn::send_raw(const std::vector<std::uint8_t>& bytes) {
@@ -209,7 +213,7 @@ bool Conn::read_exact(std::size_t need) {
     if (n < 0 && errno == EAGAIN) return false;
     int err = n == 0 ? ECONNRESET : errno;
     close_now(-err, health_of_errno(err),
-              std::string("handshake with ") + ip_string(peer_ip_ ? peer_ip_ : (peer_ ? peer_->ip : 0)) + ": " +
+              std::string("handshake with ") + (peer_ip_.any() && peer_ ? peer_->ip : peer_ip_).to_string() + ": " +
                   (n == 0 ? "closed by peer" : std::strerror(err)));
     return false;
   }
@@ -238,42 +242,54 @@ bool Conn::read_accept_request() {
       case FirstWord::Proto: {
         // A version probe: answer with our acceptor version and hang up.
         send_acceptor_version();
-        close_now(0, HealthStatus::Ok, "answered a version probe from " + ip_string(peer_ip_));
+        close_now(0, HealthStatus::Ok, "answered a version probe from " + peer_ip_.to_string());
         return false;
       }
       case FirstWord::TcpV1:
         close_now(-EPROTO, HealthStatus::Ok,
-                  "refused " + ip_string(peer_ip_) + ": socket protocol V1 without an acceptor request");
+                  "refused " + peer_ip_.to_string() + ": socket protocol V1 without an acceptor request");
         return false;
       case FirstWord::Unknown:
-        close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": not an LNet acceptor request");
+        close_now(-EPROTO, HealthStatus::Ok, "refused " + peer_ip_.to_string() + ": not an LNet acceptor request");
         return false;
     }
   }
-  if (!read_exact(kConnReqSize)) return false;
-  auto req = decode_connreq(std::span<const std::uint8_t, kConnReqSize>(hs_in_.data(), kConnReqSize), flip_);
+  // Magic and version, then the rest of the version's request: 16 bytes for version 1, 28
+  // for version 2 (a large NID); another version is answered with ours and refused.
+  if (!read_exact(8)) return false;
+  std::size_t size = connreq_size(std::span<const std::uint8_t, 8>(hs_in_.data(), 8), flip_);
+  if (size == 0) size = kConnReqSize;  // decode_connreq names the version
+  if (!read_exact(size)) return false;
+  auto req = size == kConnReqV2Size
+                 ? decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size>(hs_in_.data(), size), flip_)
+                 : decode_connreq(std::span<const std::uint8_t, kConnReqSize>(hs_in_.data(), kConnReqSize), flip_);
   if (!req) {
     if (req.code() == -EPROTONOSUPPORT) {
       send_acceptor_version();
     }
-    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": " + req.message());
+    lnd_.refused_protocol();
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + peer_ip_.to_string() + ": " + req.message());
     return false;
   }
-  if (req->target != sni_->ni->nid) {
-    // Another net on the same address (one acceptor serves them all): the connection
-    // moves to that NI. No NI has the NID: refused, as LNet's acceptor refuses it.
-    SockNi* other = lnd_.ni_for_accept(sni_->ip, req->target);
-    if (!other) {
-      close_now(-EPERM, HealthStatus::Ok,
-                "refused " + ip_string(peer_ip_) + " for " + req->target.to_string() + ": no matching NI on " +
-                    ip_string(sni_->ip));
-      return false;
-    }
-    rehome(*other);
-  }
+  if (!accept_target(req->target)) return false;
   state_ = State::AcceptHello;
   hs_stage_ = 0;
   hs_have_ = 0;
+  return true;
+}
+
+bool Conn::accept_target(Nid target) {
+  if (target == sni_->ni->nid) return true;
+  // Another net on the same address (one acceptor serves them all): the connection
+  // moves to that NI. No NI has the NID: refused, as LNet's acceptor refuses it.
+  SockNi* other = lnd_.ni_for_accept(sni_->ip, target);
+  if (!other) {
+    close_now(-EPERM, HealthStatus::Ok,
+              "refused " + peer_ip_.to_string() + " for " + target.to_string() + ": no matching NI on " +
+                  sni_->ip.to_string());
+    return false;
+  }
+  rehome(*other);
   return true;
 }
 
@@ -284,7 +300,8 @@ void Conn::handshake_read() {
     if (!read_exact(kHelloPrefixSize)) return;
     auto p = decode_hello_prefix(std::span<const std::uint8_t, kHelloPrefixSize>(hs_in_.data(), kHelloPrefixSize));
     if (!p) {
-      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + ip_string(peer_ip_) + ": " + p.message());
+      lnd_.refused_protocol();
+      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + peer_ip_.to_string() + ": " + p.message());
       return;
     }
     hello_prefix_ = *p;
@@ -295,7 +312,8 @@ void Conn::handshake_read() {
     if (!read_exact(kHelloPrefixSize + body)) return;
     auto h = decode_hello_body(hello_prefix_, std::span(hs_in_.data() + kHelloPrefixSize, body), &hello_nips_);
     if (!h) {
-      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + ip_string(peer_ip_) + ": " + h.message());
+      lnd_.refused_protocol();
+      close_now(-EPROTO, HealthStatus::RemoteError, "bad HELLO from " + peer_ip_.to_string() + ": " + h.message());
       return;
     }
     hello_ = std::move(*h);
@@ -317,8 +335,9 @@ void Conn::on_hello() {
 // Active side: the peer's answer to our HELLO.
 void Conn::on_hello_reply(const Hello& h) {
   if (h.version != version_) {
-    // The peer speaks another version: next time we offer that one.
-    if (h.version == kProtoV2 || h.version == kProtoV3) {
+    // The peer speaks another version: next time we offer that one (one of our
+    // address family's: V4 on IPv6, V2 or V3 on IPv4).
+    if (sni_->ip.v6() ? h.version == kProtoV4 : h.version == kProtoV2 || h.version == kProtoV3) {
       MutexLock g(peer_->mutex);  // launch_connect reads it under the lock
       peer_->version = h.version;
     }
@@ -332,6 +351,7 @@ void Conn::on_hello_reply(const Hello& h) {
                   " connection (a race, or it has as many of that type as its conns_per_peer)");
     return;
   }
+  if (!hello_fits(h)) return;
   if (h.src_nid != peer_->nid) {
     close_now(-EPROTO, HealthStatus::RemoteError,
               "connected to " + peer_->nid.to_string() + " but it claimed to be " + h.src_nid.to_string());
@@ -350,21 +370,27 @@ void Conn::on_hello_reply(const Hello& h) {
 // Passive side: a connecting peer's HELLO, answered with ours.
 void Conn::on_hello_request(const Hello& h) {
   if (h.version == kProtoV1) {
-    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": socket protocol V1 is not supported");
+    close_now(-EPROTO, HealthStatus::Ok, "refused " + peer_ip_.to_string() + ": socket protocol V1 is not supported");
     return;
   }
   Hello reply;
   reply.src_nid = sni_->ni->nid;
   reply.src_pid = sni_->ni->pid;
   reply.src_incarnation = sni_->incarnation;
-  if (h.version == kProtoV4) {
-    // Large-NID protocol: answer in ours with "no connection" so the peer falls back.
-    reply.version = kProtoV3;
+  std::uint32_t ours = sni_->proto(true);
+  if ((h.version == kProtoV4) != (ours == kProtoV4)) {
+    // V4 (large NIDs) belongs to IPv6 connections, V2/V3 to IPv4: the peer is answered
+    // in ours with "no connection", and falls back to it, as ksocklnd does.
+    reply.version = ours;
     reply.ctype = ConnType::None;
+    lnd_.refused_protocol();
     send_raw(encode_hello(reply));
-    close_now(-EPROTO, HealthStatus::Ok, "refused " + ip_string(peer_ip_) + ": protocol V4 offered, we speak V3");
+    close_now(-EPROTO, HealthStatus::Ok,
+              "refused " + peer_ip_.to_string() + ": protocol V" + std::to_string(h.version) + " offered, we speak V" +
+                  std::to_string(ours) + " on " + (sni_->ip.v6() ? "IPv6" : "IPv4"));
     return;
   }
+  if (!hello_fits(h)) return;
   version_ = h.version;
   flip_ = hello_prefix_.flip;
   Nid nid = h.src_nid;
@@ -373,11 +399,11 @@ void Conn::on_hello_request(const Hello& h) {
   if (userspace) {
     // Not a privileged port: the identity is ours to give (address and port), as the
     // kernel does for userspace peers.
-    nid = Nid::make(sni_->ni->nid.net(), peer_ip_);
+    nid = peer_ip_.nid(sni_->ni->nid.net());
     pid = peer_port_ | kPidUserFlag;
   } else if (nid.net() != sni_->ni->nid.net()) {
     close_now(-EPROTO, HealthStatus::Ok,
-              "refused " + ip_string(peer_ip_) + ": HELLO from " + nid.to_string() + " is not on " +
+              "refused " + peer_ip_.to_string() + ": HELLO from " + nid.to_string() + " is not on " +
                   sni_->ni->nid.net().to_string());
     return;
   }
@@ -391,6 +417,18 @@ void Conn::on_hello_request(const Hello& h) {
   reply.dst_nid = nid;
   reply.dst_pid = pid;
   answer_hello(h, reply, std::move(peer));
+}
+
+// A V4 HELLO names IPv6 NIDs (16-byte addresses), a V2/V3 one classic NIDs: a source of
+// another size than the connection's family is refused (counted with the bad HELLOs).
+bool Conn::hello_fits(const Hello& h) {
+  bool large = h.src_nid.is_large();
+  if (large == sni_->ip.v6()) return true;
+  lnd_.refused_protocol();
+  close_now(-EPROTO, HealthStatus::RemoteError,
+            "bad HELLO from " + peer_ip_.to_string() + ": V" + std::to_string(h.version) + " HELLO from " +
+                h.src_nid.to_string() + " on an " + (sni_->ip.v6() ? "IPv6" : "IPv4") + " connection");
+  return false;
 }
 
 // Passive side: our answer to a HELLO that passed its checks, taking the connection or

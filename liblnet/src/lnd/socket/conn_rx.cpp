@@ -96,13 +96,17 @@ bool Conn::rx_msg_hdr() {
 }
 
 bool Conn::rx_lnet_hdr() {
-  if (!fill(kHeaderSize)) return false;
-  if (decode_header(std::span(rxbuf_.data() + rx_beg_, kHeaderSize), rx_hdr_) != 0) {
+  // Protocol V4 (IPv6) carries the 96-byte large-NID header, the others the 72-byte one.
+  bool large = version_ == kProtoV4;
+  std::size_t size = large ? kHeaderLargeSize : kHeaderSize;
+  if (!fill(size)) return false;
+  auto in = std::span<const std::uint8_t>(rxbuf_.data() + rx_beg_, size);
+  if ((large ? decode_header_large(in, rx_hdr_) : decode_header(in, rx_hdr_)) != 0) {
     close_now(-EPROTO, HealthStatus::RemoteError, "bad LNet header from " + peer_->nid.to_string());
     return false;
   }
   if (rx_msghdr_.csum != 0 && version_ == kProtoV2) rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
-  rx_beg_ += kHeaderSize;
+  rx_beg_ += size;
   {
     MutexLock g(rx_mutex_);
     rx_recv_called_ = false;

@@ -33,7 +33,7 @@ bool LinkWatch::start() {
   nl_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
   sockaddr_nl a{};
   a.nl_family = AF_NETLINK;
-  a.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR;
+  a.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
   if (nl_ < 0 || bind(nl_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     LNET_LOG(Warn, kLogLnd, "no netlink socket (%s): NIs do not follow their interfaces' links",
              errno_string(errno).c_str());
@@ -59,13 +59,7 @@ void LinkWatch::loop() {
   }
 }
 
-bool interface_holds(const std::string& ifname, std::uint32_t ip) {
-  auto host = host_interfaces();
-  return host && std::any_of(host->begin(), host->end(),
-                             [&](const HostInterface& h) { return h.name == ifname && h.ipv4 == ip; });
-}
-
-bool link_is_up(const std::string& ifname, std::uint32_t ip) {
+bool link_is_up(const std::string& ifname, const IpAddr& ip) {
   if (ifname.empty() || ifname.size() >= IFNAMSIZ) return true;  // nothing to watch
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return true;
@@ -73,7 +67,7 @@ bool link_is_up(const std::string& ifname, std::uint32_t ip) {
   std::memcpy(r.ifr_name, ifname.c_str(), ifname.size());
   bool up = ioctl(fd, SIOCGIFFLAGS, &r) == 0 && (r.ifr_flags & IFF_UP) && (r.ifr_flags & IFF_RUNNING);
   close(fd);
-  return up && (ip == 0 || interface_holds(ifname, ip));
+  return up && (ip.any() || interface_holds(ifname, ip));
 }
 
 }  // namespace lnet::sock

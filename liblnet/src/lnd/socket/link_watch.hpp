@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "ip_addr.hpp"
+
 namespace lnet::sock {
 
 class LinkWatch {
@@ -30,9 +32,8 @@ class LinkWatch {
 };
 
 // Whether interface `ifname` is up with a carrier (IFF_UP and IFF_RUNNING: operstate up
-// or unknown) and, when `ip` (host order) is not 0, still holds that IPv4 address.
-bool link_is_up(const std::string& ifname, std::uint32_t ip);
-// Whether interface `ifname` holds IPv4 address `ip` (an explicit NID on `lo` may not).
-bool interface_holds(const std::string& ifname, std::uint32_t ip);
+// or unknown) and, when `ip` is set, still holds that address (interface_holds,
+// ip_addr.hpp: an explicit NID on `lo` may not).
+bool link_is_up(const std::string& ifname, const IpAddr& ip);
 
 }  // namespace lnet::sock

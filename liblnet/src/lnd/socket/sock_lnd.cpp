@@ -23,15 +23,6 @@ namespace lnet::sock {
 
 namespace {
 constexpr int kDefaultPeerCredits = 8;  // ksocklnd's peer_credits
-
-// The name of the interface that has address `ip` (empty: none has).
-std::string interface_of(std::uint32_t ip) {
-  auto ifs = host_interfaces();
-  if (!ifs) return {};
-  for (const HostInterface& i : *ifs)
-    if (i.ipv4 == ip) return i.loopback ? std::string("lo") : i.name;
-  return {};
-}
 }  // namespace
 
 Tx* tx_alloc() {
@@ -63,11 +54,11 @@ HealthStatus health_of_errno(int err) {
 // (tcp and tcp2 on eth0), and the acceptor request's target NID tells them apart.
 struct SocketLnd::Listener final : IoHandler {
   SocketLnd& lnd;
-  std::uint32_t ip;  // host order
+  IpAddr ip;
   int fd;
   IoThread& io;
   std::vector<SockNi*> nis;  // the NIs on `ip`, under the driver's nis_mutex_
-  Listener(SocketLnd& l, std::uint32_t a, int f, IoThread& i) : lnd(l), ip(a), fd(f), io(i) {}
+  Listener(SocketLnd& l, const IpAddr& a, int f, IoThread& i) : lnd(l), ip(a), fd(f), io(i) {}
   ~Listener() { ::close(fd); }
   bool on_events(std::uint32_t) override {
     lnd.accept_ready(*this);
@@ -75,7 +66,7 @@ struct SocketLnd::Listener final : IoHandler {
   }
 };
 
-SockNi* SocketLnd::ni_for_accept(std::uint32_t ip, Nid target) {
+SockNi* SocketLnd::ni_for_accept(const IpAddr& ip, Nid target) {
   MutexLock g(nis_mutex_);
   for (const auto& l : listeners_)
     if (l->ip == ip)
@@ -87,19 +78,19 @@ SockNi* SocketLnd::ni_for_accept(std::uint32_t ip, Nid target) {
 void SocketLnd::accept_ready(Listener& l) {
   int lfd = l.fd;
   for (;;) {
-    sockaddr_in from{};
+    sockaddr_storage from{};
     socklen_t len = sizeof from;
     int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", ip_string(l.ip).c_str(), std::strerror(errno));
+      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", l.ip.to_string().c_str(), std::strerror(errno));
       return;
     }
-    int port = ntohs(from.sin_port);
+    std::uint16_t port = 0;
+    IpAddr peer = IpAddr::of_sockaddr(from, &port);
     if (params_.accept == AcceptMode::Secure && port > 1023) {
-      char ip[INET_ADDRSTRLEN];
-      inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
-      LNET_LOG(Warn, kLogLnd, "refused a connection from %s:%d: not a privileged port (accept=secure)", ip, port);
+      LNET_LOG(Warn, kLogLnd, "refused a connection from %s port %d: not a privileged port (accept=secure)",
+               peer.to_string().c_str(), port);
       ::close(fd);
       continue;
     }
@@ -114,7 +105,7 @@ void SocketLnd::accept_ready(Listener& l) {
       ::close(fd);
       continue;
     }
-    Conn::accept(*this, *first, fd, from);
+    Conn::accept(*this, *first, fd, peer, port);
   }
 }
 
@@ -130,21 +121,27 @@ int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
   sni->lnd = this;
-  if (ni.nid.is_large()) {
-    LNET_LOG(Error, kLogLnd, "cannot start %s: not supported yet: IPv6 NIDs on the socket LND",
-             ni.nid.to_string().c_str());
-    return -EOPNOTSUPP;
-  }
   if (!ni.nid.is_any()) {
-    sni->ip = ni.nid.addr();
+    sni->ip = IpAddr::of_nid(ni.nid);
+    if (sni->ip.any()) {
+      LNET_LOG(Error, kLogLnd, "cannot start %s: its address is neither IPv4 nor IPv6", ni.nid.to_string().c_str());
+      return -EINVAL;
+    }
+    if (sni->ip.v6() && !params_.typed_conns) {
+      LNET_LOG(
+          Error, kLogLnd,
+          "cannot start %s: not supported yet: typed_conns=0 on IPv6 (protocol V4 sends on typed connections only)",
+          ni.nid.to_string().c_str());
+      return -EOPNOTSUPP;
+    }
   } else {
     auto ip = interface_ipv4(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
     if (!ip) {
       LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
       return ip.code();
     }
-    sni->ip = *ip;
-    ni.nid = Nid::make(ni.config.net, sni->ip);
+    sni->ip = IpAddr::v4(*ip);
+    ni.nid = sni->ip.nid(ni.config.net);
   }
   sni->ifname = ni.config.interfaces.empty() ? interface_of(sni->ip) : ni.config.interfaces.front();
   ni.numa_node = interface_numa_node(sni->ifname);
@@ -185,7 +182,7 @@ void SocketLnd::watch_link(SockNi& sni) {
     links_ = std::make_unique<LinkWatch>([this] { check_links(); });
     (void)links_->start();  // without a watch (logged), the NI still starts down if its link is
   }
-  sni.link_ip = interface_holds(sni.ifname, sni.ip) ? sni.ip : 0;
+  sni.link_ip = interface_holds(sni.ifname, sni.ip) ? sni.ip : IpAddr();
   sni.link_up = link_is_up(sni.ifname, sni.link_ip);
   if (!sni.link_up) {
     LNET_LOG(Warn, kLogLnd, "%s: interface %s is down", sni.ni->nid.to_string().c_str(), sni.ifname.c_str());
@@ -212,15 +209,13 @@ int SocketLnd::listen_locked(NetInterface& ni, SockNi* sni) {
       l->nis.push_back(sni);  // another net on the address: its acceptor serves it too
       return 0;
     }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = socket(sni->ip.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(sni->ip);
-  a.sin_port = htons(static_cast<std::uint16_t>(params_.port));
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::listen(fd, params_.accept_backlog) != 0) {
+  if (sni->ip.v6()) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  sockaddr_storage a;
+  socklen_t alen = sni->ip.to_sockaddr(a, static_cast<std::uint16_t>(params_.port));
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), alen) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
     int err = errno;
     LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
              std::strerror(err));
@@ -347,13 +342,18 @@ int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
   if (sni->stopping) return -ESHUTDOWN;
   Nid nid = msg.next_hop;
   if (nid.net() != ni.nid.net()) return -EHOSTUNREACH;
-  if (nid.is_large() || msg.hdr.src_nid.is_large() || msg.hdr.dest_nid.is_large()) {
-    LNET_LOG(Warn, kLogLnd, "not supported yet: a message to or from a large NID (%s) on the socket LND",
-             (nid.is_large()                ? nid
-              : msg.hdr.dest_nid.is_large() ? msg.hdr.dest_nid
-                                            : msg.hdr.src_nid)
-                 .to_string()
-                 .c_str());
+  IpAddr to = IpAddr::of_nid(nid);
+  if (to.family() != sni->ip.family()) {
+    LNET_LOG(Warn, kLogLnd, "%s cannot reach %s: not an address of its family", ni.nid.to_string().c_str(),
+             nid.to_string().c_str());
+    return -EHOSTUNREACH;
+  }
+  bool large_hdr = sni->ip.v6();  // protocol V4 on IPv6: the 96-byte header
+  if (!large_hdr && (msg.hdr.src_nid.is_large() || msg.hdr.dest_nid.is_large())) {
+    // A classic connection (V3) has no room for a 16-byte address (a message routed
+    // between an IPv6 and an IPv4 net, say).
+    LNET_LOG(Warn, kLogLnd, "a message from %s to %s cannot go on %s: IPv4 connections carry classic NIDs only",
+             msg.hdr.src_nid.to_string().c_str(), msg.hdr.dest_nid.to_string().c_str(), ni.nid.to_string().c_str());
     return -EOPNOTSUPP;
   }
   Tx* tx = tx_alloc();
@@ -361,14 +361,17 @@ int SocketLnd::send(NetInterface& ni, LndMessage& msg) {
   tx->msg = &msg;
   MsgHdr mh;
   encode_msg_hdr(mh, std::span<std::uint8_t, kMsgHdrSize>(tx->hdr, kMsgHdrSize));
-  encode_header(msg.hdr, std::span<std::uint8_t, kHeaderSize>(tx->hdr + kMsgHdrSize, kHeaderSize));
-  tx->hdr_len = kMsgHdrSize + kHeaderSize;
+  if (large_hdr)
+    encode_header_large(msg.hdr, std::span<std::uint8_t, kHeaderLargeSize>(tx->hdr + kMsgHdrSize, kHeaderLargeSize));
+  else
+    encode_header(msg.hdr, std::span<std::uint8_t, kHeaderSize>(tx->hdr + kMsgHdrSize, kHeaderSize));
+  tx->hdr_len = kMsgHdrSize + (large_hdr ? kHeaderLargeSize : kHeaderSize);
   tx->total = tx->hdr_len + msg.len;
   tx->deadline = Clock::now() + std::chrono::seconds(sni->timeout.load(std::memory_order_relaxed));
   // The next hop's pid: the target's when it is the target (a userspace client), else
   // the kernel LNet pid.
   Pid pid = nid == msg.target.nid && (msg.target.pid & kPidUserFlag) ? msg.target.pid : kPidLustre;
-  auto peer = find_or_add_peer(*sni, nid, pid, nid.addr());
+  auto peer = find_or_add_peer(*sni, nid, pid, to);
   queue_tx(*sni, peer, tx, tx->total >= static_cast<std::uint64_t>(params_.min_bulk));
   return 0;
 }
@@ -415,7 +418,8 @@ int SocketLnd::set_tunable(NetInterface& ni, std::string_view name, long value) 
 std::vector<std::pair<std::string, std::uint64_t>> SocketLnd::counters() const {
   return {{"conns_established", conns_established_.load(std::memory_order_relaxed)},
           {"conns_refused_race", conns_refused_race_.load(std::memory_order_relaxed)},
-          {"conns_refused_excess", conns_refused_excess_.load(std::memory_order_relaxed)}};
+          {"conns_refused_excess", conns_refused_excess_.load(std::memory_order_relaxed)},
+          {"conns_refused_protocol", conns_refused_protocol_.load(std::memory_order_relaxed)}};
 }
 
 int SocketLnd::timeout(const NetInterface& ni) const {

@@ -23,6 +23,7 @@
 #include <lnet/socklnd.hpp>
 
 #include "io_thread.hpp"
+#include "ip_addr.hpp"
 #include "link_watch.hpp"
 #include "sock_wire.hpp"
 
@@ -34,12 +35,13 @@ class SocketLnd;
 class Conn;
 struct SockNi;
 
-// One message (or NOOP) on its way out: ksock header + LNet header + payload.
+// One message (or NOOP) on its way out: ksock header + LNet header (72 bytes, or 96 on
+// an IPv6 NI's protocol V4) + payload.
 struct Tx {
   Tx* next = nullptr;
   NetInterface* ni = nullptr;
   LndMessage* msg = nullptr;  // nullptr: a NOOP
-  std::uint8_t hdr[kMsgHdrSize + kHeaderSize] = {};
+  std::uint8_t hdr[kMsgHdrSize + kHeaderLargeSize] = {};
   std::uint32_t hdr_len = 0;
   std::uint64_t total = 0;
   std::uint64_t sent = 0;
@@ -55,7 +57,7 @@ void tx_free(Tx* t);
 struct SockPeer {
   Nid nid;
   Pid pid = kPidLustre;
-  std::uint32_t ip = 0;
+  IpAddr ip;
   Mutex mutex;
   std::vector<std::shared_ptr<Conn>> conns LNET_GUARDED_BY(mutex);  // established
   int connecting LNET_GUARDED_BY(mutex) = 0;                        // active attempts in flight
@@ -79,7 +81,7 @@ struct SockPeer {
 struct SockNi {
   NetInterface* ni = nullptr;
   SocketLnd* lnd = nullptr;
-  std::uint32_t ip = 0;  // host order
+  IpAddr ip;  // IPv6 for a large NID: its connections speak protocol V4
   std::uint64_t incarnation = 0;
   std::atomic<int> timeout{50};        // seconds; lnetctl net set --lnd-timeout changes it at run time
   std::atomic<int> conns_per_peer{1};  // in effect (0 configured: from the link speed); net set changes it
@@ -93,8 +95,10 @@ struct SockNi {
   std::atomic<bool> stopping{false};
   // Its link (link_watch.hpp; `ifname`'s), under the driver's nis_mutex_: the address
   // it must hold (0: an address not on it, as an explicit NID on lo), the state last told.
-  std::uint32_t link_ip = 0;
+  IpAddr link_ip;
   bool link_up = true;
+  // The HELLO version this NI offers: V4 on IPv6 (large NIDs), else V3 (V2 untyped).
+  std::uint32_t proto(bool typed_conns) const { return ip.v6() ? kProtoV4 : typed_conns ? kProtoV3 : kProtoV2; }
 };
 
 // Why an incoming connection is refused (answered with a HELLO of type NONE).
@@ -127,7 +131,7 @@ class SocketLnd final : public Lnd {
   IoThread& io_for(std::uint64_t key) { return *io_[key % io_.size()]; }
 
   // Called by connections.
-  std::shared_ptr<SockPeer> find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip);
+  std::shared_ptr<SockPeer> find_or_add_peer(SockNi& sni, Nid nid, Pid pid, const IpAddr& ip);
   void conn_established(SockNi& sni, const std::shared_ptr<SockPeer>& peer, const std::shared_ptr<Conn>& conn);
   void conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Conn* conn, bool was_established, bool active,
                    int rc);
@@ -136,9 +140,12 @@ class SocketLnd final : public Lnd {
   // One taken holds a place among them until conn_established or release_incoming.
   Refusal refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, std::uint64_t incarnation);
   void release_incoming(SockPeer& peer, ConnType type);
+  // A handshake refused for its bytes (a bad acceptor request or HELLO, a protocol
+  // version or NID size not of the connection's address family): counted.
+  void refused_protocol() { conns_refused_protocol_.fetch_add(1, std::memory_order_relaxed); }
   void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
   // The NI on address `ip` whose NID is `target` (an acceptor request names it), if any.
-  SockNi* ni_for_accept(std::uint32_t ip, Nid target);
+  SockNi* ni_for_accept(const IpAddr& ip, Nid target);
 
  private:
   void tick(Clock::time_point now);
@@ -158,6 +165,7 @@ class SocketLnd final : public Lnd {
   std::atomic<std::uint64_t> conns_established_{0};
   std::atomic<std::uint64_t> conns_refused_race_{0};
   std::atomic<std::uint64_t> conns_refused_excess_{0};
+  std::atomic<std::uint64_t> conns_refused_protocol_{0};
   std::vector<std::unique_ptr<IoThread>> io_;
   Mutex nis_mutex_;
   std::vector<SockNi*> nis_ LNET_GUARDED_BY(nis_mutex_);

@@ -13,7 +13,7 @@
 
 namespace lnet::sock {
 
-std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid pid, std::uint32_t ip) {
+std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid pid, const IpAddr& ip) {
   auto key = std::make_pair(nid.value(), pid);
   {
     ReadLock g(sni.mutex);
@@ -29,7 +29,7 @@ std::shared_ptr<SockPeer> SocketLnd::find_or_add_peer(SockNi& sni, Nid nid, Pid 
     peer->userspace = (pid & kPidUserFlag) != 0;
     peer->ip = ip;
     MutexLock pg(peer->mutex);  // not shared yet, but version is guarded
-    peer->version = params_.typed_conns ? kProtoV3 : kProtoV2;
+    peer->version = sni.proto(params_.typed_conns);
     slot = peer;
   }
   return slot;
@@ -136,7 +136,7 @@ Refusal SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, s
     int limit = dialled && peer.max_conns > 0 ? peer.max_conns : sni.conns_per_peer.load(std::memory_order_relaxed);
     if (have >= limit)
       r = Refusal::Excess;
-    else if (peer.connecting > 0 && sni.ni->nid.value() > peer.nid.value())
+    else if (peer.connecting > 0 && Nid::wire_compare(sni.ni->nid, peer.nid) > 0)
       r = Refusal::Race;  // both sides dialling at once: the greater NID keeps its own connections
     else
       ++peer.accepting[type_index(type)];

@@ -58,6 +58,13 @@ void encode_connreq_v2(Nid target, std::span<std::uint8_t, kConnReqV2Size> out) 
   w.bytes(nid, sizeof nid);
 }
 
+std::size_t connreq_size(std::span<const std::uint8_t, 8> head, bool flip) {
+  ByteReader r(head.data(), sender_order(flip));
+  r.u32();
+  std::uint32_t version = r.u32();
+  return version == kAcceptorVersion ? kConnReqSize : version == kAcceptorVersion2 ? kConnReqV2Size : 0;
+}
+
 Result<ConnReq> decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size> in, bool flip) {
   ByteReader r(in.data(), sender_order(flip));
   if (r.u32() != kAcceptorMagic) return Failure{-EPROTO, "not an acceptor connection request"};

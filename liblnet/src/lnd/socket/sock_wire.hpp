@@ -64,6 +64,9 @@ Result<ConnReq> decode_connreq(std::span<const std::uint8_t, kConnReqSize> in, b
 // Version 2 (lnet_acceptor_connreq_v2): magic, version 2, the target as struct lnet_nid.
 void encode_connreq_v2(Nid target, std::span<std::uint8_t, kConnReqV2Size> out);
 Result<ConnReq> decode_connreq_v2(std::span<const std::uint8_t, kConnReqV2Size> in, bool flip);
+// The size of the request whose magic and version are `head`: 16 (version 1), 28
+// (version 2), 0 for another version.
+std::size_t connreq_size(std::span<const std::uint8_t, 8> head, bool flip);
 
 // ---- HELLO ----
 struct Hello {
