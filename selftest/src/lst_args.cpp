@@ -18,6 +18,7 @@ constexpr std::size_t kMaxIds = 4096;  // nodes one argument may name
 
 Result<std::vector<Nid>> expand(const NidPattern& p) {
   if (!p.net().is_single()) return Failure{-EINVAL, "a node list names one network per NID: " + p.to_string()};
+  if (p.is_v6()) return Failure{-EOPNOTSUPP, "not supported yet: IPv6 NIDs in a node list: " + p.to_string()};
   const auto& nr = p.net().numbers().ranges();
   NetId net = NetId::make(p.net().type(), nr.empty() ? 0 : nr[0].lo);
   std::vector<std::vector<std::uint32_t>> parts;

@@ -7,6 +7,7 @@
 #   - PUT/GET of 0 B .. 1 MiB with data checks between liblnet processes, direct and
 #     through R;
 #   - a routed lnetctl ping;
+#   - a selection rule on an IPv6 prefix and a drop rule on IPv6 NIDs (which takes effect);
 #   - an IPv4 NI next to them still speaks V3, and a V3 HELLO offered to the IPv6
 #     acceptor is refused (answered in V4 with no connection) and counted.
 . "$(dirname "$0")/lib.sh"
@@ -74,6 +75,17 @@ ip netns exec "$A" timeout 60 "$LNET_XFER" check --nid 2001:db8:1::11@tcp --peer
 log "PUT/GET A -> B, routed through R"
 ip netns exec "$A" timeout 60 "$LNET_XFER" check --nid 2001:db8:1::11@tcp --peer 2001:db8:2::13@tcp1 \
   --route tcp1@2001:db8:1::2@tcp || fail "routed PUT/GET A->B"
+
+log "selection and fault rules naming IPv6 NIDs"
+ctl a udsp add --dst 2001:db8:1::/64@tcp --priority 0 >/dev/null || fail "udsp add with an IPv6 prefix"
+ctl a udsp show | grep -q "2001:db8:1::/64@tcp" || fail "udsp show: $(ctl a udsp show)"
+ctl a udsp add --dst 2001:db8::[1-2]@tcp --priority 0 >/dev/null 2>&1 && fail "an IPv6 range in brackets was taken"
+ctl a fault drop add --source 2001:db8:1::2@tcp --dest 2001:db8:1::1@tcp --rate 1 >/dev/null ||
+  fail "fault drop add with IPv6 NIDs"
+ctl a ping --timeout 2 2001:db8:1::2@tcp >/dev/null 2>&1 && fail "R's reply came through a drop rule"
+ctl a fault drop show | grep -q "2001:db8:1::2@tcp" || fail "fault drop show: $(ctl a fault drop show)"
+ctl a fault drop del --all >/dev/null || fail "fault drop del"
+ctl a ping --timeout 5 2001:db8:1::2@tcp >/dev/null || fail "ping after the drop rule went"
 
 log "a V3 HELLO offered to the IPv6 acceptor is refused and counted"
 before=$(ctl r stats show | awk '/conns_refused_protocol:/ {print $2}')

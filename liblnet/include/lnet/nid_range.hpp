@@ -2,6 +2,7 @@
 // rules: "192.168.0.[1-10/2,13]@tcp", "*@tcp", "tcp[1,3-5]", "o2ib*", "[1-100]@mpi".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,22 +59,32 @@ class NetPattern {
   NumberExpr num_ = NumberExpr::single(0);
 };
 
-// An address pattern on a network pattern: "10.0.[0-3].*@tcp", "*@o2ib1", "[1-64]@mpi".
+// An address pattern on a network pattern: "10.0.[0-3].*@tcp", "*@o2ib1", "[1-64]@mpi",
+// and on IP networks an IPv6 address or prefix: "2001:db8::1@tcp", "2001:db8:0:1::/64@tcp".
 class NidPattern {
  public:
   static Result<NidPattern> parse(std::string_view text);
 
   const NetPattern& net() const { return net_; }
-  // Four octet expressions for IP networks, one expression otherwise.
+  // Four octet expressions for IPv4, one expression for numeric addresses; none for IPv6.
   const std::vector<NumberExpr>& address() const { return addr_; }
+  // IPv6: the address (network order) and how many of its leading bits a NID must share.
+  bool is_v6() const { return v6_prefix_ >= 0; }
+  const std::array<std::uint8_t, 16>& v6_address() const { return v6_addr_; }
+  int v6_prefix() const { return v6_prefix_; }
   bool matches(Nid nid) const;
   std::string to_string() const;
 
-  friend bool operator==(const NidPattern& a, const NidPattern& b) { return a.net_ == b.net_ && a.addr_ == b.addr_; }
+  friend bool operator==(const NidPattern& a, const NidPattern& b) {
+    return a.net_ == b.net_ && a.addr_ == b.addr_ && a.v6_prefix_ == b.v6_prefix_ && a.v6_addr_ == b.v6_addr_;
+  }
 
  private:
+  Status parse_v6(std::string_view addr);
   NetPattern net_;
   std::vector<NumberExpr> addr_;
+  std::array<std::uint8_t, 16> v6_addr_{};
+  int v6_prefix_ = -1;  // -1: not an IPv6 pattern
 };
 
 // A whitespace-separated list of NID patterns; matches when any of them does.

@@ -1,7 +1,10 @@
 // Parser and matcher of NID range expressions (numbers, ranges with steps, '*').
 #include <lnet/nid_range.hpp>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "base/text.hpp"
 
@@ -157,6 +160,10 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
     p.addr_.assign(ip ? 4 : 1, NumberExpr());
     return p;
   }
+  if (ip && addr.find(':') != std::string_view::npos) {
+    if (Status st = p.parse_v6(addr); !st) return bad("NID range", input, st.message());
+    return p;
+  }
   if (!ip) {
     auto e = NumberExpr::parse(addr, p.net_.type() == kLoLnd ? 0 : 0xFFFFFFFFu);
     if (!e) return bad("NID range", input, "address: " + e.message());
@@ -182,8 +189,37 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
   return p;
 }
 
+Status NidPattern::parse_v6(std::string_view addr) {
+  std::string_view a = addr;
+  int prefix = 128;
+  if (std::size_t slash = addr.find('/'); slash != std::string_view::npos) {
+    std::uint32_t n = 0;
+    if (!text::parse_u32(text::trim(addr.substr(slash + 1)), 128, n))
+      return Failure{-EINVAL, "prefix length " + quoted(addr.substr(slash + 1)) + " is not 0..128"};
+    prefix = static_cast<int>(n);
+    a = text::trim(addr.substr(0, slash));
+  }
+  if (a.find_first_of("[]*") != std::string_view::npos)
+    return Failure{-EINVAL, "IPv6 address " + quoted(a) + ": ranges are written as a prefix (2001:db8::/64)"};
+  std::string s(a);
+  if (inet_pton(AF_INET6, s.c_str(), v6_addr_.data()) != 1)
+    return Failure{-EINVAL, quoted(a) + " is not an IPv6 address"};
+  v6_prefix_ = prefix;
+  for (int bit = prefix; bit < 128; ++bit)  // the host part is not compared: cleared, as printed
+    v6_addr_[static_cast<std::size_t>(bit / 8)] &= static_cast<std::uint8_t>(~(0x80u >> (bit % 8)));
+  return {};
+}
+
 bool NidPattern::matches(Nid nid) const {
   if (nid.is_any() || !net_.matches(nid.net())) return false;
+  if (is_v6()) {
+    std::uint8_t b[Nid::kMaxAddrBytes];
+    if (nid.addr_bytes(b) != 16) return false;
+    int full = v6_prefix_ / 8, rest = v6_prefix_ % 8;
+    if (std::memcmp(b, v6_addr_.data(), static_cast<std::size_t>(full)) != 0) return false;
+    auto mask = static_cast<std::uint8_t>(0xFF00u >> rest);
+    return rest == 0 || (b[full] & mask) == v6_addr_[static_cast<std::size_t>(full)];
+  }
   if (nid.is_large())  // an IPv4 or numeric pattern: only its all-wildcard form takes an IPv6 address
     return std::all_of(addr_.begin(), addr_.end(), [](const NumberExpr& e) { return e.is_any(); });
   std::uint32_t a = nid.addr();
@@ -196,6 +232,11 @@ bool NidPattern::matches(Nid nid) const {
 }
 
 std::string NidPattern::to_string() const {
+  if (is_v6()) {
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, v6_addr_.data(), buf, sizeof buf);
+    return std::string(buf) + (v6_prefix_ == 128 ? "" : "/" + std::to_string(v6_prefix_)) + "@" + net_.to_string();
+  }
   std::string a;
   bool all_any = true;
   for (const auto& e : addr_) all_any = all_any && e.is_any();

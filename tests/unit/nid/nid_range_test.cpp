@@ -106,6 +106,47 @@ TEST(NidPattern, Errors) {
   }
 }
 
+TEST(NidPattern, Ipv6AddressesAndPrefixes) {
+  auto exact = NidPattern::parse("2001:db8::1@tcp");
+  ASSERT_TRUE(exact) << exact.message();
+  EXPECT_TRUE(exact->is_v6());
+  EXPECT_TRUE(exact->matches(nid("2001:db8::1@tcp")));
+  EXPECT_FALSE(exact->matches(nid("2001:db8::2@tcp")));
+  EXPECT_FALSE(exact->matches(nid("2001:db8::1@tcp1")));
+  EXPECT_FALSE(exact->matches(nid("10.0.0.1@tcp"))) << "an IPv4 NID is not in an IPv6 pattern";
+  EXPECT_EQ(exact->to_string(), "2001:db8::1@tcp");
+
+  auto net64 = NidPattern::parse("2001:db8:0:1::/64@tcp[0-1]");
+  ASSERT_TRUE(net64) << net64.message();
+  EXPECT_TRUE(net64->matches(nid("2001:db8:0:1:aaaa::7@tcp1")));
+  EXPECT_TRUE(net64->matches(nid("2001:db8:0:1::1@tcp")));
+  EXPECT_FALSE(net64->matches(nid("2001:db8:0:2::1@tcp")));
+  EXPECT_EQ(net64->to_string(), "2001:db8:0:1::/64@tcp[0-1]");
+  // A prefix that is not a whole number of bytes; the host part is cleared when read.
+  auto odd = NidPattern::parse("2001:db8:ffff::9/36@tcp");
+  ASSERT_TRUE(odd) << odd.message();
+  EXPECT_EQ(odd->to_string(), "2001:db8:f000::/36@tcp");
+  EXPECT_TRUE(odd->matches(nid("2001:db8:fabc::1@tcp")));
+  EXPECT_FALSE(odd->matches(nid("2001:db8:8fff::1@tcp")));
+  EXPECT_TRUE(NidPattern::parse("::/0@tcp")->matches(nid("2001:db8::5@tcp")));
+  EXPECT_TRUE(NidPattern::parse("*@tcp")->matches(nid("2001:db8::5@tcp"))) << "the net's wildcard takes IPv6 too";
+  EXPECT_FALSE(NidPattern::parse("10.0.0.*@tcp")->matches(nid("2001:db8::5@tcp")));
+
+  EXPECT_TRUE(NidMatcher::parse("2001:db8::/32@tcp")->matches(nid("2001:db8::5@tcp")));
+  auto list = NidRangeList::parse("10.0.0.[1-2]@tcp 2001:db8::/48@tcp");
+  ASSERT_TRUE(list) << list.message();
+  EXPECT_TRUE(list->matches(nid("2001:db8:0:9::1@tcp")));
+  EXPECT_TRUE(list->matches(nid("10.0.0.2@tcp")));
+
+  for (const char* bad : {"2001:db8::[1-4]@tcp", "2001:db8::1/129@tcp", "2001:db8::g@tcp", "2001:db8::/@tcp",
+                          "1::2::3@tcp", "2001:db8::1/64/2@tcp"}) {
+    auto r = NidPattern::parse(bad);
+    EXPECT_FALSE(r) << bad;
+    EXPECT_NE(r.message().find(bad), std::string::npos) << r.message();
+  }
+  EXPECT_FALSE(NidPattern::parse("2001:db8::1@mpi")) << "not an IP network";
+}
+
 TEST(NetPattern, ListsRangesAndStar) {
   auto p = NetPattern::parse("tcp[1,3-5]");
   ASSERT_TRUE(p) << p.message();
