@@ -12,6 +12,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (info->nis.empty() || info->nis[0].nid != lnet::Nid::lo()) std::abort();
+  // The node's view (one list, 0@lo first) holds every entry; split again, the large
+  // NIDs are the large entries (a classic NID sent as a large entry comes back classic).
+  lnet::PingInfo merged = *info;
+  lnet::merge_large(merged);
+  if (!merged.large_nis.empty() || merged.nis.size() != info->nis.size() + info->large_nis.size() ||
+      merged.nis[0].nid != lnet::Nid::lo())
+    std::abort();
+  lnet::split_large(merged);
+  if (merged.nis.size() + merged.large_nis.size() != info->nis.size() + info->large_nis.size()) std::abort();
+  for (const lnet::NiStatus& s : merged.nis)
+    if (s.nid.is_large()) std::abort();
+  for (const lnet::NiStatus& s : merged.large_nis)
+    if (!s.nid.is_large()) std::abort();
   info->features &= ~(lnet::kPingFeatLargeAddr | lnet::kPingFeatMetadata);
   if (!info->large_nis.empty()) info->nis[0].msg_size = 0;  // the encoder writes the total there
   auto again = lnet::decode_ping_info(lnet::encode_ping_info(*info), 64);

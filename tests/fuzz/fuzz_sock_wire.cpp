@@ -11,6 +11,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size >= 4) {
     bool flip = false;
     FirstWord w = classify_first_word(std::span<const std::uint8_t, 4>(data, 4), &flip);
+    if (w == FirstWord::Acceptor && size >= 8) {
+      std::size_t n = connreq_size(std::span<const std::uint8_t, 8>(data, 8), flip);
+      if (n != 0 && n != kConnReqSize && n != kConnReqV2Size) std::abort();
+    }
     if (w == FirstWord::Acceptor && size >= kConnReqSize) {
       (void)decode_connreq(std::span<const std::uint8_t, kConnReqSize>(data, kConnReqSize), flip);
     }
