@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
   if (!cfg) die(cfg.message());
   auto env = Config::from_env();  // LNET_NETWORKS and the CPT count, like module parameters
   if (!env) die(env.message());
+  env->large_nids = o.large_nids;
 
   if (!o.foreground) {
     if (daemon(0, 0) != 0) die(std::string("cannot daemonise: ") + std::strerror(errno));

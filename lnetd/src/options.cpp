@@ -97,6 +97,7 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
       "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
       "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
       "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
+      "large", "large NIDs: a tcp NI given an interface takes its IPv6 address before its IPv4 one")(
       "env", "list the environment variables lnetd reads and exit");
   for (const auto& c : components) c->add_options(opts);
   po::variables_map vm;
@@ -116,6 +117,7 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
     return {std::nullopt, 0};
   }
   o.foreground = vm.count("foreground") > 0;
+  o.large_nids = vm.count("large") > 0;
   if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
   if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
   if (vm.count("ctl-group")) {

@@ -8,6 +8,7 @@
 #     through R;
 #   - a routed lnetctl ping;
 #   - a selection rule on an IPv6 prefix and a drop rule on IPv6 NIDs (which takes effect);
+#   - lnetd --large on an interface (no NID given) takes its IPv6 address;
 #   - an IPv4 NI next to them still speaks V3, and a V3 HELLO offered to the IPv6
 #     acceptor is refused (answered in V4 with no connection) and counted.
 . "$(dirname "$0")/lib.sh"
@@ -28,7 +29,6 @@ v6 "$R" eth0 2001:db8:1::2/64
 v6 "$R" eth0 2001:db8:1::12/64
 v6 "$R" eth1 2001:db8:2::2/64
 v6 "$B" eth1 2001:db8:2::3/64
-v6 "$B" eth1 2001:db8:2::13/64
 ip -n "$A" -6 route add 2001:db8:2::/64 via 2001:db8:1::2
 ip -n "$B" -6 route add 2001:db8:1::/64 via 2001:db8:2::2
 
@@ -37,8 +37,10 @@ lnetd_start "$A" a "$(printf 'net:\n'; ni tcp 2001:db8:1::1@tcp; ni tcp2 10.81.1
   printf 'route:\n    - net: tcp1\n      gateway: 2001:db8:1::2@tcp\n')" --log-level=debug
 lnetd_start "$R" r "$(printf 'net:\n'; ni tcp 2001:db8:1::2@tcp; ni tcp1 2001:db8:2::2@tcp1; ni tcp2 10.81.1.2@tcp2
   printf 'routing:\n    enable: 1\n')" --accept all
-lnetd_start "$B" b "$(printf 'net:\n'; ni tcp1 2001:db8:2::3@tcp1
-  printf 'route:\n    - net: tcp\n      gateway: 2001:db8:2::2@tcp1\n')"
+# B is given its interface, not a NID: with --large it takes eth1's IPv6 address.
+lnetd_start "$B" b "$(tcp_cfg eth1 tcp1; printf 'route:\n    - net: tcp\n      gateway: 2001:db8:2::2@tcp1\n')" --large
+ctl b net show | grep -q "nid: 2001:db8:2::3@tcp1" || fail "lnetd --large did not take eth1's IPv6 address: $(ctl b net show)"
+ip -n "$B" addr add 2001:db8:2::13/64 dev eth1 nodad  # for the liblnet process, once B's NI is up
 
 out=$(ctl a net show)
 echo "$out" | grep -q "nid: 2001:db8:1::1@tcp" || fail "net show on A: $out"

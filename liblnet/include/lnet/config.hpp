@@ -196,6 +196,9 @@ struct Config {
   GlobalTunables globals;
   // Fault rules a process starts with (LNET_FAULT; `lnetctl fault` later).
   std::vector<FaultRule> faults;
+  // Large NIDs (lnetctl lnet configure --large, lnetd --large): an NI given an interface
+  // takes the interface's IPv6 address before its IPv4 one, as the kernel's do.
+  bool large_nids = false;
 
   // Reads LNET_NETWORKS (or LNET_IP2NETS, not both), LNET_CPT_NUMBER, the tunables of those networks and the global
   // ones a client process may set (LNET_TRANSACTION_TIMEOUT, ...); fails naming the

@@ -53,6 +53,10 @@ class Control {
   virtual Status set_routing(bool on) = 0;
   virtual bool routing() const = 0;           // the setting (off while draining)
   virtual bool routing_draining() const = 0;  // off asked, still forwarding
+  // Large NIDs (lnet configure --large): NIs added by interface from now on take the
+  // interface's IPv6 address before its IPv4 one.
+  virtual void set_large_nids(bool on) = 0;
+  virtual bool large_nids() const = 0;
   virtual Status set_buffers(const BufferConfig& b) = 0;
   virtual BufferConfig buffers() const = 0;
   virtual std::vector<RouterCptInfo> router_pools() const = 0;

@@ -27,7 +27,8 @@ const std::vector<Entry>& table() {
         "with --all: bring up the networks, routes and tunables of the daemon's configuration",
         true,
         {{"all", 'a', K::Flag, "bring up the daemon's configuration (else LNet, which is up, stays as it is)"},
-         {"large", 0, K::Flag, "large NIDs", "large (IPv6) NIDs are not built"}}},
+         {"large", 0, K::Flag,
+          "large NIDs: NIs added by interface from now on take its IPv6 address before its IPv4 one"}}},
        lnet_configure},
       {{"lnet unconfigure", "take every network but 0@lo down, with routes, peers, rules and routing", true, {}},
        lnet_unconfigure},
@@ -288,8 +289,9 @@ Response execute(Instance& lnet, const Request& r, const Hooks& hooks) {
 
 // ---- commands on the whole configuration ----
 
-Response lnet_configure(Instance&, const Request& r, const Hooks& hooks) {
-  if (!r.flag("all")) return ok(YAML::Node());  // LNet is up; without --all nothing more comes up
+Response lnet_configure(Instance& lnet, const Request& r, const Hooks& hooks) {
+  if (r.flag("large")) lnet.control().set_large_nids(true);  // before --all brings NIs up
+  if (!r.flag("all")) return ok(YAML::Node());               // LNet is up; without --all nothing more comes up
   if (!hooks.configure)
     return error_block("configure", "lnet", -EOPNOTSUPP, "not supported here: this process has no configuration");
   if (Status s = hooks.configure(); !s) return error_block("configure", "lnet", s.code(), s.message());

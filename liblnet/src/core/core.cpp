@@ -37,6 +37,7 @@ Core::Core(const Config& config, Pid pid, std::vector<std::shared_ptr<Lnd>> driv
       portals_(st_.cpts, make_interface_cookie()),
       admin_(std::make_unique<Admin>(*this)) {
   for (const FaultRule& f : config.faults) (void)faults_.rules.add(f);  // checked when parsed
+  st_.large_nids.store(config.large_nids);
   bool has_router_memory = false;
   for (auto& d : drivers) {
     if (!d) continue;

@@ -347,7 +347,6 @@ TEST_F(Commands, OptionsThatAreNotBuiltAreRefused) {
       // The fabric's driver fixes its timeout; only tcp has connections per peer.
       {"net set", {{"net", {"gni"}}, {"lnd-timeout", {"5"}}}, "not supported yet: the driver of gni"},
       {"net set", {{"net", {"gni"}}, {"conns-per-peer", {"1"}}}, "not supported yet: conns_per_peer on gni"},
-      {"lnet configure", {{"large", {}}}, "not supported yet: lnet configure --large"},
   };
   for (const auto& c : cases) {
     auto r = run(*a, c.cmd, c.args);

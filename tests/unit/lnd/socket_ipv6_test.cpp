@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
 
 #include "lnd/socket/sock_wire.hpp"
@@ -19,7 +20,8 @@
 namespace lnet {
 namespace {
 
-constexpr int kPort = 12989;  // one test process binds [::1] on it
+constexpr int kPort = 12991;       // one test process binds [::1] on it
+constexpr int kLargePort = 12992;  // and another, in parallel, on this one
 const Nid kLocal = *Nid::parse("::1@tcp");
 
 std::uint64_t counter(Instance& i, const std::string& name) {
@@ -123,6 +125,55 @@ TEST(SocketIpv6, AnNiOnAnIpv6AddressSpeaksV4AndRefusesTheOthers) {
   small.src_nid = *Nid::parse("10.0.0.5@tcp");
   EXPECT_TRUE(exchange(request(small), 1).empty()) << "no answer";
   EXPECT_EQ(counter(lnet, "conns_refused_protocol"), 2u);
+  set_socket_params(SocketParams{});
+}
+
+// An NI given an interface takes its IPv4 address; after `lnet configure --large` (or
+// with Config::large_nids, lnetd --large) its IPv6 one, as the kernel enumerates IPv6
+// addresses first then. lo holds 127.0.0.1 and ::1.
+TEST(SocketIpv6, LnetConfigureLargeMakesAnInterfaceTakeItsIpv6Address) {
+  SocketParams sp;
+  sp.port = kLargePort;
+  sp.accept = AcceptMode::All;
+  set_socket_params(sp);
+  auto add_lo = [](Instance& lnet, const char* net) {
+    dlc::Request r;
+    r.command = "net add";
+    r.args = {{"net", {net}}, {"if", {"lo"}}};
+    return dlc::execute(lnet, r);
+  };
+  auto nid_of = [](Instance& lnet, NetId net) {
+    for (const NiInfo& i : lnet.control().ni_info())
+      if (i.nid.net() == net) return i.nid;
+    return Nid::any();
+  };
+  auto made = Instance::create(Config{}, kPidLustre);
+  ASSERT_TRUE(made) << made.message();
+  Instance& lnet = **made;
+  ASSERT_EQ(add_lo(lnet, "tcp1").rc, 0);
+  EXPECT_EQ(nid_of(lnet, NetId::make(kSockLnd, 1)), *Nid::parse("127.0.0.1@tcp1"));
+  EXPECT_FALSE(lnet.control().large_nids());
+  dlc::Request configure;
+  configure.command = "lnet configure";
+  configure.args = {{"large", {}}};
+  ASSERT_EQ(dlc::execute(lnet, configure).rc, 0);
+  EXPECT_TRUE(lnet.control().large_nids());
+  auto r = add_lo(lnet, "tcp2");
+  if (r.rc != 0 && r.text.find("no IPv6") != std::string::npos) GTEST_SKIP() << "no IPv6 on lo: " << r.text;
+  ASSERT_EQ(r.rc, 0) << r.text;
+  EXPECT_EQ(nid_of(lnet, NetId::make(kSockLnd, 2)), *Nid::parse("::1@tcp2"));
+  EXPECT_EQ(nid_of(lnet, NetId::make(kSockLnd, 1)), *Nid::parse("127.0.0.1@tcp1")) << "an NI up stays as it is";
+  made->reset();
+
+  Config cfg;  // lnetd --large: the NIs of its configuration come up on IPv6
+  cfg.large_nids = true;
+  NetConfig nc;
+  nc.net = NetId::make(kSockLnd, 3);
+  nc.interfaces = {"lo"};
+  cfg.nets.push_back(nc);
+  auto large = Instance::create(cfg, kPidLustre);
+  ASSERT_TRUE(large) << large.message();
+  EXPECT_EQ(nid_of(**large, NetId::make(kSockLnd, 3)), *Nid::parse("::1@tcp3"));
   set_socket_params(SocketParams{});
 }
 

@@ -120,6 +120,9 @@ class LndHost {
   // 1) / (retry_count + 1), at least 1 (lnet-facts §5.1); 0: this host derives none. A
   // driver whose own timeout is set to 0 takes it when an NI comes up.
   virtual int lnd_timeout() const { return 0; }
+  // Large NIDs (lnet configure --large): an NI given an interface takes its IPv6 address
+  // before its IPv4 one.
+  virtual bool large_nids() const { return false; }
 
   // Optimised GET, initiator side: a driver that has the target move the REPLY payload
   // straight into the sink calls this while sending `get` (not forwarded: hdr.src_nid is

@@ -117,4 +117,29 @@ bool interface_holds(const std::string& ifname, const IpAddr& ip) {
   return each_address([&](const char* name, unsigned, const IpAddr& a) { return ifname == name && a == ip; });
 }
 
+Result<IpAddr> interface_address(const std::string& ifname, bool large_nids) {
+  IpAddr v4, v6;
+  std::string chosen = ifname;
+  each_address([&](const char* name, unsigned flags, const IpAddr& a) {
+    if (chosen.empty()) {
+      if ((flags & IFF_LOOPBACK) || !(flags & IFF_UP)) return false;
+      chosen = name;  // the node's first interface that is up, as LNet takes it
+    } else if (chosen != name) {
+      return false;
+    }
+    if (!a.v6() && v4.any()) v4 = a;
+    // A link-local address needs its interface to be reached: no NID is made of one.
+    bool link_local = a.v6() && a.bytes()[0] == 0xfe && (a.bytes()[1] & 0xc0) == 0x80;
+    if (a.v6() && !link_local && v6.any()) v6 = a;
+    return false;
+  });
+  if (large_nids && !v6.any()) return v6;
+  if (!v4.any()) return v4;
+  if (large_nids && !v6.any()) return v6;
+  std::string what = ifname.empty() ? std::string("no interface that is up") : "interface '" + ifname + "'";
+  if (large_nids) return Failure{-ENODEV, what + " has no IPv6 (global) or IPv4 address"};
+  return Failure{-ENODEV, what + " has no IPv4 address" +
+                              (v6.any() ? std::string() : " (lnet configure --large takes its IPv6 one)")};
+}
+
 }  // namespace lnet::sock

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <lnet/nid.hpp>
+#include <lnet/result.hpp>
 
 namespace lnet::sock {
 
@@ -32,6 +33,7 @@ class IpAddr {
   // The NID of this address on `net` (large for IPv6).
   Nid nid(NetId net) const;
   std::string to_string() const;  // "10.0.0.1", "2001:db8::1"
+  const std::array<std::uint8_t, 16>& bytes() const { return b_; }
   friend bool operator==(const IpAddr&, const IpAddr&) = default;
 
  private:
@@ -43,5 +45,10 @@ class IpAddr {
 std::string interface_of(const IpAddr& ip);
 // Whether interface `ifname` holds `ip`.
 bool interface_holds(const std::string& ifname, const IpAddr& ip);
+// The address an NI on interface `ifname` takes (empty name: the first interface that is
+// up and not loopback): its first IPv4 address, or with large NIDs (lnet configure
+// --large) its first IPv6 one of global or host scope before that, as the kernel
+// enumerates them. -ENODEV naming the interface and what it lacks.
+Result<IpAddr> interface_address(const std::string& ifname, bool large_nids);
 
 }  // namespace lnet::sock

@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <lnet/lnd/ifaddr.hpp>
 #include <lnet/log.hpp>
 #include <lnet/result.hpp>
 

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <future>
 
-#include <lnet/lnd/ifaddr.hpp>
 #include <lnet/lnd/numa.hpp>
 #include <lnet/lnd/pool.hpp>
 #include <lnet/log.hpp>
@@ -127,21 +126,21 @@ int SocketLnd::startup(NetInterface& ni) {
       LNET_LOG(Error, kLogLnd, "cannot start %s: its address is neither IPv4 nor IPv6", ni.nid.to_string().c_str());
       return -EINVAL;
     }
-    if (sni->ip.v6() && !params_.typed_conns) {
-      LNET_LOG(
-          Error, kLogLnd,
-          "cannot start %s: not supported yet: typed_conns=0 on IPv6 (protocol V4 sends on typed connections only)",
-          ni.nid.to_string().c_str());
-      return -EOPNOTSUPP;
-    }
   } else {
-    auto ip = interface_ipv4(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
+    bool large = ni.host && ni.host->large_nids();
+    auto ip = interface_address(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front(), large);
     if (!ip) {
       LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
       return ip.code();
     }
-    sni->ip = IpAddr::v4(*ip);
+    sni->ip = *ip;
     ni.nid = sni->ip.nid(ni.config.net);
+  }
+  if (sni->ip.v6() && !params_.typed_conns) {
+    LNET_LOG(Error, kLogLnd,
+             "cannot start %s: not supported yet: typed_conns=0 on IPv6 (protocol V4 sends on typed connections only)",
+             ni.nid.to_string().c_str());
+    return -EOPNOTSUPP;
   }
   sni->ifname = ni.config.interfaces.empty() ? interface_of(sni->ip) : ni.config.interfaces.front();
   ni.numa_node = interface_numa_node(sni->ifname);

@@ -30,6 +30,8 @@ class Admin final : public Control {
   Status set_routing(bool on) override { return c_.router_.set_routing(on); }
   bool routing() const override { return c_.st_.routing.load() && !c_.st_.routing_draining.load(); }
   bool routing_draining() const override { return c_.st_.routing_draining.load(); }
+  void set_large_nids(bool on) override { c_.st_.large_nids.store(on); }
+  bool large_nids() const override { return c_.st_.large_nids.load(); }
   Status set_buffers(const BufferConfig& b) override { return c_.router_.set_buffers(b); }
   BufferConfig buffers() const override { return c_.router_.buffers(); }
   std::vector<RouterCptInfo> router_pools() const override { return c_.router_.router_pools(); }

@@ -62,6 +62,7 @@ class State {
   std::atomic<std::uint64_t> config_gen{0};     // bumped by every change selection caches depend on
   std::atomic<bool> routing{false};             // this node forwards
   std::atomic<bool> routing_draining{false};    // routing off asked: announced, still forwarding
+  std::atomic<bool> large_nids{false};          // NIs by interface take IPv6 first (configure --large)
   std::atomic<bool> stopping{false};            // shutdown has begun
   std::atomic<std::uint32_t> ping_seq{1};       // our ping info's sequence number
 
