@@ -7,6 +7,7 @@
 #   - PUT/GET of 0 B .. 1 MiB with data checks between liblnet processes, direct and
 #     through R;
 #   - a routed lnetctl ping;
+#   - ip2nets with an IPv6 prefix (the NI on the interface, IPv4 without --large);
 #   - a selection rule on an IPv6 prefix and a drop rule on IPv6 NIDs (which takes effect);
 #   - lnetd --large on an interface (no NID given) takes its IPv6 address;
 #   - an IPv4 NI next to them still speaks V3, and a V3 HELLO offered to the IPv6
@@ -78,13 +79,21 @@ log "PUT/GET A -> B, routed through R"
 ip netns exec "$A" timeout 60 "$LNET_XFER" check --nid 2001:db8:1::11@tcp --peer 2001:db8:2::13@tcp1 \
   --route tcp1@2001:db8:1::2@tcp || fail "routed PUT/GET A->B"
 
+log "ip2nets with IPv6 ranges"
+ctl a net add --ip2net "tcp3(eth0) 2001:db8:1::/64" >/dev/null || fail "net add --ip2net with an IPv6 range"
+ctl a net show --net tcp3 | grep -q "nid: 10.81.1.1@tcp3" || fail "ip2nets: $(ctl a net show --net tcp3)"
+ctl a net add --ip2net "tcp4(eth0) 2001:db8:9::/64" >/dev/null 2>&1 && fail "a range holding no address of A matched"
+
 log "selection and fault rules naming IPv6 NIDs"
 ctl a udsp add --dst 2001:db8:1::/64@tcp --priority 0 >/dev/null || fail "udsp add with an IPv6 prefix"
 ctl a udsp show | grep -q "2001:db8:1::/64@tcp" || fail "udsp show: $(ctl a udsp show)"
 ctl a udsp add --dst 2001:db8::[1-2]@tcp --priority 0 >/dev/null 2>&1 && fail "an IPv6 range in brackets was taken"
 ctl a fault drop add --source 2001:db8:1::2@tcp --dest 2001:db8:1::1@tcp --rate 1 >/dev/null ||
   fail "fault drop add with IPv6 NIDs"
-ctl a ping --timeout 2 2001:db8:1::2@tcp >/dev/null 2>&1 && fail "R's reply came through a drop rule"
+# From A's IPv6 NI: the reply comes back to it (R is multi-rail: a ping left to selection
+# might go over tcp2).
+ctl a ping --timeout 2 --source 2001:db8:1::1@tcp 2001:db8:1::2@tcp >/dev/null 2>&1 &&
+  fail "R's reply came through a drop rule"
 ctl a fault drop show | grep -q "2001:db8:1::2@tcp" || fail "fault drop show: $(ctl a fault drop show)"
 ctl a fault drop del --all >/dev/null || fail "fault drop del"
 ctl a ping --timeout 5 2001:db8:1::2@tcp >/dev/null || fail "ping after the drop rule went"

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace lnet {
 
@@ -41,6 +42,18 @@ Result<std::vector<HostInterface>> host_interfaces() {
     HostInterface h;
     h.name = a->ifa_name;
     h.ipv4 = ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+    h.up = (a->ifa_flags & IFF_UP) != 0;
+    h.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
+    out.push_back(h);
+  }
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET6) continue;
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+    if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) continue;
+    HostInterface h;
+    h.name = a->ifa_name;
+    h.is_v6 = true;
+    std::memcpy(h.ipv6.data(), &s6->sin6_addr, 16);
     h.up = (a->ifa_flags & IFF_UP) != 0;
     h.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
     out.push_back(h);

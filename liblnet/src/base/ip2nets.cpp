@@ -1,4 +1,4 @@
-// ip2nets: choosing a node's networks by its IPv4 addresses, in the module-parameter form
+// ip2nets: choosing a node's networks by its IPv4 and IPv6 addresses, in the module-parameter form
 // and as the rules of lnetctl YAML.
 #include <lnet/config.hpp>
 
@@ -14,20 +14,26 @@ namespace {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-// An IPv4 pattern: four octet expressions, read as the address of a tcp NID range.
+// An IP pattern, read as the address of a tcp NID range: four octet expressions
+// (192.168.[1-3].*), or an IPv6 address or prefix (2001:db8:0:1::/64).
 Result<NidPattern> ip_pattern(std::string_view text) {
   std::string_view t = text::trim(text);
   if (t.empty()) return Failure{-EINVAL, "an empty IP pattern"};
-  if (t.find(':') != std::string_view::npos)
-    return Failure{-EOPNOTSUPP, "not supported yet: IPv6 pattern " + quoted(t) + " (NIDs here are IPv4)"};
-  if (t.find('@') != std::string_view::npos || std::count(t.begin(), t.end(), '.') != 3)
-    return Failure{-EINVAL, "bad IP pattern " + quoted(t) + ": four octets like 192.168.[1-3].*"};
+  bool v6 = t.find(':') != std::string_view::npos;
+  if (t.find('@') != std::string_view::npos || (!v6 && std::count(t.begin(), t.end(), '.') != 3))
+    return Failure{-EINVAL, "bad IP pattern " + quoted(t) + ": four octets like 192.168.[1-3].*, or an IPv6 prefix"};
   auto p = NidPattern::parse(std::string(t) + "@tcp");
   if (!p) return Failure{-EINVAL, "bad IP pattern " + quoted(t) + ": " + p.message()};
   return *p;
 }
 
-bool matches(const NidPattern& p, std::uint32_t ip) { return p.matches(Nid::make(NetId::make(kSockLnd, 0), ip)); }
+// Whether the address of `h` is in pattern `p` (an IPv4 pattern never takes an IPv6 address).
+bool matches(const NidPattern& p, const HostInterface& h) {
+  NetId tcp = NetId::make(kSockLnd, 0);
+  if (!h.is_v6) return p.matches(Nid::make(tcp, h.ipv4));
+  auto nid = Nid::make(tcp, h.ipv6.data(), 16);
+  return nid && p.matches(*nid);
+}
 
 }  // namespace
 
@@ -38,9 +44,9 @@ Status check_ip_range(std::string_view pattern) {
 }
 
 Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector<HostInterface>& host) {
-  std::vector<std::uint32_t> addrs;
+  std::vector<const HostInterface*> addrs;
   for (const HostInterface& h : host)
-    if (h.up && !h.loopback) addrs.push_back(h.ipv4);
+    if (h.up && !h.loopback) addrs.push_back(&h);
   std::string networks;
   bool any_entry = false;
   std::size_t at = 0;
@@ -63,7 +69,7 @@ Result<std::string> ip2nets_to_networks(std::string_view text, const std::vector
     for (std::size_t k = 1; k < tokens.size(); ++k) {  // every pattern is checked, even after a match
       auto p = ip_pattern(tokens[k]);
       if (!p) return Failure{p.code(), "bad ip2nets entry " + quoted(entry) + ": " + p.message()};
-      for (std::uint32_t a : addrs) hit = hit || matches(*p, a);
+      for (const HostInterface* a : addrs) hit = hit || matches(*p, *a);
     }
     if (tokens.size() == 1)
       return Failure{-EINVAL, "bad ip2nets entry " + quoted(entry) + ": no IP pattern after the networks"};
@@ -88,8 +94,8 @@ namespace {
 // else the first one up. None: *why says so.
 std::vector<Ip2netsRule::Interface> interfaces_for(const Ip2netsRule& r, const std::vector<HostInterface>& host,
                                                    const std::vector<NidPattern>& ranges, std::string* why) {
-  auto in_range = [&](std::uint32_t ip) {
-    return std::any_of(ranges.begin(), ranges.end(), [&](const NidPattern& p) { return matches(p, ip); });
+  auto in_range = [&](const HostInterface& h) {
+    return std::any_of(ranges.begin(), ranges.end(), [&](const NidPattern& p) { return matches(p, h); });
   };
   std::vector<Ip2netsRule::Interface> chosen;
   if (!r.interfaces.empty()) {
@@ -99,7 +105,7 @@ std::vector<Ip2netsRule::Interface> interfaces_for(const Ip2netsRule& r, const s
         if (h.name != want.name) continue;
         exists = true;
         up = up || h.up;
-        hit = hit || (h.up && in_range(h.ipv4));
+        hit = hit || (h.up && in_range(h));
       }
       if (!exists)
         *why = "no interface '" + want.name + "'";
@@ -112,7 +118,7 @@ std::vector<Ip2netsRule::Interface> interfaces_for(const Ip2netsRule& r, const s
     }
   } else if (!ranges.empty()) {
     for (const HostInterface& h : host) {
-      if (!h.up || !in_range(h.ipv4)) continue;
+      if (!h.up || !in_range(h)) continue;
       bool seen = std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.name == h.name; });
       if (!seen) chosen.push_back({h.name, std::nullopt});
     }

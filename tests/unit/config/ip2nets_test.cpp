@@ -2,6 +2,8 @@
 // made-up host.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <lnet/config.hpp>
 #include <lnet/dlc.hpp>
 
@@ -118,8 +120,27 @@ TEST(Ip2netsRules, TheYamlSection) {
   for (const char* bad :
        {"ip2nets:\n  - interfaces: {0: eth0}\n", "ip2nets:\n  - net-spec: tcp\n    ip-range: {0: 10.0.0}\n",
         "ip2nets:\n  - net-spec: tcp\n    local NI(s): []\n",
-        "ip2nets:\n  - net-spec: tcp\n    ip-range: {0: 'fe80::1'}\n"})
+        "ip2nets:\n  - net-spec: tcp\n    ip-range: {0: 'fe80::[1-2]'}\n"})
     EXPECT_FALSE(dlc::parse_config(bad)) << bad;
+}
+
+// IPv6 ranges are prefixes (or single addresses) and match the node's IPv6 addresses;
+// the NI is still made on the interface (its address family: lnet configure --large).
+TEST(Ip2netsRules, Ipv6RangesMatchIpv6Addresses) {
+  std::vector<HostInterface> host = kHost;
+  HostInterface v6{"eth2", 0, true, false, true, {}};
+  const std::uint8_t addr[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};  // 2001:db8:5::7
+  std::copy(addr, addr + 16, v6.ipv6.begin());
+  host.push_back(v6);
+  auto s = ip2nets_to_networks("tcp5(eth2) 2001:db8:5::/64; tcp6 2001:db8:6::/64; tcp7 0.0.0.*", host);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(*s, "tcp5(eth2)") << "an IPv4 pattern does not take an IPv6 address (ipv4 0)";
+  auto r = resolve_ip2nets({rule("tcp1", {}, {"2001:db8::/32"}), rule("tcp2", {"eth2"}, {"2001:db8:5::7"})}, host);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(names(*r), "tcp1(eth2) tcp2(eth2)");
+  auto bad = ip2nets_to_networks("tcp 2001:db8::[1-4]", host);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("ranges are written as a prefix"), std::string::npos) << bad.message();
 }
 
 TEST(CptList, FormsAndRefusals) {

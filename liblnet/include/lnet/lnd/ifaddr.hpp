@@ -2,6 +2,7 @@
 // <ip>@tcp, the UP LND's <primary IPv4>@mpi).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,15 +16,18 @@ namespace lnet {
 // Fails with -ENODEV naming the interface when it has none.
 Result<std::uint32_t> interface_ipv4(const std::string& ifname);
 
-// An interface of the node with an IPv4 address (host byte order).
+// An address of one of the node's interfaces: IPv4 (host byte order), or IPv6 (ipv4 0).
 struct HostInterface {
   std::string name;
   std::uint32_t ipv4 = 0;
   bool up = false;
   bool loopback = false;
+  bool is_v6 = false;
+  std::array<std::uint8_t, 16> ipv6{};  // network order, when is_v6
 };
 
-// Every IPv4 address of the node's interfaces, in the kernel's order.
+// Every IPv4 address of the node's interfaces, then every IPv6 one but the link-local
+// ones (which name no host off their link), each in the kernel's order.
 Result<std::vector<HostInterface>> host_interfaces();
 
 }  // namespace lnet
