@@ -17,6 +17,7 @@
 
 #include "lnd/socket/conn_select.hpp"
 #include "lnd/socket/sock_wire.hpp"
+#include "support/lnd_counter.hpp"
 
 namespace lnet {
 namespace {
@@ -170,13 +171,7 @@ std::unique_ptr<Instance> make(const std::string& ip, long cpp, int nscheds = 1)
   return r ? std::move(*r) : nullptr;
 }
 
-std::uint64_t counter(Instance& i, const std::string& name) {
-  for (const LndCounters& d : i.control().lnd_counters())
-    if (d.driver == "tcp")
-      for (const auto& [n, v] : d.counters)
-        if (n == name) return v;
-  return ~0ULL;
-}
+std::uint64_t counter(Instance& i, const std::string& name) { return test::lnd_counter(i, name); }
 
 long cpp_shown(Instance& i) {
   for (const NiInfo& n : i.control().ni_info())

@@ -16,6 +16,7 @@
 #include <lnet/lnet.hpp>
 
 #include "lnd/socket/sock_wire.hpp"
+#include "support/lnd_counter.hpp"
 
 namespace lnet {
 namespace {
@@ -24,13 +25,7 @@ constexpr int kPort = 12991;       // one test process binds [::1] on it
 constexpr int kLargePort = 12992;  // and another, in parallel, on this one
 const Nid kLocal = *Nid::parse("::1@tcp");
 
-std::uint64_t counter(Instance& i, const std::string& name) {
-  for (const LndCounters& d : i.control().lnd_counters())
-    if (d.driver == "tcp")
-      for (const auto& [n, v] : d.counters)
-        if (n == name) return v;
-  return ~0ULL;
-}
+std::uint64_t counter(Instance& i, const std::string& name) { return test::lnd_counter(i, name); }
 
 // A connection to [::1]:kPort that sends `out` and reads until the server hangs up or
 // `want` bytes came (5 s at most): what it answered.

@@ -1,11 +1,12 @@
 #include "ip_addr.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
+
+#include <lnet/lnd/ifaddr.hpp>
 
 namespace lnet::sock {
 
@@ -84,58 +85,46 @@ std::string IpAddr::to_string() const {
 
 namespace {
 
-// Calls f(name, flags, address) for every address of the node's interfaces until it
-// returns true.
-template <typename F>
-bool each_address(F f) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* a = list; a && !found; a = a->ifa_next) {
-    if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
-    sockaddr_storage ss{};
-    std::memcpy(&ss, a->ifa_addr, a->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
-    found = f(a->ifa_name, a->ifa_flags, IpAddr::of_sockaddr(ss, nullptr));
-  }
-  freeifaddrs(list);
-  return found;
+// The address of one of host_interfaces()'s entries.
+IpAddr address_of(const HostInterface& h) {
+  if (!h.is_v6) return IpAddr::v4(h.ipv4);
+  sockaddr_storage ss{};
+  auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
+  s6.sin6_family = AF_INET6;
+  std::memcpy(&s6.sin6_addr, h.ipv6.data(), 16);
+  return IpAddr::of_sockaddr(ss, nullptr);
 }
 
 }  // namespace
 
 std::string interface_of(const IpAddr& ip) {
-  std::string name;
-  each_address([&](const char* ifname, unsigned flags, const IpAddr& a) {
-    if (!(a == ip)) return false;
-    name = (flags & IFF_LOOPBACK) ? "lo" : ifname;
-    return true;
-  });
-  return name;
+  auto host = host_interfaces();
+  if (host)
+    for (const HostInterface& h : *host)
+      if (address_of(h) == ip) return h.loopback ? std::string("lo") : h.name;
+  return {};
 }
 
 bool interface_holds(const std::string& ifname, const IpAddr& ip) {
-  return each_address([&](const char* name, unsigned, const IpAddr& a) { return ifname == name && a == ip; });
+  auto host = host_interfaces();
+  return host && std::any_of(host->begin(), host->end(),
+                             [&](const HostInterface& h) { return h.name == ifname && address_of(h) == ip; });
 }
 
 Result<IpAddr> interface_address(const std::string& ifname, bool large_nids) {
+  auto host = host_interfaces();  // IPv4 addresses first, link-local IPv6 ones left out
+  if (!host) return host.failure();
   IpAddr v4, v6;
   std::string chosen = ifname;
-  each_address([&](const char* name, unsigned flags, const IpAddr& a) {
-    if (chosen.empty()) {
-      if ((flags & IFF_LOOPBACK) || !(flags & IFF_UP)) return false;
-      chosen = name;  // the node's first interface that is up, as LNet takes it
-    } else if (chosen != name) {
-      return false;
-    }
-    if (!a.v6() && v4.any()) v4 = a;
-    // A link-local address needs its interface to be reached: no NID is made of one.
-    bool link_local = a.v6() && a.bytes()[0] == 0xfe && (a.bytes()[1] & 0xc0) == 0x80;
-    if (a.v6() && !link_local && v6.any()) v6 = a;
-    return false;
-  });
+  for (const HostInterface& h : *host) {
+    if (chosen.empty() && h.up && !h.loopback) chosen = h.name;  // the first interface up, as LNet takes it
+    if (h.name != chosen) continue;
+    IpAddr a = address_of(h);
+    IpAddr& first = a.v6() ? v6 : v4;  // each family's first address
+    if (first.any()) first = a;
+  }
   if (large_nids && !v6.any()) return v6;
   if (!v4.any()) return v4;
-  if (large_nids && !v6.any()) return v6;
   std::string what = ifname.empty() ? std::string("no interface that is up") : "interface '" + ifname + "'";
   if (large_nids) return Failure{-ENODEV, what + " has no IPv6 (global) or IPv4 address"};
   return Failure{-ENODEV, what + " has no IPv4 address" +
