@@ -160,7 +160,7 @@ Result<NidPattern> NidPattern::parse(std::string_view input) {
     p.addr_.assign(ip ? 4 : 1, NumberExpr());
     return p;
   }
-  if (ip && addr.find(':') != std::string_view::npos) {
+  if (lnd_type_uses_ip(p.net_.type()) && addr.find(':') != std::string_view::npos) {  // not mpi's dotted form
     if (Status st = p.parse_v6(addr); !st) return bad("NID range", input, st.message());
     return p;
   }
@@ -202,7 +202,7 @@ Status NidPattern::parse_v6(std::string_view addr) {
   if (a.find_first_of("[]*") != std::string_view::npos)
     return Failure{-EINVAL, "IPv6 address " + quoted(a) + ": ranges are written as a prefix (2001:db8::/64)"};
   std::string s(a);
-  if (inet_pton(AF_INET6, s.c_str(), v6_addr_.data()) != 1)
+  if (s.find('\0') != std::string::npos || inet_pton(AF_INET6, s.c_str(), v6_addr_.data()) != 1)
     return Failure{-EINVAL, quoted(a) + " is not an IPv6 address"};
   v6_prefix_ = prefix;
   for (int bit = prefix; bit < 128; ++bit)  // the host part is not compared: cleared, as printed

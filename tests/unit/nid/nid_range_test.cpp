@@ -145,6 +145,8 @@ TEST(NidPattern, Ipv6AddressesAndPrefixes) {
     EXPECT_NE(r.message().find(bad), std::string::npos) << r.message();
   }
   EXPECT_FALSE(NidPattern::parse("2001:db8::1@mpi")) << "not an IP network";
+  EXPECT_FALSE(NidPattern::parse("2001:db8::1.5@mpi")) << "mpi's dotted form is IPv4 only";
+  EXPECT_FALSE(NidPattern::parse(std::string_view("2001:db8::1\0x@tcp", 17))) << "a NUL in the address";
 }
 
 TEST(NetPattern, ListsRangesAndStar) {
