@@ -91,12 +91,13 @@ class SelftestComponent final : public Component {
   Status start(Instance& lnet, const dlc::SystemConfig& cfg) override {
     dlc::SelftestConfig stc = cfg.selftest.value_or(dlc::SelftestConfig{});
     if (!flag_ && !stc.enable) return {};
+    // The console's NID names its sessions on the self-test wire, which carries 64-bit
+    // NIDs only: the first classic NID, so that a node with IPv6 NIs before its IPv4
+    // ones can still run a console; a node with large NIDs only cannot (new_session
+    // says so).
     Nid self = Nid::any();
     for (Nid n : lnet.nids())
-      if (!n.is_lo()) {
-        self = n;
-        break;
-      }
+      if (!n.is_lo() && (self == Nid::any() || (self.is_large() && !n.is_large()))) self = n;
     rpc_ =
         std::make_unique<selftest::RpcNode>(lnet, std::chrono::seconds(stc.rpc_timeout ? stc.rpc_timeout : 1u << 30));
     fw_ = std::make_unique<selftest::Framework>(*rpc_, std::chrono::seconds(stc.session_timeout));
