@@ -2,7 +2,9 @@
 # Installs the build tree into a scratch prefix, then builds and runs the consumers: one
 # with find_package(lnet CONFIG) and one with pkg-config; given an mpiexec, also the two
 # consumers of liblnet-mpi (find_package(lnet CONFIG COMPONENTS mpilnd), pkg-config
-# lnet-mpi), each under mpiexec -n 2.
+# lnet-mpi), each under mpiexec -n 2. No LD_LIBRARY_PATH anywhere: the installed
+# programs (also after the tree is moved) and the consumers find the libraries by their
+# run paths.
 #   install_test.sh BUILD_DIR SRC_DIR [MPIEXEC]
 set -euo pipefail
 build="$1"
@@ -22,9 +24,25 @@ with_mpi=OFF
 [ -n "$mpiexec" ] && with_mpi=ON
 quiet cmake -S "$src/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DWITH_MPI=$with_mpi
 quiet cmake --build "$work/build"
-export LD_LIBRARY_PATH="$work/prefix/lib"
+# No LD_LIBRARY_PATH: installed programs and consumers find the libraries from where
+# they are (run paths), as they must for a user who installed under /opt.
+unset LD_LIBRARY_PATH
 "$work/build/consumer_cmake"
 "$work/build/consumer_pkgconfig"
+# A consumer built by hand from what pkg-config says, as a Makefile would.
+quiet cc -o "$work/by_hand" "$src/consumer/consumer.c" $(pkg-config --cflags --libs lnet)
+"$work/by_hand"
+programs=(sbin/lnetd sbin/lnetctl bin/lst)
+[ -n "$mpiexec" ] && programs+=(sbin/lnet-proxy bin/lst-node)
+runs() {  # runs PREFIX: every installed program answers --help from there
+  for p in "${programs[@]}"; do
+    "$1/$p" --help >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "install_test: $1/$p --help failed" >&2; exit 1; }
+  done
+}
+runs "$work/prefix"
+mv "$work/prefix" "$work/moved"  # the run paths are relative: a moved tree runs too
+runs "$work/moved"
+mv "$work/moved" "$work/prefix"
 if [ -n "$mpiexec" ]; then
   # A deadline of its own: a hung MPI job must not outlive the test.
   timeout -k 5 120 "$mpiexec" -n 2 "$work/build/consumer_mpi_cmake"
