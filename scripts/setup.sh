@@ -13,6 +13,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev                                     # MPI LND (default MPI)
   mpich libmpich-dev                                             # MPI LND built against MPICH too
   gnuplot-nox                                                    # lst-plot (self-test plots)
+  lowdown man-db                                                 # man pages from docs/man/*.md, and man to read them
 )
 
 missing=()

@@ -40,6 +40,16 @@ runs() {  # runs PREFIX: every installed program answers --help from there
   done
 }
 runs "$work/prefix"
+# The man pages, made from docs/man at build time, are where man looks under the prefix.
+pages=(8:lnetctl 8:lnetd 8:lst 3:lnet 7:lnet-lnd)
+[ -n "$mpiexec" ] && pages+=(8:lnet-proxy 8:lnet-proxy-supervise 1:lst-node 7:lnet-mpi)
+for sp in "${pages[@]}"; do
+  sec=${sp%%:*} name=${sp#*:}
+  man -M "$work/prefix/share/man" -w "$sec" "$name" >/dev/null 2>&1 ||
+    { echo "install_test: man -w $sec $name finds no page under $work/prefix/share/man" >&2; exit 1; }
+  MANWIDTH=80 man -M "$work/prefix/share/man" "$sec" "$name" 2>/dev/null | grep -q "^NAME" ||
+    { echo "install_test: man $sec $name shows no NAME section" >&2; exit 1; }
+done
 mv "$work/prefix" "$work/moved"  # the run paths are relative: a moved tree runs too
 runs "$work/moved"
 mv "$work/moved" "$work/prefix"
