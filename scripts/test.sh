@@ -4,9 +4,11 @@
 # build, the TSan build, and the MPI LND against MPICH (each its own preset and build
 # directory); then, when the run has taken less than LNET_CLUSTER_BUDGET_MIN minutes
 # (default 45, so that .ci/run stays within its hour), the failure test plan on the
-# virtual cluster (the cluster preset: label cluster, about 7 minutes).
+# virtual cluster (the cluster preset: label cluster, about 7 minutes). Before that, the
+# Debian packages: built, installed on this machine, used and removed (about 5 minutes).
 #   scripts/test.sh              all of them
-#   scripts/test.sh default      just one preset (tsa | default | asan | tsan | mpich | cluster)
+#   scripts/test.sh default      just one preset (tsa | default | asan | tsan | mpich | cluster),
+#                                or package (the packages' step alone)
 #   scripts/test.sh fuzz         long libFuzzer runs (clang), not part of the default run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +22,20 @@ if ((${#presets[@]} == 0)); then
   scripts/format.sh --check
 fi
 for p in "${presets[@]}"; do
+  [ "$p" = package ] && continue  # below
   echo "=== build: $p"
   if [ "$p" = cluster ]; then scripts/build.sh default; else scripts/build.sh "$p"; fi
   [ "$p" = tsa ] && continue  # the analysis runs in the compiler; its build has no tests
   echo "=== test: $p"
   ctest --preset "$p"
 done
+if [ $all = 1 ] || [[ " ${presets[*]} " == *" package "* ]]; then
+  # The Debian packages as a site meets them: built (a build of their own, prefix /usr),
+  # installed on this machine, lnetd.service's command lines run, removed and purged.
+  echo "=== package: build the .deb files, install, use, remove"
+  scripts/package.sh --no-setup
+  tests/install/package_test.sh build/package
+fi
 if [ $all = 1 ]; then
   budget=${LNET_CLUSTER_BUDGET_MIN:-45}
   if ((SECONDS < budget * 60)); then

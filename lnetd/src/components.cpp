@@ -31,7 +31,7 @@ class UpComponent final : public Component {
         "MiB of shared memory for payloads crossing the bridge (router buffers live there)");
   }
   bool take_options(const po::variables_map& vm) override {
-    if (vm.count("bridge-group")) {
+    if (vm.count("bridge-group") && !group_.empty()) {  // "": no group (a unit's empty setting)
       group* g = getgrnam(group_.c_str());
       if (!g) {
         LNET_LOG(Error, kLogDaemon, "no group '%s' (--bridge-group)", group_.c_str());

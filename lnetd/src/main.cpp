@@ -5,15 +5,18 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <syslog.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <lnet/dlc.hpp>
@@ -130,15 +133,23 @@ Status unconfigure(Control& c) {
   return {};
 }
 
-void log_to_syslog() {
-  openlog("lnetd", LOG_PID, LOG_DAEMON);
-  set_log_sink([](LogLevel l, std::string_view line) {
-    int pri = l == LogLevel::Error  ? LOG_ERR
-              : l == LogLevel::Warn ? LOG_WARNING
-              : l == LogLevel::Info ? LOG_INFO
-                                    : LOG_DEBUG;
-    syslog(pri, "%.*s", static_cast<int>(line.size()), line.data());
-  });
+// Tells the service manager how lnetd is (systemd's Type=notify: one datagram of
+// "KEY=value" lines to the socket $NOTIFY_SOCKET names; '@' there is the abstract
+// namespace). Without $NOTIFY_SOCKET, nothing.
+void notify(const std::string& state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  sockaddr_un a{};
+  if (!path || !*path || std::strlen(path) >= sizeof a.sun_path) return;
+  a.sun_family = AF_UNIX;
+  std::size_t n = std::strlen(path);
+  std::memcpy(a.sun_path, path, n);
+  if (a.sun_path[0] == '@') a.sun_path[0] = '\0';
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  if (::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a),
+               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n)) < 0)
+    LNET_LOG(Warn, kLogDaemon, "cannot notify the service manager at %s: %s", path, std::strerror(errno));
+  ::close(fd);
 }
 
 void catch_signals() {
@@ -147,13 +158,14 @@ void catch_signals() {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
-// Serves the control socket until a signal comes. A router drains first (routing off:
-// its peers are told and move away while it still forwards), serving meanwhile; a second
-// signal stops it at once.
-void run(lnetd::ControlServer& server, Control& control) {
+// Serves the control socket until SIGTERM or SIGINT comes (SIGHUP: `reload`). A router
+// drains first (routing off: its peers are told and move away while it still forwards),
+// serving meanwhile; a second signal stops it at once.
+void run(lnetd::ControlServer& server, Control& control, const std::function<void()>& reload) {
   bool draining = false;
   for (;;) {
     pollfd fds[2] = {{server.fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
@@ -168,6 +180,10 @@ void run(lnetd::ControlServer& server, Control& control) {
     if (fds[1].revents) {
       char sig = 0;
       (void)!read(g_signal_pipe[0], &sig, 1);
+      if (sig == SIGHUP) {
+        reload();
+        continue;
+      }
       if (draining || !control.routing()) {
         LNET_LOG(Info, kLogDaemon, "signal %d: shutting down", sig);
         return;
@@ -180,6 +196,7 @@ void run(lnetd::ControlServer& server, Control& control) {
       LNET_LOG(Info, kLogDaemon,
                "signal %d: draining the routes through this node before shutting down (a second signal stops at once)",
                sig);
+      notify("STOPPING=1\nSTATUS=draining the routes through this node");
     }
     if (fds[0].revents & POLLIN) server.accept_ready();
   }
@@ -199,6 +216,41 @@ void raise_fd_limit() {
 }
 
 using Components = std::vector<std::unique_ptr<lnetd::Component>>;
+
+// lnetd is up: the log says so, and the service manager hears it is ready (once the
+// control socket answers, so lnetctl may use it then).
+void announce(Instance& lnet, const std::string& source, const std::string& socket) {
+  std::string nids;
+  for (Nid n : lnet.nids()) nids += " " + n.to_string();
+  LNET_LOG(Info, kLogDaemon, "lnetd up (pid %d): NIDs%s; configuration from %s; control socket %s", getpid(),
+           nids.c_str(), source.c_str(), socket.c_str());
+  notify("READY=1\nMAINPID=" + std::to_string(getpid()) + "\nSTATUS=NIDs" + nids);
+}
+
+// SIGHUP: the configuration file read again and merged into the running instance, as
+// `lnetctl import --merge` does (what is new is added, what is configured is left as it
+// is); a file that does not parse or apply changes nothing. `yaml` becomes the new text
+// (what `lnet configure` applies).
+void reload(Instance& lnet, const std::string& path, std::string& yaml) {
+  notify("RELOADING=1");
+  auto text = read_file(path);
+  auto cfg = text ? dlc::parse_config(*text) : Result<dlc::SystemConfig>(text.failure());
+  std::string kept;
+  Status s = cfg ? Status{} : Status(cfg.failure());
+  if (s) {
+    cfg->selftest.reset();  // taken when lnetd starts
+    s = dlc::apply_config(lnet, *cfg, dlc::ImportMode::Merge, &kept);
+  }
+  if (s) {
+    yaml = *text;
+    LNET_LOG(Info, kLogDaemon, "SIGHUP: %s merged into the running configuration", path.c_str());
+    if (!kept.empty()) LNET_LOG(Debug, kLogDaemon, "%s", kept.c_str());
+  } else {
+    LNET_LOG(Error, kLogDaemon, "SIGHUP: %s not applied, the running configuration is kept: %s", path.c_str(),
+             s.message().c_str());
+  }
+  notify(std::string("READY=1\nSTATUS=") + (s ? "reloaded " : "reload failed: ") + path);
+}
 
 // LNet up with the components' drivers and the configuration applied, then the
 // components started on it (with the keys of the configuration that are lnetd's own).
@@ -248,6 +300,7 @@ int main(int argc, char** argv) {
   lnetd::Parsed parsed = lnetd::parse_options(argc, argv, components);
   if (!parsed.options) return parsed.exit_code;
   const lnetd::Options& o = *parsed.options;
+  if (o.foreground) set_log_target(o.log_target);  // a daemon's once it has daemonised
   set_socket_params(o.socket);
   std::string startup_yaml, source;
   auto cfg = load_config(o, &startup_yaml, &source);
@@ -258,7 +311,7 @@ int main(int argc, char** argv) {
 
   if (!o.foreground) {
     if (daemon(0, 0) != 0) die(std::string("cannot daemonise: ") + std::strerror(errno));
-    log_to_syslog();
+    set_log_target(o.log_target);
   }
   PidFile pid(o.pid_file);
   pid.create();
@@ -280,11 +333,15 @@ int main(int argc, char** argv) {
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
 
-  std::string nids;
-  for (Nid n : lnet->nids()) nids += " " + n.to_string();
-  LNET_LOG(Info, kLogDaemon, "lnetd up (pid %d): NIDs%s; configuration from %s; control socket %s", getpid(),
-           nids.c_str(), source.c_str(), o.ctl_socket.c_str());
-  run(server, lnet->control());
+  announce(*lnet, source, o.ctl_socket);
+  auto on_hup = [&] {
+    if (source == o.config_path || source == lnetd::kSystemConfig)
+      reload(*lnet, source, startup_yaml);
+    else
+      LNET_LOG(Warn, kLogDaemon, "SIGHUP: no configuration file to read again (configuration from %s)", source.c_str());
+  };
+  run(server, lnet->control(), on_hup);
+  notify("STOPPING=1");
   server.stop();
   // Components stop in reverse order, before the instance they run on.
   for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->stop();

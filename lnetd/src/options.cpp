@@ -50,6 +50,22 @@ bool setup_logging(const po::variables_map& vm, const std::string& level, const 
   return true;
 }
 
+// --log-target, or where a daemon's lines go by default: stderr in the foreground,
+// syslog once daemonised (which has no stderr, so stderr and journal need -f).
+bool setup_target(const po::variables_map& vm, const std::string& target, bool foreground, LogTarget* out) {
+  *out = foreground ? LogTarget::Stderr : LogTarget::Syslog;
+  if (!vm.count("log-target")) return true;
+  if (!parse_log_target(target, out)) {
+    LNET_LOG(Error, kLogDaemon, "bad --log-target '%s' (stderr, syslog, journal)", target.c_str());
+    return false;
+  }
+  if (!foreground && *out != LogTarget::Syslog) {
+    LNET_LOG(Error, kLogDaemon, "--log-target %s needs --foreground (a daemon has no stderr)", target.c_str());
+    return false;
+  }
+  return true;
+}
+
 // The socket LND's parameters: the environment, then --port and --accept.
 bool setup_socket(const po::variables_map& vm, int port, const std::string& accept, SocketParams& out) {
   auto params = SocketParams::from_env();
@@ -84,7 +100,7 @@ bool setup_socket(const po::variables_map& vm, int port, const std::string& acce
 
 Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Component>>& components) {
   Options o;
-  std::string log_level, log_subsys, ctl_group, accept;
+  std::string log_level, log_subsys, log_target, ctl_group, accept;
   int port = 0;
   po::options_description opts(kUsage);
   opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&o.config_path),
@@ -95,6 +111,8 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
       "pid-file,p", po::value(&o.pid_file)->default_value(kDefaultPidFile), "pid file (\"\" for none)")(
       "log-level", po::value(&log_level), "error | warn | info | debug (default LNET_LOG_LEVEL, else info)")(
       "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
+      "log-target", po::value(&log_target),
+      "stderr | syslog | journal (stderr with syslog priorities, for systemd; default: stderr with -f, else syslog)")(
       "port", po::value(&port), "acceptor port (default 988, or LNET_ACCEPT_PORT)")(
       "accept", po::value(&accept), "secure | all | none (default secure, or LNET_ACCEPT)")(
       "large", "large NIDs: a tcp NI given an interface takes its IPv6 address before its IPv4 one")(
@@ -119,8 +137,9 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
   o.foreground = vm.count("foreground") > 0;
   o.large_nids = vm.count("large") > 0;
   if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
+  if (!setup_target(vm, log_target, o.foreground, &o.log_target)) return {std::nullopt, 2};
   if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
-  if (vm.count("ctl-group")) {
+  if (vm.count("ctl-group") && !ctl_group.empty()) {  // "": no group (a unit's empty setting)
     group* g = getgrnam(ctl_group.c_str());
     if (!g) {
       LNET_LOG(Error, kLogDaemon, "no group '%s'", ctl_group.c_str());

@@ -23,7 +23,8 @@ inline constexpr const char* kSystemConfig = "/etc/lnet.conf";
 struct Options {
   std::string config_path;  // empty: /etc/lnet.conf when present, else the built-in default
   bool foreground = false;
-  bool large_nids = false;  // --large: lnet configure --large before the configuration
+  lnet::LogTarget log_target = lnet::LogTarget::Stderr;  // --log-target, else by --foreground
+  bool large_nids = false;                               // --large: lnet configure --large before the configuration
   std::string ctl_socket = kDefaultSocket;
   std::optional<gid_t> ctl_gid;  // --ctl-group
   std::string pid_file = kDefaultPidFile;

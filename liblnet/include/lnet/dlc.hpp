@@ -68,9 +68,14 @@ std::string config_to_yaml(const SystemConfig& cfg, bool backup);
 // The configuration of a running instance.
 SystemConfig export_config(Instance& lnet);
 
-enum class ImportMode { Add, Del, Show };
+// Merge is lnetd's reload: what the instance has already (an NI on the same net with the
+// same NID or interfaces, a route to the same net through the same gateway, a peer with
+// all the NIDs named, the same selection or fault rule) is left as it is, not changed;
+// the rest is added as by Add. The global tunables, buffers and routing are set.
+enum class ImportMode { Add, Del, Show, Merge };
 // Applies a parsed document; all of it or nothing (what was applied is undone when a
-// later part fails). For Show, *shown gets the current state of the items named.
+// later part fails). For Show, *shown gets the current state of the items named; for
+// Merge, one line per item left as it was.
 Status apply_config(Instance& lnet, const SystemConfig& cfg, ImportMode mode, std::string* shown = nullptr);
 
 // ---- commands of the control socket ----

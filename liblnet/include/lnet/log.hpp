@@ -39,6 +39,18 @@ void set_log_sink(std::function<void(LogLevel, std::string_view)> sink);
 // The program name on stderr lines (default "lnet"; tools set their own).
 void set_log_program(const char* name);
 
+// Where a daemon's lines go, as operators route them (--log-target):
+//   stderr  "<seconds> <program> <level>: <text>" (the default);
+//   syslog  syslog(3) as <program>, facility daemon, at the level's priority;
+//   journal stderr with the "<N>" priority prefix systemd's journal reads from a
+//           service's output (no time: the journal stamps each line).
+enum class LogTarget { Stderr, Syslog, Journal };
+bool parse_log_target(std::string_view s, LogTarget* out);  // "stderr" | "syslog" | "journal"
+void set_log_target(LogTarget t);                           // replaces a sink set before
+// The syslog priority of a level: error LOG_ERR, warn LOG_WARNING, info LOG_INFO,
+// debug LOG_DEBUG.
+int log_syslog_priority(LogLevel l);
+
 void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 }  // namespace lnet

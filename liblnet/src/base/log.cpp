@@ -3,6 +3,8 @@
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
+#include <syslog.h>
+
 #include <atomic>
 #include <cstdio>
 #include <ctime>
@@ -115,6 +117,53 @@ void set_log_program(const char* name) {
   State& s = state();
   MutexLock g(s.mutex);
   s.program = name;
+}
+
+bool parse_log_target(std::string_view v, LogTarget* out) {
+  if (v == "stderr") {
+    *out = LogTarget::Stderr;
+  } else if (v == "syslog") {
+    *out = LogTarget::Syslog;
+  } else if (v == "journal") {
+    *out = LogTarget::Journal;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+int log_syslog_priority(LogLevel l) {
+  switch (l) {
+    case LogLevel::Error: return LOG_ERR;
+    case LogLevel::Warn: return LOG_WARNING;
+    case LogLevel::Info: return LOG_INFO;
+    case LogLevel::Debug: return LOG_DEBUG;
+  }
+  return LOG_INFO;
+}
+
+void set_log_target(LogTarget t) {
+  switch (t) {
+    case LogTarget::Stderr: set_log_sink(nullptr); return;
+    case LogTarget::Syslog: {
+      State& s = state();
+      const char* ident;
+      {
+        MutexLock g(s.mutex);
+        ident = s.program;
+      }
+      openlog(ident, LOG_PID, LOG_DAEMON);
+      set_log_sink([](LogLevel l, std::string_view line) {
+        syslog(log_syslog_priority(l), "%.*s", static_cast<int>(line.size()), line.data());
+      });
+      return;
+    }
+    case LogTarget::Journal:
+      set_log_sink([](LogLevel l, std::string_view line) {
+        std::fprintf(stderr, "<%d>%.*s\n", log_syslog_priority(l), static_cast<int>(line.size()), line.data());
+      });
+      return;
+  }
 }
 
 void log_write(LogLevel l, std::uint32_t, const char* fmt, ...) {

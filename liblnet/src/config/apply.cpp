@@ -2,6 +2,7 @@
 // of it or nothing.
 #include <lnet/dlc.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
@@ -58,6 +59,69 @@ Status delete_named(Control& c, const SystemConfig& cfg) {
     }
   }
   return {};
+}
+
+// Merge: the part of the document the instance does not have yet; *kept gets a line for
+// each item it has.
+SystemConfig not_yet_configured(Control& c, const SystemConfig& cfg, std::string* kept) {
+  SystemConfig rest = cfg;
+  auto keep = [kept](const std::string& what) {
+    if (kept) *kept += "# " + what + ": configured already, left as it is\n";
+  };
+  auto nis = c.ni_info();
+  rest.nets.clear();
+  for (const NetConfig& nc : cfg.nets) {
+    bool have = nc.net.type() == kLoLnd;
+    for (const auto& i : nis)
+      have = have || (i.nid.net() == nc.net &&
+                      (nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || nc.interfaces == i.interfaces));
+    if (have)
+      keep("net " + (nc.nid ? nc.nid->to_string() : nc.net.to_string()));
+    else
+      rest.nets.push_back(nc);
+  }
+  auto routes = c.route_configs();
+  rest.routes.clear();
+  for (const RouteConfig& r : cfg.routes) {
+    bool have = false;
+    for (const auto& x : routes) have = have || (x.net == r.net && x.gateway == r.gateway);
+    if (have)
+      keep("route to " + r.net.to_string() + " via " + r.gateway.to_string());
+    else
+      rest.routes.push_back(r);
+  }
+  auto peers = c.configured_peers();
+  rest.peers.clear();
+  for (const PeerConfig& p : cfg.peers) {
+    bool have = false;
+    for (const auto& x : peers) {
+      if (x.primary != p.primary) continue;
+      have = true;
+      for (Nid n : p.nids)
+        have = have && (n == x.primary || std::find(x.nids.begin(), x.nids.end(), n) != x.nids.end());
+    }
+    if (have)
+      keep("peer " + p.primary.to_string());
+    else
+      rest.peers.push_back(p);
+  }
+  auto rules = c.udsp_rules();
+  rest.udsp.clear();
+  for (const UdspRule& u : cfg.udsp)
+    if (std::find(rules.begin(), rules.end(), u) != rules.end())
+      keep("udsp rule " + u.src + (u.dst.empty() ? "" : " -> " + u.dst));
+    else
+      rest.udsp.push_back(u);
+  rest.faults.clear();
+  for (const FaultRule& f : cfg.faults) {
+    bool have = false;
+    for (const auto& x : c.faults(f.delay)) have = have || x.rule == f;
+    if (have)
+      keep(std::string(f.delay ? "delay" : "drop") + " rule " + f.source.to_string() + " -> " + f.dest.to_string());
+    else
+      rest.faults.push_back(f);
+  }
+  return rest;
 }
 
 // Add, in order; a failure undoes what was done, last first.
@@ -183,6 +247,12 @@ Status apply_config(Instance& lnet, const SystemConfig& given, ImportMode mode, 
       return {};
     case ImportMode::Del: return delete_named(lnet.control(), cfg);
     case ImportMode::Add: return Adder(lnet.control()).run(cfg);
+    case ImportMode::Merge: {
+      std::string kept;
+      SystemConfig rest = not_yet_configured(lnet.control(), cfg, &kept);
+      if (shown) *shown = kept;
+      return Adder(lnet.control()).run(rest);
+    }
   }
   return {};
 }

@@ -157,6 +157,8 @@ const std::vector<Entry>& table() {
         {{"add", 0, K::Flag, "add what the document describes (default)"},
          {"del", 0, K::Flag, "delete it"},
          {"show", 0, K::Flag, "show the current state of it"},
+         {"merge", 0, K::Flag,
+          "add what is not configured yet, leave what is (this tool's: the reload of lnetd.service)"},
          {"exec", 'e', K::Flag, "run its ping and discover sections (and nothing else)"},
          {"old-api", 0, K::Flag, "the kernel's lnetctl: import through ioctls; here the one importer, as without it"},
          {"file", 0, K::Positional, "the document (- or none: standard input)"}}},
@@ -339,7 +341,14 @@ Response import_yaml(Instance& lnet, const Request& r, const Hooks& hooks) {
   if (!cfg) return error_block("import", "yaml", cfg.code(), cfg.message());
   if (r.flag("exec")) return run_exec(lnet, *cfg, hooks);
   if (!cfg->exec.empty()) cfg->warnings.push_back("the ping and discover sections run with import --exec: not run now");
-  ImportMode mode = r.flag("del") ? ImportMode::Del : r.flag("show") ? ImportMode::Show : ImportMode::Add;
+  ImportMode mode = r.flag("del")     ? ImportMode::Del
+                    : r.flag("show")  ? ImportMode::Show
+                    : r.flag("merge") ? ImportMode::Merge
+                                      : ImportMode::Add;
+  if (mode == ImportMode::Merge && cfg->selftest) {  // lnetd's own key, taken when it starts
+    cfg->warnings.push_back("selftest: lnetd takes it when it starts; left as it is");
+    cfg->selftest.reset();
+  }
   std::string shown;
   if (Status s = apply_config(lnet, *cfg, mode, &shown); !s) {
     Response failed = error_block("import", "yaml", s.code(), s.message() + " (nothing was applied)");

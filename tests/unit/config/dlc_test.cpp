@@ -509,6 +509,38 @@ TEST_F(Commands, ImportIsAllOrNothing) {
   EXPECT_TRUE(a->control().route_info().empty());
 }
 
+// import --merge (lnetd.service's reload): a second import of the whole file adds what
+// is new and leaves what is there, where plain import fails on what exists.
+TEST_F(Commands, ImportMergeAddsWhatIsNewAndLeavesTheRest) {
+  std::string doc =
+      "net:\n    - net type: gni3\n      local NI(s):\n        - nid: 33@gni3\n"
+      "peer:\n    - primary nid: 50@gni\n      peer ni:\n        - nid: 51@gni\n"
+      "udsp:\n    - src: gni3\n      action:\n          priority: 0\n"
+      "route:\n    - net: gni7\n      gateway: 32@gni\n";
+  ASSERT_EQ(run(*a, "import", {}, doc).rc, 0);
+  auto again = run(*a, "import", {}, doc);
+  EXPECT_NE(again.rc, 0) << "plain import of what exists fails, as the kernel's";
+  std::string before = run(*a, "export", {{"backup", {}}}).text;
+  auto same = run(*a, "import", {{"merge", {}}}, doc);
+  ASSERT_EQ(same.rc, 0) << same.text;
+  EXPECT_EQ(run(*a, "export", {{"backup", {}}}).text, before) << "nothing changed";
+  for (const char* kept : {"# net 33@gni3: configured already", "# route to gni7 via 32@gni: configured already",
+                           "# peer 50@gni: configured already", "# udsp rule gni3: configured already"})
+    EXPECT_NE(same.text.find(kept), std::string::npos) << kept << " in:\n" << same.text;
+  // The file grows a route and a NID of the peer: both added, the rest left.
+  std::string grown = doc + "    - net: gni8\n      gateway: 32@gni\n";
+  grown.replace(grown.find("        - nid: 51@gni\n"), 0, "        - nid: 52@gni\n");
+  auto more = run(*a, "import", {{"merge", {}}}, grown);
+  ASSERT_EQ(more.rc, 0) << more.text;
+  EXPECT_EQ(a->control().route_info().size(), 2u);
+  EXPECT_NE(run(*a, "peer show", {{"nid", {"50@gni"}}}).text.find("52@gni"), std::string::npos);
+  // What cannot apply changes nothing: a route through a gateway that is our own NID.
+  std::string now = run(*a, "export", {{"backup", {}}}).text;
+  auto bad = run(*a, "import", {{"merge", {}}}, grown + "    - net: gni9\n      gateway: 33@gni3\n");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_EQ(run(*a, "export", {{"backup", {}}}).text, now);
+}
+
 // What the show commands print, saved as a configuration, imports: every key they print
 // is one import reads or ignores, and it configures what was shown.
 TEST_F(Commands, ShowOutputsImportCleanly) {

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The packages as a new site meets them: installs the .deb files of scripts/package.sh
+# on this machine, checks what they put where (programs, libraries, man pages that man
+# finds, completion, units that systemd-analyze accepts, the group and run directory of
+# the maintainer scripts, the conffiles), runs lnetd.service's command lines the way
+# systemd does (systemd itself need not run: ExecStart with the unit's environment and
+# a notify socket; ExecReload; a broken configuration), then removes the packages and
+# checks that nothing but configuration is left, and purges them.
+#   package_test.sh DEB_DIR
+# Needs root. Refuses to run where the packages are installed already (it would remove
+# a site's installation).
+set -euo pipefail
+debs="$(cd "${1:?usage: package_test.sh DEB_DIR}" && pwd)"
+pkgs=(lnet-utils liblnet-dev liblnet-mpi0 liblnet-up0 liblnet0)
+log() { echo "[package_test] $*"; }
+fail() {
+  echo "[package_test] FAIL: $*" >&2
+  exit 1
+}
+((EUID == 0)) || { echo "package_test: needs root: skipped" >&2; exit 77; }
+for p in "${pkgs[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    fail "$p is installed on this machine already: not touching it"
+  fi
+done
+ls "$debs"/*.deb >/dev/null 2>&1 || fail "no .deb files in $debs (scripts/package.sh makes them)"
+work=$(mktemp -d)
+had_group=0
+getent group lnet >/dev/null && had_group=1
+daemon=
+cleanup() {
+  local rc=$?
+  set +e
+  [ -n "${mainpid:-}" ] && kill -KILL "$mainpid" 2>/dev/null
+  [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
+  [ -n "${listener:-}" ] && kill -KILL "$listener" 2>/dev/null
+  dpkg --purge "${pkgs[@]}" >/dev/null 2>&1
+  ((had_group)) || groupdel lnet 2>/dev/null
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+
+log "install"
+apt-get install -y -qq --no-install-recommends "$debs"/*.deb >"$work/apt.log" 2>&1 ||
+  fail "apt-get install: $(tail -n 20 "$work/apt.log")"
+for f in /usr/sbin/lnetd /usr/sbin/lnetctl /usr/bin/lst /usr/sbin/lnet-proxy /usr/bin/lst-node \
+  /usr/sbin/lnet-proxy-supervise /usr/include/lnet/lnet.h /usr/lib/x86_64-linux-gnu/pkgconfig/lnet.pc \
+  /usr/lib/systemd/system/lnetd.service /etc/lnet.conf /etc/default/lnet /usr/lib/tmpfiles.d/lnet.conf; do
+  [ -e "$f" ] || fail "$f is not installed"
+done
+/usr/sbin/lnetd --help >/dev/null || fail "lnetd --help"
+readelf -d /usr/sbin/lnetd | grep -q RUNPATH && fail "lnetd under /usr carries a run path"
+getent group lnet >/dev/null || fail "the maintainer script made no group lnet"
+[ -d /run/lnet ] || fail "the maintainer script made no /run/lnet"
+for f in /etc/lnet.conf /etc/default/lnet; do
+  dpkg-query -W -f='${Conffiles}\n' lnet-utils | grep -q " $f " || fail "$f is not a conffile"
+done
+if grep -qs "^path-exclude.*/usr/share/man" /etc/dpkg/dpkg.cfg.d/*; then
+  # A slimmed image's dpkg drops every package's man pages: the packages' own are checked.
+  log "dpkg here excludes /usr/share/man: the man pages are checked in the packages"
+  for page in man8/lnetctl.8.gz man8/lnetd.8.gz man8/lst.8.gz man1/lst-node.1.gz man3/lnet.3.gz; do
+    for d in "$debs"/lnet-utils_*.deb "$debs"/liblnet-dev_*.deb; do dpkg-deb -c "$d"; done | grep -q "/usr/share/man/$page" ||
+      fail "no $page in the packages"
+  done
+else
+  for page in lnetctl lnetd lst lnet-proxy lst-node "3 lnet" "7 lnet-lnd"; do
+    # shellcheck disable=SC2086
+    man -w $page >/dev/null 2>&1 || fail "man -w $page finds nothing"
+  done
+  MANWIDTH=80 man lnetctl 2>/dev/null | grep -q "configure and inspect a running lnetd" || fail "man lnetctl"
+fi
+if command -v systemd-analyze >/dev/null; then
+  for u in lnetd lnet-proxy lnet-ompi-server; do
+    systemd-analyze verify --man=no "/usr/lib/systemd/system/$u.service" >"$work/verify" 2>&1 ||
+      fail "systemd-analyze verify $u.service: $(cat "$work/verify")"
+  done
+fi
+comp=/usr/share/bash-completion/completions
+[ -f $comp/lnetctl ] && [ -f $comp/lst ] || fail "no completion of lnetctl and lst in $comp"
+out=$(bash -c ". $comp/lnetctl; COMP_WORDS=(lnetctl net a); COMP_CWORD=2; _lnetctl; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = add ] || fail "completion of 'lnetctl net a<TAB>' gave '$out', not 'add'"
+
+log "lnetd.service's command lines"
+unit=/usr/lib/systemd/system/lnetd.service
+# systemd's expansion: ${X} is one argument (empty included), $X splits on white space.
+line() { sed -n "s/^$1=//p" "$unit" | sed 's/\${\([A-Za-z_]*\)}/"${\1}"/g'; }
+env_defaults() { sed -n 's/^Environment=//p' "$unit"; }
+start_cmd=$(line ExecStart)
+reload_cmd=$(line ExecReload)
+[ -n "$start_cmd" ] && [ -n "$reload_cmd" ] || fail "no ExecStart or ExecReload in $unit"
+grep -q '^Type=notify' "$unit" || fail "lnetd.service is not Type=notify"
+cat >"$work/ok.conf" <<'EOF'
+net:
+    - net type: tcp
+      local NI(s):
+        - interfaces:
+              0: lo
+route:
+    - net: tcp5
+      gateway: 127.0.0.2@tcp
+EOF
+# What a site changes in /etc/default/lnet: here no listener (a CI machine's port 988).
+run_unit() {  # run_unit CONF CMD: CMD in the unit's environment, with LNET_CONF=CONF
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NOTIFY_SOCKET="${NOTIFY_SOCKET:-}" bash -c '
+    set -a; eval "$1"; [ -r /etc/default/lnet ] && . /etc/default/lnet
+    LNET_CONF=$2 LNETD_OPTIONS="--accept none"; set +a; eval "exec $3"' _ "$(env_defaults)" "$1" "$2"
+}
+listen() {  # listen SOCKET SECONDS: prints the first datagram on SOCKET (none: nothing)
+  rm -f "$1" "$1.bound"
+  python3 - "$1" "$2" >"$1.out" <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.settimeout(float(sys.argv[2]))
+open(sys.argv[1] + ".bound", "w").close()
+try:
+    print(s.recv(4096).decode())
+except socket.timeout:
+    pass
+EOF
+  listener=$!
+  for _ in $(seq 100); do [ -e "$1.bound" ] && return 0; sleep 0.05; done
+  fail "the notify socket $1 was not bound"
+}
+sock="$work/notify"
+# A broken configuration: the YAML error on stderr at priority err, a non-zero status,
+# and no READY.
+printf 'net: [\n' >"$work/bad.conf"
+listen "$sock.bad" 2
+if NOTIFY_SOCKET="$sock.bad" run_unit "$work/bad.conf" "$start_cmd" 2>"$work/bad.err"; then
+  fail "lnetd started with a broken configuration"
+fi
+wait "$listener"
+grep -q "^<3>.*bad configuration in $work/bad.conf" "$work/bad.err" || fail "no error line: $(cat "$work/bad.err")"
+[ -s "$sock.bad.out" ] && fail "lnetd with a broken configuration told systemd: $(cat "$sock.bad.out")"
+
+listen "$sock" 30
+NOTIFY_SOCKET=$sock run_unit "$work/ok.conf" "$start_cmd" 2>"$work/lnetd.err" &
+daemon=$!
+wait "$listener"
+grep -q "^READY=1" "$sock.out" || fail "no READY from lnetd ('$(cat "$sock.out")'): $(cat "$work/lnetd.err")"
+# lnetd's own pid, as systemd learns it (the job above is the shell that started it).
+mainpid=$(sed -n 's/^MAINPID=//p' "$sock.out")
+[ -n "$mainpid" ] && kill -0 "$mainpid" || fail "READY named no live MAINPID: $(cat "$sock.out")"
+lnetctl net show | grep -q "nid: 127.0.0.1@tcp" || fail "net show: $(lnetctl net show)"
+grep -q "^<6>lnetd up" "$work/lnetd.err" || fail "no info line at priority 6: $(head -n 3 "$work/lnetd.err")"
+
+printf '    - net: tcp6\n      gateway: 127.0.0.2@tcp\n' >>"$work/ok.conf"
+run_unit "$work/ok.conf" "$reload_cmd" >"$work/reload.out" || fail "reload: $(cat "$work/reload.out")"
+lnetctl route show | grep -q "net: tcp6" || fail "the reload added no route: $(lnetctl route show)"
+lnetctl export --backup >"$work/before.yaml"
+run_unit "$work/bad.conf" "$reload_cmd" >/dev/null 2>&1 && fail "a reload with a broken file succeeded"
+lnetctl export --backup >"$work/after.yaml"
+cmp -s "$work/before.yaml" "$work/after.yaml" || fail "a failed reload changed the configuration"
+kill -TERM "$mainpid"
+wait "$daemon" || fail "lnetd ended with status $? on SIGTERM"
+daemon= mainpid=
+
+log "remove: nothing but configuration left"
+for p in "${pkgs[@]}"; do dpkg -L "$p"; done | sort -u >"$work/files"
+dpkg-query -W -f='${Conffiles}\n' lnet-utils | awk 'NF {print $1}' >"$work/conffiles"
+apt-get remove -y -qq "${pkgs[@]}" >"$work/apt.log" 2>&1 || fail "apt-get remove: $(tail -n 20 "$work/apt.log")"
+while read -r f; do
+  [ -d "$f" ] && continue  # directories others share (/usr/bin, ...)
+  [ -e "$f" ] || [ -L "$f" ] || continue
+  grep -qxF "$f" "$work/conffiles" || fail "$f is left after remove"
+done <"$work/files"
+[ -e /etc/lnet.conf ] || fail "remove took /etc/lnet.conf (configuration stays until purge)"
+[ -d /run/lnet ] && fail "/run/lnet is left after remove"
+dpkg --purge "${pkgs[@]}" >"$work/apt.log" 2>&1 || fail "dpkg --purge: $(tail -n 20 "$work/apt.log")"
+[ -e /etc/lnet.conf ] && fail "purge left /etc/lnet.conf"
+log "PASS"
