@@ -61,66 +61,68 @@ Status delete_named(Control& c, const SystemConfig& cfg) {
   return {};
 }
 
+// The items of `items` the instance does not have (`has`); a line in *kept for each one
+// it has (`name`).
+template <typename T, typename Has, typename Name>
+std::vector<T> not_had(const std::vector<T>& items, Has has, Name name, std::string* kept) {
+  std::vector<T> rest;
+  for (const T& x : items) {
+    if (!has(x))
+      rest.push_back(x);
+    else if (kept)
+      *kept += "# " + name(x) + ": configured already, left as it is\n";
+  }
+  return rest;
+}
+
 // Merge: the part of the document the instance does not have yet; *kept gets a line for
 // each item it has.
 SystemConfig not_yet_configured(Control& c, const SystemConfig& cfg, std::string* kept) {
   SystemConfig rest = cfg;
-  auto keep = [kept](const std::string& what) {
-    if (kept) *kept += "# " + what + ": configured already, left as it is\n";
-  };
   auto nis = c.ni_info();
-  rest.nets.clear();
-  for (const NetConfig& nc : cfg.nets) {
-    bool have = nc.net.type() == kLoLnd;
-    for (const auto& i : nis)
-      have = have || (i.nid.net() == nc.net &&
-                      (nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || nc.interfaces == i.interfaces));
-    if (have)
-      keep("net " + (nc.nid ? nc.nid->to_string() : nc.net.to_string()));
-    else
-      rest.nets.push_back(nc);
-  }
+  rest.nets = not_had(
+      cfg.nets,
+      [&](const NetConfig& nc) {
+        return nc.net.type() == kLoLnd || std::any_of(nis.begin(), nis.end(), [&](const auto& i) {
+                 return i.nid.net() == nc.net &&
+                        (nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || nc.interfaces == i.interfaces);
+               });
+      },
+      [](const NetConfig& nc) { return "net " + (nc.nid ? nc.nid->to_string() : nc.net.to_string()); }, kept);
   auto routes = c.route_configs();
-  rest.routes.clear();
-  for (const RouteConfig& r : cfg.routes) {
-    bool have = false;
-    for (const auto& x : routes) have = have || (x.net == r.net && x.gateway == r.gateway);
-    if (have)
-      keep("route to " + r.net.to_string() + " via " + r.gateway.to_string());
-    else
-      rest.routes.push_back(r);
-  }
+  rest.routes = not_had(
+      cfg.routes,
+      [&](const RouteConfig& r) {
+        return std::any_of(routes.begin(), routes.end(),
+                           [&](const auto& x) { return x.net == r.net && x.gateway == r.gateway; });
+      },
+      [](const RouteConfig& r) { return "route to " + r.net.to_string() + " via " + r.gateway.to_string(); }, kept);
   auto peers = c.configured_peers();
-  rest.peers.clear();
-  for (const PeerConfig& p : cfg.peers) {
-    bool have = false;
-    for (const auto& x : peers) {
-      if (x.primary != p.primary) continue;
-      have = true;
-      for (Nid n : p.nids)
-        have = have && (n == x.primary || std::find(x.nids.begin(), x.nids.end(), n) != x.nids.end());
-    }
-    if (have)
-      keep("peer " + p.primary.to_string());
-    else
-      rest.peers.push_back(p);
-  }
+  rest.peers = not_had(
+      cfg.peers,
+      [&](const PeerConfig& p) {  // the peer, with every NID the document names
+        return std::any_of(peers.begin(), peers.end(), [&](const PeerConfig& x) {
+          return x.primary == p.primary && std::all_of(p.nids.begin(), p.nids.end(), [&](Nid n) {
+                   return n == x.primary || std::find(x.nids.begin(), x.nids.end(), n) != x.nids.end();
+                 });
+        });
+      },
+      [](const PeerConfig& p) { return "peer " + p.primary.to_string(); }, kept);
   auto rules = c.udsp_rules();
-  rest.udsp.clear();
-  for (const UdspRule& u : cfg.udsp)
-    if (std::find(rules.begin(), rules.end(), u) != rules.end())
-      keep("udsp rule " + u.src + (u.dst.empty() ? "" : " -> " + u.dst));
-    else
-      rest.udsp.push_back(u);
-  rest.faults.clear();
-  for (const FaultRule& f : cfg.faults) {
-    bool have = false;
-    for (const auto& x : c.faults(f.delay)) have = have || x.rule == f;
-    if (have)
-      keep(std::string(f.delay ? "delay" : "drop") + " rule " + f.source.to_string() + " -> " + f.dest.to_string());
-    else
-      rest.faults.push_back(f);
-  }
+  rest.udsp = not_had(
+      cfg.udsp, [&](const UdspRule& u) { return std::find(rules.begin(), rules.end(), u) != rules.end(); },
+      [](const UdspRule& u) { return "udsp rule " + u.src + (u.dst.empty() ? "" : " -> " + u.dst); }, kept);
+  auto drops = c.faults(false), delays = c.faults(true);
+  rest.faults = not_had(
+      cfg.faults,
+      [&](const FaultRule& f) {
+        const auto& have = f.delay ? delays : drops;
+        return std::any_of(have.begin(), have.end(), [&](const FaultRuleInfo& x) { return x.rule == f; });
+      },
+      [](const FaultRule& f) {
+        return std::string(f.delay ? "delay" : "drop") + " rule " + f.source.to_string() + " -> " + f.dest.to_string();
+      },
+      kept);
   return rest;
 }
 
