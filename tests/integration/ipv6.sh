@@ -21,10 +21,6 @@ new_ns R r
 new_ns B b
 link "$A" eth0 10.81.1.1/24 "$R" eth0 10.81.1.2/24
 link "$R" eth1 10.81.2.2/24 "$B" eth1 10.81.2.3/24
-# nodad: the addresses are usable at once (duplicate address detection would hold them
-# "tentative" for a while, and a bind to one fails meanwhile).
-v6() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 \
-  "net.ipv6.conf.$2.disable_ipv6=0" && ip -n "$1" addr add "$3" dev "$2" nodad; }
 v6 "$A" eth0 2001:db8:1::1/64
 v6 "$A" eth0 2001:db8:1::11/64
 v6 "$R" eth0 2001:db8:1::2/64
@@ -34,7 +30,6 @@ v6 "$B" eth1 2001:db8:2::3/64
 ip -n "$A" -6 route add 2001:db8:2::/64 via 2001:db8:1::2
 ip -n "$B" -6 route add 2001:db8:1::/64 via 2001:db8:2::2
 
-ni() { printf '    - net type: %s\n      local NI(s):\n        - nid: %s\n' "$1" "$2"; }
 lnetd_start "$A" a "$(printf 'net:\n'; ni tcp 2001:db8:1::1@tcp; ni tcp2 10.81.1.1@tcp2
   printf 'route:\n    - net: tcp1\n      gateway: 2001:db8:1::2@tcp\n'; printf 'selftest:\n    enable: 1\n')" --log-level=debug
 lnetd_start "$R" r "$(printf 'net:\n'; ni tcp 2001:db8:1::2@tcp; ni tcp1 2001:db8:2::2@tcp1; ni tcp2 10.81.1.2@tcp2

@@ -149,6 +149,35 @@ wait_for_log() {
   fail "no '$2' in $1.log"
 }
 
+# v6 NS IFNAME ADDR/LEN: IPv6 on IFNAME in NS with that address, usable at once (nodad:
+# duplicate address detection would hold it "tentative" a while, and a bind fail).
+v6() {
+  ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 \
+    "net.ipv6.conf.$2.disable_ipv6=0" && ip -n "$1" addr add "$3" dev "$2" nodad
+}
+
+ni() {  # ni NET NID: one entry of a configuration's net: list, an NI given by its NID
+  printf '    - net type: %s\n      local NI(s):\n        - nid: %s\n' "$1" "$2"
+}
+
+# capture_start NS IFNAME FILE PEER_IP: dumpcap in NS records port 988 (and the discard
+# port) on IFNAME into FILE; CAP_PID is its pid. Returns once the capture is armed:
+# dumpcap says "Capturing on" before it is, so the discard port of PEER_IP is probed
+# until a probe is in the file, and nothing sent after can slip by. A 32 MiB buffer:
+# with the default 2 MiB a 1 MiB transfer now and then overflows it.
+capture_start() {
+  bg "$1" capture dumpcap -q -B 32 -i "$2" -f "tcp port 988 or udp port 9" -w "$3"
+  CAP_PID=${T_PIDS[-1]}
+  wait_for_log capture "Capturing on"
+  local _
+  for _ in $(seq 100); do
+    ip netns exec "$1" bash -c "echo probe >/dev/udp/$4/9" 2>/dev/null || true
+    tshark -r "$3" -Y "udp.dstport == 9" -T fields -e frame.number 2>/dev/null | grep -q . && return 0
+    sleep 0.1
+  done
+  fail "dumpcap captured none of 100 probes in 10 s"
+}
+
 tcp_cfg() {  # tcp_cfg IFNAME [NET]: an lnetd configuration with one tcp NI
   printf 'net:\n    - net type: %s\n      local NI(s):\n        - interfaces:\n              0: %s\n' "${2:-tcp}" "$1"
 }

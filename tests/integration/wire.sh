@@ -22,20 +22,7 @@ CAP="$T_DIR/lnet.pcapng"
 decode() {
   tshark -r "$CAP" -o tcp.desegment_tcp_streams:TRUE -o tcp.reassemble_out_of_order:TRUE "$@" 2>/dev/null
 }
-# A 32 MiB capture buffer: with the default 2 MiB, the 1 MiB transfers now and then
-# overflow it and a lost segment leaves a message undecodable.
-bg "$A" capture dumpcap -q -B 32 -i eth0 -f "tcp port 988 or udp port 9" -w "$CAP"
-cap_pid=${T_PIDS[-1]}
-wait_for_log capture "Capturing on"
-# dumpcap says so before the capture is armed: probe the discard port until a probe is
-# in the file, so the first LNet message cannot slip by.
-armed=
-for _ in $(seq 100); do
-  ip netns exec "$A" bash -c 'echo probe >/dev/udp/10.78.1.2/9' 2>/dev/null || true
-  if decode -Y "udp.dstport == 9" -T fields -e frame.number | grep -q .; then armed=1 && break; fi
-  sleep 0.1
-done
-[ -n "$armed" ] || fail "dumpcap captured none of 100 probes in 10 s"
+capture_start "$A" eth0 "$CAP" 10.78.1.2
 
 ctl a ping --timeout 5 10.78.1.2@tcp >/dev/null || fail "ping A->B"
 bg "$B" serve_b timeout 120 "$LNET_XFER" serve --nid 10.78.1.12@tcp
@@ -50,8 +37,8 @@ while ((SECONDS < until_s)); do
   decode -Y "lnet.msg_type == 3 && lnet.payload_length == 1048576" -T fields -e frame.number | grep -q . && break
   sleep 0.1
 done
-kill -INT "$cap_pid"
-wait "$cap_pid" || true
+kill -INT "$CAP_PID"
+wait "$CAP_PID" || true
 bad=$(decode -Y "(_ws.malformed && !lnet.bad_buflen) || lnet.bad_type" -T fields -e frame.number | tr '\n' ' ')
 [ -z "$bad" ] || fail "tshark flags frames $bad as malformed"
 # The dissector hands a PUT's payload to the Lustre dissector of its portal; for other

@@ -16,11 +16,8 @@ command -v dumpcap >/dev/null && command -v tshark >/dev/null || fail "needs tsh
 new_ns A a
 new_ns B b
 link "$A" eth0 10.79.1.1/24 "$B" eth0 10.79.1.2/24
-v6() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 \
-  "net.ipv6.conf.$2.disable_ipv6=0" && ip -n "$1" addr add "$3" dev "$2" nodad; }
 v6 "$A" eth0 2001:db8:9::1/64
 v6 "$B" eth0 2001:db8:9::2/64
-ni() { printf '    - net type: %s\n      local NI(s):\n        - nid: %s\n' "$1" "$2"; }
 lnetd_start "$A" a "$(printf 'net:\n'; ni tcp 10.79.1.1@tcp; ni tcp1 2001:db8:9::1@tcp1)"
 lnetd_start "$B" b "$(printf 'net:\n'; ni tcp 10.79.1.2@tcp; ni tcp1 2001:db8:9::2@tcp1)"
 
@@ -31,16 +28,7 @@ decode() {  # messages reassembled over TCP segments (the IPv4 checks)
 segments() {  # each segment on its own: one misread length cannot hide the messages after it
   tshark -r "$CAP" -o tcp.desegment_tcp_streams:FALSE "$@" 2>/dev/null
 }
-bg "$A" capture dumpcap -q -B 32 -i eth0 -f "tcp port 988 or udp port 9" -w "$CAP"
-cap_pid=${T_PIDS[-1]}
-wait_for_log capture "Capturing on"
-armed=
-for _ in $(seq 100); do  # as in wire.sh: the capture is armed once a probe is in the file
-  ip netns exec "$A" bash -c 'echo probe >/dev/udp/10.79.1.2/9' 2>/dev/null || true
-  if decode -Y "udp.dstport == 9" -T fields -e frame.number | grep -q .; then armed=1 && break; fi
-  sleep 0.1
-done
-[ -n "$armed" ] || fail "dumpcap captured none of 100 probes in 10 s"
+capture_start "$A" eth0 "$CAP" 10.79.1.2
 
 out=$(ctl a ping --timeout 5 2001:db8:9::2@tcp1) || fail "ping A->B over IPv6: $out"
 grep -q "connected CONTROL 2001:db8:9::1@tcp1 <-> 2001:db8:9::2@tcp1 (protocol V4)" "$T_DIR/a.log" ||
@@ -51,8 +39,8 @@ while ((SECONDS < until_s)); do
   decode -Y "ip && lnet.msg_type == 3" -T fields -e frame.number | grep -q . && break
   sleep 0.1
 done
-kill -INT "$cap_pid"
-wait "$cap_pid" || true
+kill -INT "$CAP_PID"
+wait "$CAP_PID" || true
 
 log "IPv4 (V3): every message decodes"
 bad=$(decode -Y "ip && ((_ws.malformed && !lnet.bad_buflen) || lnet.bad_type)" -T fields -e frame.number | tr '\n' ' ')
