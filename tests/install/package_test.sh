@@ -75,6 +75,8 @@ if command -v systemd-analyze >/dev/null; then
     systemd-analyze verify --man=no "/usr/lib/systemd/system/$u.service" >"$work/verify" 2>&1 ||
       fail "systemd-analyze verify $u.service: $(cat "$work/verify")"
   done
+else
+  log "no systemd-analyze on this machine: the units' syntax is not verified"
 fi
 comp=/usr/share/bash-completion/completions
 [ -f $comp/lnetctl ] && [ -f $comp/lst ] || fail "no completion of lnetctl and lst in $comp"
