@@ -154,6 +154,15 @@ lnetctl export --backup >"$work/before.yaml"
 run_unit "$work/bad.conf" "$reload_cmd" >/dev/null 2>&1 && fail "a reload with a broken file succeeded"
 lnetctl export --backup >"$work/after.yaml"
 cmp -s "$work/before.yaml" "$work/after.yaml" || fail "a failed reload changed the configuration"
+# SIGHUP (a daemon started by hand) merges the file it started with, as the reload does.
+printf '    - net: tcp7\n      gateway: 127.0.0.2@tcp\n' >>"$work/ok.conf"
+kill -HUP "$mainpid"
+for _ in $(seq 100); do
+  lnetctl route show | grep -q "net: tcp7" && break
+  sleep 0.1
+done
+lnetctl route show | grep -q "net: tcp7" || fail "SIGHUP added no route: $(tail -n 3 "$work/lnetd.err")"
+grep -q "^<6>SIGHUP: $work/ok.conf merged" "$work/lnetd.err" || fail "SIGHUP: $(tail -n 3 "$work/lnetd.err")"
 kill -TERM "$mainpid"
 wait "$daemon" || fail "lnetd ended with status $? on SIGTERM"
 daemon= mainpid=
