@@ -72,10 +72,11 @@ struct Waiter : std::enable_shared_from_this<Waiter> {
   lnet::EventHandler handler() {
     return [self = shared_from_this()](const lnet::Event& e) {
       std::lock_guard lk(self->m);
-      if (e.status) ++self->errors;
+      bool failed = e.status || e.type == lnet::EventType::Unlink;  // UNLINK: no ACK in time
+      if (failed) ++self->errors;
       if (e.type == lnet::EventType::Ack) ++self->acks;
-      // Only what a waiter waits for wakes it (not the SEND and UNLINK events).
-      if (e.status || e.type == lnet::EventType::Ack) self->cv.notify_all();
+      // Only what a waiter waits for wakes it (not the SEND events).
+      if (failed || e.type == lnet::EventType::Ack) self->cv.notify_all();
     };
   }
   void wait_acks(long want) {

@@ -31,6 +31,10 @@ struct Waiter {
         ++errors;
         std::fprintf(stderr, "mpi_ping: %s event from %s failed: %d\n", lnet::event_type_name(e.type),
                      e.target.nid.to_string().c_str(), e.status);
+      } else if (e.type == lnet::EventType::Unlink) {  // LNet gave up waiting for the ACK or REPLY
+        ++errors;
+        std::fprintf(stderr, "mpi_ping: no ACK or REPLY from %s in time (transaction_timeout)\n",
+                     e.target.nid.to_string().c_str());
       }
       if (e.type == lnet::EventType::Ack) ++acks;
       if (e.type == lnet::EventType::Reply) ++replies;

@@ -143,6 +143,10 @@ struct Waiter : std::enable_shared_from_this<Waiter> {
         ++errors;
         std::fprintf(stderr, "proxy_demo: %s event from %s failed: %d\n", lnet::event_type_name(e.type),
                      e.target.nid.to_string().c_str(), e.status);
+      } else if (e.type == lnet::EventType::Unlink) {  // LNet gave up waiting for the ACK or REPLY
+        ++errors;
+        std::fprintf(stderr, "proxy_demo: no ACK or REPLY from %s in time (transaction_timeout)\n",
+                     e.target.nid.to_string().c_str());
       }
       if (e.type == lnet::EventType::Ack) ++acks;
       if (e.type == lnet::EventType::Reply) ++replies;

@@ -205,12 +205,15 @@ struct RpcNode::Impl : std::enable_shared_from_this<Impl> {
       d.threshold = server_is_source ? 1 : 2;  // PUT: SEND; GET: SEND and REPLY
       std::shared_ptr<Impl> i = impl;
       d.handler = [i, fired, then, server_is_source](const Event& ev) {
+        // A GET ends with its REPLY, a failed SEND, or an UNLINK (no REPLY in time).
         bool last = server_is_source ? ev.type == EventType::Send
-                                     : ev.type == EventType::Reply || (ev.type == EventType::Send && ev.status != 0);
+                                     : ev.type == EventType::Reply || ev.type == EventType::Unlink ||
+                                           (ev.type == EventType::Send && ev.status != 0);
         if (!last || fired->exchange(true)) return;
-        if (ev.status == 0) (server_is_source ? i->bulk_put : i->bulk_get).fetch_add(ev.mlength);
-        if (ev.status != 0) i->errors.fetch_add(1);
-        then(ev.status);
+        int status = ev.type == EventType::Unlink ? -ETIMEDOUT : ev.status;
+        if (status == 0) (server_is_source ? i->bulk_put : i->bulk_get).fetch_add(ev.mlength);
+        if (status != 0) i->errors.fetch_add(1);
+        then(status);
       };
       auto md = impl->lnet.md_bind(d, Unlink::Unlink);
       int rc = md ? (server_is_source ? impl->lnet.put(Nid::any(), *md, AckReq::NoAck, peer, kRdmaPortal, bulkid, 0, 0)

@@ -125,8 +125,10 @@ int step(Instance& lnet, bool put, std::vector<char>& buf, ProcessId server, std
   d.threshold = 2;
   d.handler = [w](const Event& e) {
     std::lock_guard g(w->m);
-    if (e.status && !w->status) w->status = e.status;
-    if (e.type == w->want || e.status) ++w->done;
+    // UNLINK: the response did not come in time (LNet unlinked the MD).
+    int status = e.type == EventType::Unlink ? -ETIMEDOUT : e.status;
+    if (status && !w->status) w->status = status;
+    if (e.type == w->want || status) ++w->done;
     if (e.unlinked) w->unlinked = true;
     w->cv.notify_all();
   };

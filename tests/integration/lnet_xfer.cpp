@@ -71,7 +71,8 @@ struct Waiter {
     std::optional<Event> found;
     cv.wait_for(lk, std::chrono::seconds(seconds), [&] {
       for (const Event& e : events)
-        if (e.type == t || (e.type == EventType::Send && e.status != 0)) {
+        // UNLINK: LNet gave up waiting for the response (transaction_timeout).
+        if (e.type == t || (e.type == EventType::Send && e.status != 0) || e.type == EventType::Unlink) {
           found = e;
           return true;
         }
@@ -232,6 +233,7 @@ int check_size(Instance& lnet, ProcessId target, const Args& args, std::uint32_t
                 std::memcmp(sink.data(), src.data(), size) == 0;
   auto failed = [](const std::optional<Event>& ev) {
     if (!ev) return std::string("FAILED (no event)");
+    if (ev->type == EventType::Unlink) return std::string("FAILED (no response: timed out)");
     return "FAILED (" + std::string(event_type_name(ev->type)) + " status " + std::to_string(ev->status) + ")";
   };
   std::printf("%7u bytes: PUT %s, GET %s\n", size, put_ok ? "ok" : failed(ack).c_str(),
@@ -286,7 +288,7 @@ int stream_round(Instance& lnet, ProcessId target, const Args& args, std::uint32
       std::fflush(nullptr);
       std::_Exit(3);
     }
-    int status = ev->status;
+    int status = ev->type == EventType::Unlink ? -ETIMEDOUT : ev->status;
     if (status != 0) {
       std::lock_guard g(w.m);
       for (const Event& e : w.events)

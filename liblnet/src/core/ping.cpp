@@ -40,9 +40,9 @@ Result<std::vector<std::uint8_t>> ping_once(Core& core, ProcessId target, Nid so
       w->replied = ev.status == 0;
       w->status = ev.status;
       w->mlength = ev.mlength;
-    } else if (ev.status != 0) {
+    } else if (ev.status != 0 || ev.type == EventType::Unlink) {  // UNLINK: no REPLY in time
       w->failed = true;
-      w->status = ev.status;
+      w->status = ev.status ? ev.status : -ETIMEDOUT;
     }
     if (ev.unlinked) w->done = true;
     w->cv.notify_all();

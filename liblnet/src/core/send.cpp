@@ -23,8 +23,7 @@ Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId 
       coarse_now_ns() + std::int64_t{st_.tun.transaction_timeout.load(std::memory_order_relaxed)} * kNsPerSec;
   int mode = st_.tun.response_tracking.load(std::memory_order_relaxed);
   bool track = response && (portal == kReservedPortal || (mode & (type == MsgType::Get ? 1 : 2)));
-  EventType rsp = type == MsgType::Get ? EventType::Reply : EventType::Ack;
-  if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload, track ? msg->deadline_ns : 0, rsp))) {
+  if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload, track ? msg->deadline_ns : 0))) {
     free_msg(msg);
     return nullptr;
   }

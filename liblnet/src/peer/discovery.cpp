@@ -391,9 +391,10 @@ void Discovery::send_ping(Peer* peer, std::size_t bytes) {
   d.handler = [this, peer, buf, fired](const Event& ev) {
     bool failed_send = ev.type == EventType::Send && ev.status != 0;
     if (failed_send && !ev.unlinked) (void)host_.md_unlink(ev.md_handle);  // no REPLY will come
-    if (!failed_send && ev.type != EventType::Reply) return;
+    // UNLINK: the REPLY did not come in time (response tracking unlinked the MD).
+    if (!failed_send && ev.type != EventType::Reply && ev.type != EventType::Unlink) return;
     if (fired->exchange(true)) return;
-    DcEvent e{DcEvent::PingDone, peer, {}, ev.status, 0, {}};
+    DcEvent e{DcEvent::PingDone, peer, {}, ev.type == EventType::Unlink ? -ETIMEDOUT : ev.status, 0, {}};
     if (ev.type == EventType::Reply && ev.status == 0) e.data.assign(buf->begin(), buf->begin() + ev.mlength);
     post(std::move(e));
   };
@@ -422,9 +423,9 @@ void Discovery::send_push(Peer* peer) {
   d.handler = [this, peer, buf, fired](const Event& ev) {
     bool failed_send = ev.type == EventType::Send && ev.status != 0;
     if (failed_send && !ev.unlinked) (void)host_.md_unlink(ev.md_handle);  // no ACK will come
-    if (!failed_send && ev.type != EventType::Ack) return;
+    if (!failed_send && ev.type != EventType::Ack && ev.type != EventType::Unlink) return;
     if (fired->exchange(true)) return;
-    post(DcEvent{DcEvent::PushDone, peer, {}, ev.status, 0, {}});
+    post(DcEvent{DcEvent::PushDone, peer, {}, ev.type == EventType::Unlink ? -ETIMEDOUT : ev.status, 0, {}});
   };
   Nid target;
   {

@@ -138,7 +138,7 @@ void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
   if (md->eq) md->eq->md_attached();
   md->refcount = 0;
   md->auto_unlink = unlink == Unlink::Unlink;
-  md->zombie = md->on_portal = md->dead = md->delivering = false;
+  md->zombie = md->aborted = md->on_portal = md->dead = md->delivering = false;
   md->me = nullptr;
   md->deferred = {};
 }
@@ -281,20 +281,18 @@ void PortalTable::sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c, con
   r.lock.unlock();
 }
 
-void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type,
-                                   const std::function<void()>& before) {
-  md->zombie = true;
+void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, const std::function<void()>& before) {
+  md->zombie = md->aborted = true;
   rsp_detach(r, md);  // no response is awaited any more
   if (md->refcount > 0) {
-    // In-flight messages finish first; the last one's event says "unlinked". A
-    // response's timeout is delivered now all the same.
+    // In-flight messages finish first; the last one's event says "unlinked" (and
+    // -ETIMEDOUT if it went well: finalize_md).
     detach_from_me(r, md, false);
-    if (type == EventType::Unlink) {
-      r.lock.unlock();
-      if (before) before();
-      return;
-    }
-  } else if (!retire_locked(r, md)) {
+    r.lock.unlock();
+    if (before) before();
+    return;
+  }
+  if (!retire_locked(r, md)) {
     if (!md->delivering) free_md(r, md);
     r.lock.unlock();
     if (before) before();
@@ -304,12 +302,8 @@ void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType ty
   *carrier = Delivery{};
   carrier->event_only = true;
   fill_md_event(md, carrier->ev);
-  carrier->ev.type = type;
-  if (type != EventType::Unlink) {  // an ACK or a REPLY that did not come
-    carrier->ev.msg_type = type == EventType::Ack ? MsgType::Ack : MsgType::Reply;
-    carrier->ev.status = -ETIMEDOUT;
-  }
-  carrier->ev.unlinked = md->refcount == 0;
+  carrier->ev.type = EventType::Unlink;
+  carrier->ev.unlinked = true;
   sink_event(r, md, carrier, c, before);
 }
 
@@ -399,7 +393,7 @@ int PortalTable::md_unlink(MdHandle mdh, Completer& c) {
   Res& r = *rp;
   r.lock.lock();  // unlink_md_locked releases it
   auto* md = static_cast<LibMd*>(r.handles.lookup(mdh.cookie, HandleType::Md));
-  if (!md) {
+  if (!md || md->zombie) {  // unlinked already, even if a message still uses it
     r.lock.unlock();
     return -ENOENT;
   }
@@ -407,8 +401,7 @@ int PortalTable::md_unlink(MdHandle mdh, Completer& c) {
   return 0;
 }
 
-int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline,
-                             EventType rsp_type) {
+int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline) {
   Res* rp = res_for(mdh.cookie, HandleType::Md);
   if (!rp) return -ENOENT;
   Res& r = *rp;
@@ -421,7 +414,7 @@ int PortalTable::commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_leng
   msg->md = md;
   fill_md_event(md, msg->ev);
   if (rsp_deadline) {
-    rsp_attach(r, md, rsp_deadline, rsp_type);
+    rsp_attach(r, md, rsp_deadline);
     md->rsp_next_hop.store(Nid::kAnyValue, std::memory_order_relaxed);
     msg->tracked = true;
   }
@@ -517,6 +510,8 @@ void PortalTable::finalize_md(Delivery* msg, Completer& c) {
   // A request that failed gets no response: its MD stops waiting for one.
   if (msg->tracked && msg->ev.status != 0) rsp_detach(r, md);
   msg->tracked = false;
+  // An MD unlinked under it (by the user or a response timeout) ends it as LNet does.
+  if (md->aborted && msg->ev.status == 0) msg->ev.status = -ETIMEDOUT;
   if (md->refcount == 0 && !md->dead && (md->zombie || (md->auto_unlink && md->exhausted()))) {
     retire_locked(r, md);
     msg->ev.unlinked = true;

@@ -6,10 +6,9 @@
 
 namespace lnet::portals {
 
-void PortalTable::rsp_attach(Res& r, LibMd* md, std::int64_t deadline, EventType type) {
+void PortalTable::rsp_attach(Res& r, LibMd* md, std::int64_t deadline) {
   if (md->rsp_deadline) rsp_detach(r, md);
   md->rsp_deadline = deadline;
-  md->rsp_type = type;
   // Deadlines mostly grow: the place is found from the tail.
   LibMd* before = r.rsp_tail;
   while (before && before->rsp_deadline > deadline) before = before->rsp_prev;
@@ -41,8 +40,8 @@ void PortalTable::expire_responses(std::int64_t now, Completer& c, const std::fu
       }
       Nid hop(md->rsp_next_hop.load(std::memory_order_relaxed));
       // Unlinked, as LNet unlinks an MD whose response timed out: a late response finds
-      // no MD. Its event is the response's, with -ETIMEDOUT, after `expired` has run.
-      unlink_md_locked(r, md, c, md->rsp_type, [&] { expired(hop); });
+      // no MD. Its event (UNLINK, or the in-flight SEND's) comes after `expired` has run.
+      unlink_md_locked(r, md, c, [&] { expired(hop); });
     }
   }
 }

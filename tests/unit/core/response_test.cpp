@@ -1,6 +1,7 @@
 // Message deadlines and response tracking (lnet-facts §5.1): a GET whose REPLY or a PUT
-// whose ACK does not come by transaction_timeout completes its MD with -ETIMEDOUT and
-// unlinks it; a response after that is dropped; response_tracking says what is awaited;
+// whose ACK does not come by transaction_timeout has its MD unlinked as LNetMDUnlink does
+// (an UNLINK event when idle, else -ETIMEDOUT on its SEND's event); a response after that
+// is dropped; response_tracking says what is awaited;
 // a request that waited for credits past its deadline fails. The test fabric holds sends
 // so that nothing answers; the tests wait for events, never for a time to pass.
 #include <gtest/gtest.h>
@@ -71,21 +72,20 @@ class Responses : public ::testing::Test {
   test::EventLog alog;
 };
 
-TEST_F(Responses, AReplyThatDoesNotComeTimesOutAndALateOneIsDropped) {
+// LNet's account (LNetMDUnlink on a response timeout): no REPLY event is made up; the
+// MD is unlinked under the GET still using it, so the GET's SEND event, when it comes,
+// is the last, says unlinked and reports -ETIMEDOUT though the send itself went well.
+TEST_F(Responses, AReplyThatDoesNotComeUnlinksTheMdUnderItsSendAndALateOneIsDropped) {
   Fabric::instance().hold(true);  // the GET stays on the wire: nothing answers
   MdHandle md = bind();
   ASSERT_EQ(get(md), 0);
   EXPECT_EQ(tracked(), 1u);
-  auto ev = alog.find(EventType::Reply);
-  ASSERT_TRUE(ev) << "no timeout within the test's patience";
-  EXPECT_EQ(ev->status, -ETIMEDOUT);
-  EXPECT_EQ(ev->msg_type, MsgType::Reply);
-  EXPECT_EQ(ev->md_handle, md);
-  EXPECT_FALSE(ev->unlinked) << "the GET still holds the MD: its SEND event is the last";
+  ASSERT_TRUE(test::eventually([&] { return a->control().counters().response_timeout_count == 1; }))
+      << "no timeout within the test's patience";
   EXPECT_EQ(tracked(), 0u);
-  Counters c = a->control().counters();
-  EXPECT_EQ(c.response_timeout_count, 1u);
-  std::uint64_t drops = c.drop_count;
+  EXPECT_TRUE(alog.events().empty()) << "the MD is busy: its event waits for the SEND";
+  EXPECT_EQ(a->md_unlink(md), -ENOENT) << "the handle is gone at once";
+  std::uint64_t drops = a->control().counters().drop_count;
   // The next hop it went to is less healthy now (a multi-rail peer).
   auto sent = Fabric::instance().sent();
   ASSERT_EQ(sent.size(), 1u);
@@ -94,32 +94,57 @@ TEST_F(Responses, AReplyThatDoesNotComeTimesOutAndALateOneIsDropped) {
   Fabric::instance().hold(false);
   Fabric::instance().deliver_all();
   ASSERT_TRUE(alog.wait_unlinked(md));
-  auto sends = alog.all(EventType::Send);
-  ASSERT_EQ(sends.size(), 1u);
-  EXPECT_EQ(sends[0].status, 0);
-  EXPECT_TRUE(sends[0].unlinked);
-  EXPECT_EQ(alog.count(EventType::Reply), 1u) << "the late REPLY is not delivered";
+  auto events = alog.events();
+  ASSERT_EQ(events.size(), 1u) << "one event: the SEND";
+  EXPECT_EQ(events[0].type, EventType::Send);
+  EXPECT_EQ(events[0].status, -ETIMEDOUT);
+  EXPECT_TRUE(events[0].unlinked);
+  EXPECT_TRUE(test::eventually([&] { return a->control().counters().drop_count == drops + 1; }))
+      << "the late REPLY is dropped";
+  EXPECT_EQ(alog.count(EventType::Reply), 0u) << "and not delivered";
   EXPECT_EQ(std::string(buf), "") << "nor written into the buffer";
-  EXPECT_EQ(a->control().counters().drop_count, drops + 1);
-  EXPECT_EQ(a->md_unlink(md), -ENOENT);
 }
 
-TEST_F(Responses, AnAckThatDoesNotComeTimesOutAnIdleMdIsUnlinkedAtOnce) {
+TEST_F(Responses, AnAckThatDoesNotComeUnlinksAnIdleMdWithAnUnlinkEvent) {
   Fabric::instance().hold(true);
   MdHandle md = bind();
   ASSERT_EQ(put_ack(md), 0);
   ASSERT_TRUE(Fabric::instance().deliver_one());  // the PUT: delivered and sent
   ASSERT_EQ(alog.wait(EventType::Send, 1), 1u);
+  EXPECT_EQ(alog.all(EventType::Send)[0].status, 0);
+  EXPECT_FALSE(alog.all(EventType::Send)[0].unlinked) << "the MD awaits its ACK";
   EXPECT_EQ(Fabric::instance().pending(), 1u) << "B's ACK, held: lost as far as A can tell";
-  auto ev = alog.find(EventType::Ack);
-  ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->status, -ETIMEDOUT);
-  EXPECT_EQ(ev->msg_type, MsgType::Ack);
-  EXPECT_TRUE(ev->unlinked) << "nothing held the MD any more";
+  auto ev = alog.find(EventType::Unlink);
+  ASSERT_TRUE(ev) << "no timeout within the test's patience";
+  EXPECT_EQ(ev->status, 0);
+  EXPECT_EQ(ev->md_handle, md);
+  EXPECT_TRUE(ev->unlinked);
   EXPECT_EQ(a->control().counters().response_timeout_count, 1u);
   Fabric::instance().hold(false);
   Fabric::instance().deliver_all();  // the late ACK
-  EXPECT_EQ(alog.count(EventType::Ack), 1u);
+  EXPECT_EQ(alog.count(EventType::Ack), 0u);
+  EXPECT_EQ(alog.events().size(), 2u) << "SEND and UNLINK, nothing after";
+}
+
+// LNetMDUnlink of an MD a message still uses: the message's event ends it, unlinked,
+// with -ETIMEDOUT in place of the success it would have reported.
+TEST_F(Responses, AnMdUnlinkedUnderItsSendEndsWithTimedOut) {
+  ASSERT_TRUE(a->control().set_global("transaction_timeout", 150));
+  Fabric::instance().hold(true);
+  MdHandle md = bind();
+  ASSERT_EQ(put_ack(md), 0);
+  ASSERT_EQ(a->md_unlink(md), 0);
+  EXPECT_TRUE(alog.events().empty()) << "busy: no UNLINK event";
+  EXPECT_EQ(tracked(), 0u);
+  Fabric::instance().hold(false);
+  Fabric::instance().deliver_all();
+  ASSERT_TRUE(alog.wait_unlinked(md));
+  auto events = alog.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::Send);
+  EXPECT_EQ(events[0].status, -ETIMEDOUT);
+  EXPECT_EQ(alog.count(EventType::Ack), 0u) << "the ACK finds no MD";
+  EXPECT_EQ(a->control().counters().response_timeout_count, 0u) << "no response timed out";
 }
 
 TEST_F(Responses, AResponseInTimeEndsTheTracking) {

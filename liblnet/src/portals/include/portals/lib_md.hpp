@@ -42,17 +42,19 @@ struct LibMd {
   int refcount = 0;          // messages using it
   bool auto_unlink = false;  // unlink once exhausted and idle
   bool zombie = false;       // unlinked, waiting for refcount 0
-  bool on_portal = false;    // made by MDAttach: never takes ACK/REPLY
-  bool dead = false;         // handle gone; freed when the last delivery ends
-  bool delivering = false;   // a thread is running this MD's event sink
-  Fifo<Delivery> deferred;   // finalized messages whose event waits
+  // Unlinked by the user or by a response timeout (LNet's "aborted"): a message still
+  // using it that ends well reports -ETIMEDOUT all the same.
+  bool aborted = false;
+  bool on_portal = false;   // made by MDAttach: never takes ACK/REPLY
+  bool dead = false;        // handle gone; freed when the last delivery ends
+  bool delivering = false;  // a thread is running this MD's event sink
+  Fifo<Delivery> deferred;  // finalized messages whose event waits
   LibMd* next_free = nullptr;
 
-  // Response tracking: the ACK or REPLY (rsp_type) this MD awaits until rsp_deadline
+  // Response tracking: the ACK or REPLY this MD awaits until rsp_deadline
   // (steady clock, ns; 0: none), on its CPT's list in deadline order, and the peer NI
   // the request went to last (whose health a response that never comes lowers).
   std::int64_t rsp_deadline = 0;
-  EventType rsp_type = EventType::Reply;
   LibMd* rsp_prev = nullptr;
   LibMd* rsp_next = nullptr;
   std::atomic<std::uint64_t> rsp_next_hop{Nid::kAnyValue};

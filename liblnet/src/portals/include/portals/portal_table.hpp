@@ -52,16 +52,16 @@ class PortalTable {
 
   // Commits a bound MD to an outgoing PUT/GET: msg gets the MD (its whole payload).
   // -ENOENT: no usable MD; -EMSGSIZE: longer than max_length. With rsp_deadline (steady
-  // clock, ns) the MD awaits a response (rsp_type: Ack or Reply) until then: one
+  // clock, ns) the MD awaits a response (its ACK or REPLY) until then: one
   // deadline per MD, the latest request's.
-  int commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline = 0,
-                  EventType rsp_type = EventType::Reply);
+  int commit_send(MdHandle mdh, Delivery* msg, std::uint32_t max_length, std::int64_t rsp_deadline = 0);
   // The peer NI a tracked request was handed to (each attempt's).
   static void note_next_hop(Delivery* msg, Nid nid) {
     if (msg->tracked) msg->md->rsp_next_hop.store(nid.value(), std::memory_order_relaxed);
   }
-  // Response tracking: every MD whose response is due by now_ns gets an event of its
-  // response's type with status -ETIMEDOUT and is unlinked, as LNet does. `expired` is
+  // Response tracking: every MD whose response is due by now_ns is unlinked as LNet
+  // unlinks it (unlink_md_locked: an UNLINK event, or -ETIMEDOUT on the event of the
+  // message still using it); no ACK or REPLY event is made up. `expired` is
   // called with the next hop of each such request before its event is delivered (no
   // lock held), so that what it counts is there when the application sees the event
   // (unless another thread is delivering an event of that MD at that very moment).
@@ -136,7 +136,7 @@ class PortalTable {
   void detach_from_me(Res& r, LibMd* md, bool force) LNET_REQUIRES(r.lock);
   // After a successful match: consume it, and detach an exhausted auto-unlink MD.
   void commit(Res& r, const MatchResult& m, Delivery* msg) LNET_REQUIRES(r.lock);
-  void rsp_attach(Res& r, LibMd* md, std::int64_t deadline, EventType type) LNET_REQUIRES(r.lock);
+  void rsp_attach(Res& r, LibMd* md, std::int64_t deadline) LNET_REQUIRES(r.lock);
   void rsp_detach(Res& r, LibMd* md) LNET_REQUIRES(r.lock);
   // Marks an idle MD gone; returns true when its sink wants an UNLINK event.
   bool retire_locked(Res& r, LibMd* md) LNET_REQUIRES(r.lock);
@@ -147,11 +147,11 @@ class PortalTable {
   // `before`, if set, runs once the lock is released and before the event goes out.
   void sink_event(Res& r, LibMd* md, Delivery* msg, Completer& c, const std::function<void()>& before = {})
       LNET_RELEASE(r.lock);
-  // Unlinks an MD (LNetMDUnlink: an UNLINK event once idle), or, with `type` Ack or
-  // Reply, one whose response timed out (that event, -ETIMEDOUT, at once; `before` runs
-  // first, unlocked, whether or not an event goes out).
-  void unlink_md_locked(Res& r, LibMd* md, Completer& c, EventType type = EventType::Unlink,
-                        const std::function<void()>& before = {}) LNET_RELEASE(r.lock);
+  // Unlinks an MD as LNetMDUnlink does, also when its response timed out: an idle one
+  // gets an UNLINK event (status 0, unlinked) now; a busy one none, and the event of its
+  // last in-flight message says unlinked (-ETIMEDOUT if it went well). `before` runs
+  // once the lock is released, before any event goes out.
+  void unlink_md_locked(Res& r, LibMd* md, Completer& c, const std::function<void()>& before = {}) LNET_RELEASE(r.lock);
 
   const CptTable& cpts_;
   std::uint64_t iface_cookie_;
