@@ -3,7 +3,7 @@
 # baseline measured between the same nodes in the same run, medians of REPS repetitions:
 #   cluster_bench.sh proxy [BUILD_DIR] [REPS]   (bench/proxy_bench.sh --cluster) the parallel
 #       proxy's chain across nodes: an application (1 rank, mode 1c) on c1 -> lnet-proxy
-#       on r1 -> bridge -> r1's lnetd -> tcp -> a server (lnet_xfer serve) on s1; against
+#       on r1 -> bridge -> r1's lnetd -> tcp -> a server (lnet-xfer serve) on s1; against
 #       raw MPI between two jobs on c1 and r1 (connect/accept through ompi-server, over the
 #       TCP BTL, as the application and the proxy are), the Unix socket on r1 and raw TCP
 #       between r1 and s1.
@@ -29,7 +29,7 @@ node c1      compute        mpi=11
 node c2      compute        mpi=12
 node r1      server,router  mpi=21 tcp0=21
 node s1      server         tcp0=31 lnetd=no
-daemon s1 lnet_xfer serve --nid {s1.tcp0}@tcp --route mpi@{r1.tcp0}@tcp --buffer 16777216
+daemon s1 lnet-xfer serve --nid {s1.tcp0}@tcp --route mpi@{r1.tcp0}@tcp --buffer 16777216
 proxy r1
 DESC
 "$CLUSTER_SH" up "$T_DIR/bench.cluster" --name "$LNET_CLUSTER" >"$T_DIR/up.log" 2>&1 || fail "cluster up: $(tail "$T_DIR/up.log")"

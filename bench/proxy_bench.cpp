@@ -44,7 +44,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kBig = 1 << 20;
-constexpr unsigned kPortal = 40;  // lnet_xfer serve's portal
+constexpr unsigned kPortal = 40;  // lnet-xfer serve's portal
 
 struct Params {
   std::string mode, server, port_file, listen, peer;

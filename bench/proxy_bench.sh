@@ -2,7 +2,7 @@
 # The parallel proxy against the raw hops on its path, in the same run (issue 12's
 # benchmark). The chain, on loopback addresses 127.0.5.x: an MPI application (1 rank,
 # LNET_PROXY) -> lnet-proxy (1 rank, mode 1c) -> bridge -> router lnetd (UP LND + tcp)
-# -> tcp -> a server (lnet_xfer serve). Each repetition measures, in turn: raw MPI
+# -> tcp -> a server (lnet-xfer serve). Each repetition measures, in turn: raw MPI
 # between two separately launched jobs (connect/accept through ompi-server, as the
 # application and the proxy are), the same two jobs with the accepting one relaying to a
 # TCP echo (the chain's path without LNet), a raw Unix-domain socket, raw TCP on
@@ -29,7 +29,7 @@ BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
 REPS="${2:-5}"
 IDLE="${3:-20}"
 STREAM="${STREAM:-1024}"
-export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/liblnet/lnetctl" LNET_XFER="$BUILD/tests/lnet_xfer"
+export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/liblnet/lnetctl" LNET_XFER="$BUILD/liblnet/lnet-xfer"
 export LNET_PROXY_BIN="$BUILD/proxy/lnet-proxy" PROXY_DEMO="$BUILD/examples/proxy_demo"
 BENCH="$BUILD/bench/bench_proxy"
 [ -x "$BENCH" ] || { echo "proxy_bench: no $BENCH (build first)" >&2; exit 1; }

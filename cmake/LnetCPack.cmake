@@ -1,6 +1,6 @@
 # Debian packages of the install components, made by CPack's DEB generator
 # (scripts/package.sh; docs/design/packaging.md says why CPack):
-#   lnet-utils     lnetd, lnetctl, lst, lnet-proxy, lst-node, lnet-proxy-supervise, their
+#   lnet-utils     lnetd, lnetctl, lst, lnet-xfer, lnet-proxy, lst-node, lnet-proxy-supervise, their
 #                  man pages, systemd units, /etc/lnet.conf and settings, completion
 #   liblnet0, liblnet-up0, liblnet-mpi0   the runtime libraries
 #   liblnet-dev    headers, the .so links, CMake package, pkg-config files, man 3 and 7
@@ -39,7 +39,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 
 # (The first line of every package's description is the project's; these follow it.)
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION
-    "Daemons and tools: lnetd (the host LNet, wire-compatible with ksocklnd), lnetctl and lst as Lustre sites use them, the parallel proxy lnet-proxy and its supervisor, lst-node; systemd units for lnetd and a standing proxy job.")
+    "Daemons and tools: lnetd (the host LNet, wire-compatible with ksocklnd), lnetctl and lst as Lustre sites use them, lnet-xfer (serve a buffer; ping, PUT and GET with rates), the parallel proxy lnet-proxy and its supervisor, lst-node; systemd units for lnetd and a standing proxy job.")
 set(CPACK_DEBIAN_LIBLNET_DESCRIPTION
     "The library liblnet: portals, PUT/GET, multi-rail, health, discovery, routing, the socket LND.")
 set(CPACK_DEBIAN_LIBLNET-UP_DESCRIPTION "The UP LND library liblnet-up: the bridge between lnetd and the parallel proxy.")

@@ -8,7 +8,7 @@
 #   r1, r2      mpi + tcp0      server/router nodes: lnetd with the UP LND's mpi NI
 #                               (<IPv4>@mpi) and a tcp NI, routing; one proxy rank each,
 #                               spawned by the job (LNET_PROXY=spawn:r1:...,r2:..., mode 2)
-#   s1          tcp0 10.90.1.31  the data server (lnet_xfer serve), routes to mpi via r1, r2
+#   s1          tcp0 10.90.1.31  the data server (lnet-xfer serve), routes to mpi via r1, r2
 #
 # Every rank pings both proxies' lnetds and the server, then PUTs (with ACK) and GETs back
 # 1 MiB ten times at its own offset of the server's buffer, checking every byte; the
@@ -65,7 +65,7 @@ cluster_demo() {
 }
 
 # ---- the earlier chain on this host (--single-host) --------------------------------------
-#   server   127.0.0.1@tcp     lnet_xfer serve, routes to mpi through both routers
+#   server   127.0.0.1@tcp     lnet-xfer serve, routes to mpi through both routers
 #   routers  127.0.0.2, .3     lnetd each, with a tcp NI and the UP LND's mpi NI
 #   proxy    2 ranks           lnet-proxy, rank r attached to router r's bridge (mode 1c)
 #   client   4 ranks           proxy_demo with LNET_PROXY=<port file>
@@ -108,7 +108,7 @@ single_host_demo() {
   for _ in $(seq 100); do [ -S "$DIR/127.0.0.2.bridge" ] && [ -S "$DIR/127.0.0.3.bridge" ] && break; sleep 0.1; done
   step "routers up: 127.0.0.2 and 127.0.0.3, each 127.0.0.x@tcp + 127.0.0.x@mpi (UP LND), routing"
   local nranks=4
-  "$B/tests/lnet_xfer" serve --nid 127.0.0.1@tcp --route mpi@127.0.0.2@tcp --route mpi@127.0.0.3@tcp \
+  "$B/liblnet/lnet-xfer" serve --nid 127.0.0.1@tcp --route mpi@127.0.0.2@tcp --route mpi@127.0.0.3@tcp \
     --buffer $((nranks << 20)) >"$DIR/server.log" 2>&1 &
   PIDS+=($!)
   wait_for "$DIR/server.log" serving "the server did not come up"

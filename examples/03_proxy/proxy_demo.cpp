@@ -1,7 +1,7 @@
 // Example 03: an MPI job reaching a tcp server through the parallel proxy. Started with
 // LNET_PROXY naming a running lnet-proxy, every rank pings the proxies' lnetds and the
 // server, then PUTs (with an ACK) and GETs back a buffer at its own offset of the
-// server's portal 40 (as `lnet_xfer serve` exposes it), checking every byte; rank 0
+// server's portal 40 (as `lnet-xfer serve` exposes it), checking every byte; rank 0
 // prints who talked to whom through which gateway, with the rates.
 //   LNET_PROXY=/run/lnet/lnet-proxy.port mpirun --ompi-server file:URI -n 4
 //       proxy_demo --server 127.0.0.1@tcp [--size BYTES] [--count N]
@@ -45,7 +45,7 @@ void usage() {
       "                                                   [--thread-level single|funneled|serialized|multiple]\n"
       "                                                   [--idle S]\n"
       "  Every rank reaches the server (a userspace LNet node serving portal 40, e.g.\n"
-      "  `lnet_xfer serve`, with a buffer of at least N x BYTES) through the proxy: pings\n"
+      "  `lnet-xfer serve`, with a buffer of at least N x BYTES) through the proxy: pings\n"
       "  the proxies' lnetds and the server, then N rounds of PUT (with ACK) and GET of\n"
       "  BYTES (default 1 MiB) at offset OFFSET + rank x BYTES, checking the data. Rank 0\n"
       "  prints a report. Each ACK or REPLY is awaited S seconds (default 60). MPI is\n"

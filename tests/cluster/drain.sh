@@ -21,7 +21,7 @@ node r2 server,router tcp0=22 tcp1=22
 node b  server        tcp1=31 lnetd=no
 global alive_router_check_interval 1
 global router_ping_timeout 2
-daemon b env LNET_ROUTER_PING_TIMEOUT=2 LNET_ALIVE_ROUTER_CHECK_INTERVAL=1 LNET_TRANSACTION_TIMEOUT=10 lnet_xfer serve --nid {b.tcp1}@tcp1 --route tcp@{r1.tcp1}@tcp1 --route tcp@{r2.tcp1}@tcp1
+daemon b env LNET_ROUTER_PING_TIMEOUT=2 LNET_ALIVE_ROUTER_CHECK_INTERVAL=1 LNET_TRANSACTION_TIMEOUT=10 lnet-xfer serve --nid {b.tcp1}@tcp1 --route tcp@{r1.tcp1}@tcp1 --route tcp@{r2.tcp1}@tcp1
 EOF
 "$CLUSTER_SH" up "$D" --name "$LNET_CLUSTER" >"$T_DIR/up.log" 2>&1 || fail "cluster up: $(tail -n 20 "$T_DIR/up.log")"
 R1=10.96.1.21@tcp
@@ -33,7 +33,7 @@ on() { timeout 60 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" exec "$@"; }
 (
   set +e
   timeout 400 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" exec a env LNET_ROUTER_PING_TIMEOUT=2 \
-    LNET_ALIVE_ROUTER_CHECK_INTERVAL=1 LNET_TRANSACTION_TIMEOUT=10 lnet_xfer stream --nid 10.96.1.11@tcp \
+    LNET_ALIVE_ROUTER_CHECK_INTERVAL=1 LNET_TRANSACTION_TIMEOUT=10 lnet-xfer stream --nid 10.96.1.11@tcp \
     --peer "$B" --route "tcp1@$R1" --route "tcp1@$R2" --size 65536 --seconds 300 --stop-file "$T_DIR/stop"
   echo "exit $?"
 ) >"$S" 2>&1 &

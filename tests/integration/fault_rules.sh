@@ -61,6 +61,6 @@ out=$(ip netns exec "$A" env LNET_TRANSACTION_TIMEOUT=3 LNET_RETRY_COUNT=0 timeo
   fail "the check passed although the server drops its GETs: $out"
 secs=$(($(date +%s) - start))
 echo "$out"
-echo "$out" | grep -q "PUT ok, GET FAILED (no response: timed out)" || fail "the GET did not time out"
+echo "$out" | grep -q "PUT ok, GET FAILED (no REPLY: timed out)" || fail "the GET did not time out"
 [ "$secs" -lt 30 ] || fail "the GET took ${secs} s to fail (transaction_timeout 3 s)"
 log "PASS"

@@ -78,7 +78,7 @@ px_selftest_server() {
   fail "the server lnetd did not come up"
 }
 
-px_server() {  # px_server IP ROUTER_IP...: lnet_xfer serve on IP@tcp, 8 MiB, routes to mpi
+px_server() {  # px_server IP ROUTER_IP...: lnet-xfer serve on IP@tcp, 8 MiB, routes to mpi
   local ip=$1 routes=()
   shift
   for r in "$@"; do routes+=(--route "mpi@$r@tcp"); done

@@ -194,6 +194,20 @@ __u32 libcfs_str2net(const char* str);      /* LNET_NET_ANY on error */
  * most n_ids of its NIDs (0@lo first) in ids_out. Returns the number of NIDs it has. */
 int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process_id* ids_out, int n_ids);
 
+/* Extensions: the running instance's NIs and routes, as lnetctl sets a node's (after
+ * LNetNIInit; 0 or a negative errno, the cause logged).
+ * lnet_add_ni: an NI with exactly the NID `nid` (its network from the NID) on the
+ * interface `interface`, or, NULL, on the interface that has the NID's address (tcp);
+ * -EEXIST when the NID is ours already, -EPROTONOSUPPORT when no driver serves its
+ * network type. lnet_del_ni takes it down (what waits for it fails).
+ * lnet_add_route: messages for `net` go through `gateway` (a NID on a network of ours);
+ * hops -1 (undefined) or 1..255, priority 0 best. lnet_del_route: gateway LNET_NID_ANY
+ * removes every route to `net`. */
+int lnet_add_ni(lnet_nid_t nid, const char* interface);
+int lnet_del_ni(lnet_nid_t nid);
+int lnet_add_route(__u32 net, lnet_nid_t gateway, int hops, unsigned int priority);
+int lnet_del_route(__u32 net, lnet_nid_t gateway);
+
 #ifdef __cplusplus
 }
 #endif

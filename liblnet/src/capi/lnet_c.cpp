@@ -8,6 +8,7 @@
 
 #include <lnet/api.hpp>
 #include <lnet/capi.hpp>
+#include <lnet/control.hpp>
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
@@ -405,6 +406,47 @@ int lnet_ping(struct lnet_process_id target, int timeout_ms, struct lnet_process
       ++n;
     }
     return n;
+  });
+}
+
+int lnet_add_ni(lnet_nid_t nid, const char* interface) {
+  return with_lnet([&](Instance& l) -> int {
+    if (!fits(nid) || Nid(nid).is_any() || Nid(nid).is_lo()) return -EINVAL;
+    NetConfig nc;
+    nc.net = Nid(nid).net();
+    nc.nid = Nid(nid);
+    if (interface) nc.interfaces.emplace_back(interface);
+    auto r = l.control().add_ni(nc);
+    if (!r) LNET_LOG(Error, kLogConfig, "lnet_add_ni %s: %s", Nid(nid).to_string().c_str(), r.message().c_str());
+    return r ? 0 : r.code();
+  });
+}
+
+int lnet_del_ni(lnet_nid_t nid) {
+  return with_lnet([&](Instance& l) -> int {
+    if (!fits(nid) || Nid(nid).is_any()) return -EINVAL;
+    Status s = l.control().del_ni(Nid(nid));
+    return s ? 0 : s.code();
+  });
+}
+
+int lnet_add_route(__u32 net, lnet_nid_t gateway, int hops, unsigned int priority) {
+  return with_lnet([&](Instance& l) -> int {
+    if (!fits(gateway) || Nid(gateway).is_any() || hops < -1 || hops == 0 || hops > 255) return -EINVAL;
+    RouteConfig r{NetId(net), Nid(gateway), hops, priority};
+    Status s = l.control().add_route(r);
+    if (!s)
+      LNET_LOG(Error, kLogConfig, "lnet_add_route %s via %s: %s", NetId(net).to_string().c_str(),
+               Nid(gateway).to_string().c_str(), s.message().c_str());
+    return s ? 0 : s.code();
+  });
+}
+
+int lnet_del_route(__u32 net, lnet_nid_t gateway) {
+  return with_lnet([&](Instance& l) -> int {
+    if (!fits(gateway)) return -EINVAL;
+    Status s = l.control().del_route(NetId(net), Nid(gateway));
+    return s ? 0 : s.code();
   });
 }
 

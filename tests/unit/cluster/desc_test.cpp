@@ -26,7 +26,7 @@ node s2    server         tcp0=32 lnetd=no
 route s1 mpi r1 r2
 proxy r1 r2
 proxy r2 -- --client-timeout 5
-daemon s2 lnet_xfer serve --nid {s2.tcp0}@tcp --route mpi@{r1.tcp0}@tcp   # the data server
+daemon s2 lnet-xfer serve --nid {s2.tcp0}@tcp --route mpi@{r1.tcp0}@tcp   # the data server
 global router_ping_timeout 2
 )";
 
@@ -62,7 +62,7 @@ TEST(ClusterDesc, AGoodDescriptionParses) {
   EXPECT_EQ(d->proxies[1].name, "r2");
   EXPECT_EQ(d->proxies[1].args, (std::vector<std::string>{"--client-timeout", "5"}));
   ASSERT_EQ(d->daemons.size(), 1u);
-  EXPECT_EQ(d->daemons[0].command, "lnet_xfer serve --nid 10.90.1.32@tcp --route mpi@10.90.1.21@tcp");
+  EXPECT_EQ(d->daemons[0].command, "lnet-xfer serve --nid 10.90.1.32@tcp --route mpi@10.90.1.21@tcp");
   ASSERT_EQ(d->routes.size(), 1u);
   EXPECT_EQ(d->routes[0].net.to_string(), "mpi");
 }

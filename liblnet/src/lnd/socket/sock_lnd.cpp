@@ -116,6 +116,19 @@ SocketLnd::~SocketLnd() {
   for (auto& io : io_) io->stop();
 }
 
+namespace {
+
+// A NID on a named interface: the interface must exist (it may be down: the NI then
+// starts down and follows it), as ksocklnd refuses an interface it cannot find.
+int check_interface_exists(const NetInterface& ni) {
+  if (ni.config.interfaces.empty() || ::if_nametoindex(ni.config.interfaces.front().c_str()) != 0) return 0;
+  LNET_LOG(Error, kLogLnd, "cannot start %s: no interface '%s'", ni.nid.to_string().c_str(),
+           ni.config.interfaces.front().c_str());
+  return -ENODEV;
+}
+
+}  // namespace
+
 int SocketLnd::startup(NetInterface& ni) {
   auto sni = std::make_unique<SockNi>();
   sni->ni = &ni;
@@ -126,6 +139,7 @@ int SocketLnd::startup(NetInterface& ni) {
       LNET_LOG(Error, kLogLnd, "cannot start %s: its address is neither IPv4 nor IPv6", ni.nid.to_string().c_str());
       return -EINVAL;
     }
+    if (int rc = check_interface_exists(ni)) return rc;
   } else {
     bool large = ni.host && ni.host->large_nids();
     auto ip = interface_address(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front(), large);
