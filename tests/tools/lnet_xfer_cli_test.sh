@@ -31,7 +31,8 @@ refused "put needs --peer" put --nid 10.0.0.2@tcp
 refused "bad value '2M' for --sizes (0..1048576)" put --peer 10.0.0.1@tcp --sizes 4K,2M
 refused "bad value '' for --sizes" put --peer 10.0.0.1@tcp --sizes 4K,
 refused "bad value '-1' for --count" put --peer 10.0.0.1@tcp --count -1
-refused "bad value '65' for --depth (0..64)" get --peer 10.0.0.1@tcp --depth 65
+refused "bad value '65' for --depth (1..64)" get --peer 10.0.0.1@tcp --depth 65
+refused "bad value '0' for --count (1..1000000000)" put --peer 10.0.0.1@tcp --count 0
 refused "bad value '64' for --portal" serve --nid 10.0.0.1@tcp --portal 64
 refused "bad NID '10.0.0.300@tcp' for --peer" ping --peer 10.0.0.300@tcp
 refused "bad --route 'tcp1' (NET@GATEWAY_NID" check --peer 10.0.0.1@tcp --route tcp1

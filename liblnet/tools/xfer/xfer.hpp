@@ -39,7 +39,13 @@ struct Args {
   std::size_t buffer = kDefaultBuffer;
   std::string stop_file, rule_file;
   int seconds = 300;
+  bool help = false, version = false;  // --help, --version: nothing else is read
 };
+
+// The command line (argv[0] the program): the arguments with the mode's defaults, or a
+// failure naming the bad option or value (-EINVAL).
+Result<Args> parse_args(int argc, const char* const* argv);
+std::string usage();  // --help's text
 
 using Clock = std::chrono::steady_clock;
 
