@@ -14,6 +14,7 @@ PACKAGES=(
   mpich libmpich-dev                                             # MPI LND built against MPICH too
   gnuplot-nox                                                    # lst-plot (self-test plots)
   lowdown man-db                                                 # man pages from docs/man/*.md, and man to read them
+  libibverbs-dev librdmacm-dev                                   # o2ib LND (rdma-core)
 )
 
 missing=()

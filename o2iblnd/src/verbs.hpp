@@ -1,8 +1,11 @@
 // What the o2ib driver asks of an RDMA device and of the RDMA connection manager, in the
 // driver's own terms (docs/design/o2iblnd.md §2.2): rdma-core's verbs and RDMA CM, or the
 // fake device the tests run the driver on (fake_verbs.hpp). One Provider serves one NI
-// address; every call may come from any thread. Connections are reliable connected
-// queue pairs; address and route resolution happen inside connect().
+// address. Threads: connect(), disconnect(), reg(), dereg() and the post_* calls from any
+// thread; the rest (events, accept, reject, destroy, poll) from one thread, the driver's
+// progress thread. Connections are reliable connected queue pairs; address and route
+// resolution happen inside connect(). An endpoint id stays valid until destroy(); no
+// call may name it after that.
 #pragma once
 
 #include <array>
@@ -114,8 +117,14 @@ class Provider {
   virtual Status post_send(EndpointId ep, const Sge& sge, std::uint64_t wr_id) = 0;
   virtual Status post_write(EndpointId ep, std::span<const Sge> local, std::uint64_t remote_addr, std::uint32_t rkey,
                             std::uint64_t wr_id) = 0;
-  // Up to out.size() completions; how many.
+  // Up to out.size() completions; how many. `op` is certain only on success.
   virtual std::size_t poll(std::span<Completion> out) = 0;
 };
+
+// rdma-core's provider for the RDMA device that has `ip` (the NI's address): -ENODEV
+// "no RDMA device has address ..." where none has.
+Result<std::unique_ptr<Provider>> open_rdma(std::uint32_t ip);
+// The RDMA devices this machine has (0: none; the device tests say "skipped").
+int rdma_device_count();
 
 }  // namespace lnet::o2ib
