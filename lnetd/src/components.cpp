@@ -1,11 +1,13 @@
 // The components lnetd runs beside liblnet: the UP LND (the bridge that parallel proxies
-// connect to) and LNet self-test. A new one is a class here and a line in
+// connect to), the o2ib LND (InfiniBand and RoCE ports through rdma-core) and LNet
+// self-test. A new one is a class here and a line in
 // make_components().
 #include "components.hpp"
 
 #include <grp.h>
 
 #include <lnet/log.hpp>
+#include <lnet/o2ib/o2iblnd.hpp>
 #include <lnet/up/uplnd.hpp>
 #include <selftest/console.hpp>
 #include <selftest/framework.hpp>
@@ -73,6 +75,15 @@ class UpComponent final : public Component {
   std::string group_;
   unsigned mib_ = 1024;
   std::shared_ptr<up::UpLnd> up_;
+};
+
+// The o2ib LND: o2ib nets on the node's RDMA ports (an NI fails to come up, saying so,
+// where the node has no RDMA device). Its tunables are known from the start, so that a
+// configuration's "lnd tunables" of an o2ib net are read as its own.
+class O2ibComponent final : public Component {
+ public:
+  O2ibComponent() { register_lnd_tunables(kO2ibLnd, o2ib::o2ib_tunables()); }
+  std::vector<std::shared_ptr<Lnd>> drivers() override { return {o2ib::make_o2ib_lnd()}; }
 };
 
 // LNet self-test: the node's framework and services, and the console lst talks to
@@ -155,6 +166,7 @@ class SelftestComponent final : public Component {
 std::vector<std::unique_ptr<Component>> make_components() {
   std::vector<std::unique_ptr<Component>> c;
   c.push_back(std::make_unique<UpComponent>());
+  c.push_back(std::make_unique<O2ibComponent>());
   c.push_back(std::make_unique<SelftestComponent>());
   return c;
 }

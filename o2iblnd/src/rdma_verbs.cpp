@@ -63,6 +63,9 @@ struct Conn {
   QpSizes sizes;
   bool privileged = false;
   std::vector<std::uint8_t> private_data;  // a connect's, sent once the route is known
+  // Receives posted before the queue pair exists (the progress thread's): posted when it
+  // is made, or completed Flushed if it never is.
+  std::vector<std::pair<Sge, std::uint64_t>> early;
 };
 
 class RdmaProvider final : public Provider {
@@ -100,6 +103,9 @@ class RdmaProvider final : public Provider {
   rdma_conn_param conn_param(std::span<const std::uint8_t> private_data) const;
   bool translate(rdma_cm_event* ev, CmEvent& out);  // false: handled here, nothing for the driver
   Status bind_privileged(rdma_cm_id* id);
+  // A connection that failed before it was up: every receive posted on it completes
+  // Flushed (the queue pair to the error state, the early ones completed here).
+  void flush(Conn& c);
 
   std::mutex m_;  // conns_ (connect() may come from any thread)
   std::uint32_t ip_ = 0;
@@ -113,6 +119,7 @@ class RdmaProvider final : public Provider {
   int epfd_ = -1;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
   std::map<std::uint32_t, EndpointId> by_qp_;  // the progress thread's only
+  std::vector<Completion> soft_;               // flushed early receives, returned by poll()
 };
 
 Status RdmaProvider::open(std::uint32_t ip) {
@@ -227,7 +234,22 @@ Status RdmaProvider::make_qp(Conn& c) {
   attr.cap.max_recv_sge = 1;
   if (rdma_create_qp(c.id, pd_, &attr)) return errno_failure("rdma_create_qp");
   by_qp_[c.id->qp->qp_num] = id_of(&c);
+  std::vector<std::pair<Sge, std::uint64_t>> early = std::move(c.early);
+  c.early.clear();
+  for (const auto& [sge, wr_id] : early)
+    if (Status s = post_recv(id_of(&c), sge, wr_id); !s) return s;
   return {};
+}
+
+void RdmaProvider::flush(Conn& c) {
+  if (c.id->qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    (void)ibv_modify_qp(c.id->qp, &a, IBV_QP_STATE);
+  }
+  for (const auto& [sge, wr_id] : c.early)
+    soft_.push_back(Completion{id_of(&c), wr_id, WcOp::Recv, WcStatus::Flushed, 0});
+  c.early.clear();
 }
 
 rdma_conn_param RdmaProvider::conn_param(std::span<const std::uint8_t> private_data) const {
@@ -247,10 +269,11 @@ Status RdmaProvider::accept(EndpointId ep, const QpSizes& sizes, std::span<const
   Conn* c = conn(ep);
   c->context = context;
   c->sizes = sizes;
-  if (Status s = make_qp(*c); !s) return s;
+  Status s = make_qp(*c);
   rdma_conn_param p = conn_param(private_data);
-  if (rdma_accept(c->id, &p)) return errno_failure("rdma_accept");
-  return {};
+  if (s && rdma_accept(c->id, &p)) s = errno_failure("rdma_accept");
+  if (!s) flush(*c);
+  return s;
 }
 
 Status RdmaProvider::reject(EndpointId ep, std::span<const std::uint8_t> private_data) {
@@ -292,6 +315,7 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
       rdma_conn_param p = conn_param(c->private_data);
       if (make_qp(*c) && rdma_connect(ev->id, &p) == 0) return false;
       out.kind = CmEventKind::Unreachable;
+      flush(*c);
       return true;
     }
     case RDMA_CM_EVENT_CONNECT_REQUEST: {  // ev->id is the new connection's (its context the listener's)
@@ -313,11 +337,15 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
       out.kind = CmEventKind::Rejected;
       out.consumer_reject = ev->status == kIbRejConsumerDefined;
       data();
+      if (c) flush(*c);
       return c != nullptr;
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
-    case RDMA_CM_EVENT_CONNECT_ERROR: out.kind = CmEventKind::Unreachable; return c != nullptr;
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+      out.kind = CmEventKind::Unreachable;
+      if (c) flush(*c);
+      return c != nullptr;
     case RDMA_CM_EVENT_DISCONNECTED:
     case RDMA_CM_EVENT_DEVICE_REMOVAL: out.kind = CmEventKind::Disconnected; return c != nullptr;
     default: return false;  // TIMEWAIT_EXIT, ADDR_CHANGE, CONNECT_RESPONSE, ...
@@ -348,7 +376,10 @@ void RdmaProvider::dereg(const MemoryRegion& mr) {
 
 Status RdmaProvider::post_recv(EndpointId ep, const Sge& sge, std::uint64_t wr_id) {
   ibv_qp* qp = conn(ep)->id->qp;
-  if (!qp) return Failure{-ENOTCONN, "endpoint has no queue pair"};
+  if (!qp) {
+    conn(ep)->early.emplace_back(sge, wr_id);
+    return {};
+  }
   ibv_sge s{sge.addr, sge.len, sge.lkey};
   ibv_recv_wr wr{};
   wr.wr_id = wr_id;
@@ -391,6 +422,10 @@ Status RdmaProvider::post_write(EndpointId ep, std::span<const Sge> local, std::
 std::size_t RdmaProvider::poll(std::span<Completion> out) {
   ibv_wc wc[32];
   std::size_t n = 0;
+  while (n < out.size() && !soft_.empty()) {
+    out[n++] = soft_.back();
+    soft_.pop_back();
+  }
   while (n < out.size()) {
     int got = ibv_poll_cq(cq_, static_cast<int>(std::min<std::size_t>(32, out.size() - n)), wc);
     if (got <= 0) break;

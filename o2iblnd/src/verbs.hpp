@@ -113,6 +113,10 @@ class Provider {
   virtual void dereg(const MemoryRegion& mr) = 0;
 
   // ---- data (on an established endpoint; a failure here is the post's, not the work's)
+  // Receives may also be posted as soon as connect() or a ConnectRequest named the
+  // endpoint, before accept() (from the progress thread only, until established): the
+  // device keeps them for the queue pair. Every posted receive completes: with data,
+  // or Flushed once the connection ends, fails to come up, or accept() fails.
   virtual Status post_recv(EndpointId ep, const Sge& sge, std::uint64_t wr_id) = 0;
   virtual Status post_send(EndpointId ep, const Sge& sge, std::uint64_t wr_id) = 0;
   virtual Status post_write(EndpointId ep, std::span<const Sge> local, std::uint64_t remote_addr, std::uint32_t rkey,

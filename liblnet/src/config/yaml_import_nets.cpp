@@ -32,44 +32,66 @@ Status parse_tunables(const YAML::Node& n, NetTunables& t, SystemConfig& cfg) {
   return {};
 }
 
-// Driver tunables of other drivers than this build's: accepted, without effect.
-const char* foreign_lnd_tunable(const std::string& k) {
+// Driver tunables this build has no spec of: the net type whose driver takes them
+// (ko2iblnd's memory-mapping ones among o2ib's even when our o2ib driver is here, since
+// it has no such mapping), accepted without effect, with a warning.
+std::optional<std::uint32_t> foreign_lnd_tunable(const std::string& k) {
   static const std::set<std::string> o2ib = {
       "peercredits_hiw", "map_on_demand", "concurrent_sends", "fmr_pool_size", "fmr_flush_trigger", "fmr_cache", "ntx"};
   static const std::set<std::string> kfi = {"prov_major_version", "prov_minor_version", "auth_key", "traffic_class"};
-  if (o2ib.count(k)) return "o2ib";
-  if (kfi.count(k)) return "kfi";
-  if (k == "nqps") return "efa";
-  return nullptr;
-}
-
-std::optional<LndTunableSpec> any_lnd_tunable(std::string_view name) {
-  for (std::uint32_t type : registered_lnd_tunable_types())
-    for (LndTunableSpec& spec : lnd_tunables_of(type))
-      if (spec.name == name) return spec;
+  if (o2ib.count(k)) return kO2ibLnd;
+  if (kfi.count(k)) return kKfiLnd;
+  if (k == "nqps") return kEfaLnd;
   return std::nullopt;
 }
 
-Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t, SystemConfig& cfg) {
+// The spec of `name` among `type`'s tunables, and the net type of whichever driver
+// declares it otherwise.
+std::optional<LndTunableSpec> spec_of(std::uint32_t type, std::string_view name) {
+  for (LndTunableSpec& spec : lnd_tunables_of(type))
+    if (spec.name == name) return spec;
+  return std::nullopt;
+}
+std::optional<std::uint32_t> owner_of(const std::string& name) {
+  for (std::uint32_t type : registered_lnd_tunable_types())
+    if (spec_of(type, name)) return type;
+  return foreign_lnd_tunable(name);
+}
+
+// Why key `k` of `net`'s "lnd tunables" is ignored.
+std::string ignored_why(const std::string& k, NetId net) {
+  std::optional<std::uint32_t> owner = owner_of(k);
+  if (!owner) return "ignored: unknown key '" + k + "' in 'lnd tunables'";
+  std::string name = lnd_type_name(*owner);
+  if (*owner != net.type()) return "ignored: '" + k + "' is a tunable of " + name + " nets, not of " + net.to_string();
+  if (lnd_tunables_of(*owner).empty())
+    return "ignored: '" + k + "' is a tunable of the " + name + " driver, which this build does not have";
+  return "ignored: '" + k + "' has no effect on this " + name +
+         " driver (it registers memory per buffer: no FMR pools)";
+}
+
+// `net`'s "lnd tunables": the keys its driver declares (LndTunableSpec), checked against
+// their ranges; the rest ignored with a warning saying why.
+Status parse_lnd_tunables(const YAML::Node& n, LndTunables& t, SystemConfig& cfg, NetId net) {
   if (auto r = check_map(n, "'lnd tunables'"); !r) return r;
   for (const auto& kv : n) {
     std::string k = kv.first.Scalar();
-    // The keys are the drivers' own (LndTunableSpec): read here by the first driver that
-    // declares one; whether the NI's own driver takes it is its check when the NI comes up.
-    if (std::optional<LndTunableSpec> spec = any_lnd_tunable(k)) {
-      if (spec->read_only) continue;  // shown only (timeout: derived from lnd_timeout, net set --lnd-timeout)
-      auto v = as_int(kv.second, k);
-      if (!v) return v.failure();
-      if (*v < spec->min || *v > spec->max)
-        return bad(kv.second, "invalid " + k + " value " + std::to_string(*v) + " (valid range " +
-                                  std::to_string(spec->min) + "-" + std::to_string(spec->max) + ")");
-      t.set(k, *v);
-    } else if (const char* lnd = foreign_lnd_tunable(k)) {
-      warn(cfg, kv.first,
-           "ignored: '" + k + "' is a tunable of the " + lnd + " driver, which this build does not have");
-    } else {
-      warn(cfg, kv.first, "ignored: unknown key '" + k + "' in 'lnd tunables'");
+    std::optional<LndTunableSpec> spec = spec_of(net.type(), k);
+    // Another driver's key is read too, for the NI's driver to refuse ("not supported
+    // yet") — but not ko2iblnd's, which sites carry over to other nets and lnetctl ignores.
+    std::optional<std::uint32_t> owner = spec ? std::nullopt : owner_of(k);
+    if (owner && *owner != net.type() && !foreign_lnd_tunable(k)) spec = spec_of(*owner, k);
+    if (!spec) {
+      warn(cfg, kv.first, ignored_why(k, net));
+      continue;
     }
+    if (spec->read_only) continue;  // shown only (timeout: derived from lnd_timeout, net set --lnd-timeout)
+    auto v = as_int(kv.second, k);
+    if (!v) return v.failure();
+    if (*v < spec->min || *v > spec->max)
+      return bad(kv.second, "invalid " + k + " value " + std::to_string(*v) + " (valid range " +
+                                std::to_string(spec->min) + "-" + std::to_string(spec->max) + ")");
+    t.set(k, *v);
   }
   return {};
 }
@@ -120,7 +142,7 @@ Result<bool> ni_setting(const std::string& k, const YAML::Node& v, NetConfig& nc
   if (k == "tunables")
     r = parse_tunables(v, nc.tunables, cfg);
   else if (k == "lnd tunables")
-    r = parse_lnd_tunables(v, nc.lnd_tunables, cfg);
+    r = parse_lnd_tunables(v, nc.lnd_tunables, cfg, nc.net);
   else if (k == "CPT")
     r = parse_cpts(v, nc.cpts);
   else

@@ -1,0 +1,169 @@
+// lnet::o2ib::O2ibLnd: the o2ib driver as the LND SPI sees it, its tunables and their
+// rules (docs/design/o2iblnd.md §1.5), an NI per device address.
+#include <algorithm>
+
+#include <lnet/lnd/ifaddr.hpp>
+#include <lnet/log.hpp>
+
+#include "o2ib_net.hpp"
+
+namespace lnet::o2ib {
+
+namespace {
+
+constexpr unsigned kDefaultPeerCredits = 8;  // ko2iblnd's peer_credits
+constexpr unsigned kMaxPeerCredits = 255;    // a message returns at most 255 credits
+
+Net* net_of(const NetInterface& ni) { return static_cast<Net*>(ni.lnd_data); }
+
+}  // namespace
+
+std::vector<LndTunableSpec> o2ib_tunables() {
+  return {
+      {"peercredits_hiw", 0, kMaxPeerCredits, 0, false,
+       "credits owed to a peer before a NOOP returns them (0: half of peer_credits)"},
+      {"concurrent_sends", 0, 2 * kMaxPeerCredits, 0, false,
+       "sends in flight on a connection (0: peer_credits; kept within peer_credits/2..2*peer_credits)"},
+      {"ntx", 16, 65536, 512, false, "message buffers of the NI"},
+      {"conns_per_peer", 1, 1, 1, false, "connections per peer (1)"},
+      {"timeout", 0, 3600, 0, true, "seconds a transfer may take (lnd_timeout)"},
+  };
+}
+
+Result<NetParams> net_params(const NetConfig& config) {
+  NetParams p;
+  const LndTunables& t = config.lnd_tunables;
+  std::string net = config.net.to_string();
+  long credits = config.tunables.peer_credits ? config.tunables.peer_credits : kDefaultPeerCredits;
+  if (credits < 1 || credits > static_cast<long>(kMaxPeerCredits))
+    return Failure{-EINVAL, "peer_credits " + std::to_string(credits) + " on " + net + " is outside 1..255"};
+  p.queue_depth = static_cast<unsigned>(credits);
+  // ko2iblnd's rules: the high-water mark at least half the queue depth and below it; the
+  // sends in flight between half and twice the queue depth.
+  long hiw = t.get_or("peercredits_hiw", 0);
+  p.hiw = static_cast<unsigned>(std::clamp<long>(hiw, credits / 2, credits - 1));
+  if (p.hiw == 0) p.hiw = 1;
+  long cs = t.get_or("concurrent_sends", 0);
+  if (cs == 0) cs = credits;
+  p.concurrent = static_cast<unsigned>(std::clamp<long>(cs, std::max<long>(1, credits / 2), 2 * credits));
+  p.ntx = static_cast<unsigned>(t.get_or("ntx", 512));
+  if (p.ntx < 2 * p.queue_depth) p.ntx = 2 * p.queue_depth;
+  return p;
+}
+
+Status O2ibLnd::check_config(const NetConfig& config) const {
+  if (config.interfaces.size() > 1)
+    return Failure{-EOPNOTSUPP, "not supported yet: more than one interface on " + config.net.to_string() +
+                                    " (one NI per RDMA port: configure an NI per interface)"};
+  if (auto p = net_params(config); !p) return p.failure();
+  return Lnd::check_config(config);
+}
+
+int O2ibLnd::startup(NetInterface& ni) {
+  auto params = net_params(ni.config);
+  std::string net = ni.config.net.to_string();
+  if (!params) {
+    LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), params.message().c_str());
+    return params.code();
+  }
+  // The NID: the interface's IPv4 address (ib0 unless named), or the one configured.
+  std::uint32_t ip = 0;
+  if (!ni.nid.is_any()) {
+    ip = ni.nid.addr();
+  } else {
+    std::string ifname = ni.config.interfaces.empty() ? "ib0" : ni.config.interfaces[0];
+    auto addr = interface_ipv4(ifname);
+    if (!addr) {
+      LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), addr.message().c_str());
+      return addr.code();
+    }
+    ip = *addr;
+    ni.nid = Nid::make(ni.config.net, ip);
+  }
+  auto dev = open_ ? open_(ip) : open_rdma(ip);
+  if (!dev) {
+    LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), dev.message().c_str());
+    return dev.code();
+  }
+  int timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : params->timeout;
+  params->timeout = timeout;
+  ni.config.tunables.peer_credits = static_cast<int>(params->queue_depth);
+  auto n = std::make_unique<Net>(ni, std::move(*dev), ip, *params);
+  if (int rc = n->start(); rc < 0) return rc;
+  ni.lnd_data = n.get();
+  MutexLock g(mutex_);
+  nets_.push_back(n.release());
+  return 0;
+}
+
+void O2ibLnd::shutdown(NetInterface& ni) {
+  Net* n = net_of(ni);
+  if (!n) return;
+  n->stop();
+  {
+    MutexLock g(mutex_);
+    nets_.erase(std::remove(nets_.begin(), nets_.end(), n), nets_.end());
+  }
+  ni.lnd_data = nullptr;
+  delete n;
+}
+
+int O2ibLnd::send(NetInterface& ni, LndMessage& msg) {
+  Net* n = net_of(ni);
+  return n ? n->send(msg) : -ESHUTDOWN;
+}
+
+int O2ibLnd::recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
+                  std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
+  (void)delayed;
+  return net_of(ni)->recv(static_cast<Rx*>(lnd_private), msg, iov, niov, offset, mlen, rlen);
+}
+
+int O2ibLnd::timeout(const NetInterface& ni) const {
+  const Net* n = net_of(ni);
+  return n ? n->timeout() : NetParams{}.timeout;
+}
+
+int O2ibLnd::set_timeout(NetInterface& ni, int seconds) {
+  Net* n = net_of(ni);
+  if (!n || seconds < 0) return -EINVAL;
+  if (seconds == 0) seconds = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : NetParams{}.timeout;
+  n->set_timeout(seconds);
+  return 0;
+}
+
+long O2ibLnd::tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const {
+  const Net* n = net_of(ni);
+  if (!n) return configured;
+  if (name == "peercredits_hiw") return n->params().hiw;
+  if (name == "concurrent_sends") return n->params().concurrent;
+  if (name == "ntx") return n->params().ntx;
+  return Lnd::tunable_in_effect(ni, name, configured);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> O2ibLnd::counters() const {
+  MutexLock g(mutex_);
+  std::vector<std::pair<std::string, std::uint64_t>> sum;
+  for (const Net* n : nets_) {
+    auto c = counter_list(n->counters());
+    if (sum.empty()) {
+      sum = std::move(c);
+      continue;
+    }
+    for (std::size_t i = 0; i < sum.size() && i < c.size(); ++i) sum[i].second += c[i].second;
+  }
+  if (nets_.empty()) {
+    const Net::Counters zero;
+    return counter_list(zero);
+  }
+  return sum;
+}
+
+std::shared_ptr<Lnd> make_o2ib_lnd(ProviderFactory open) { return std::make_shared<O2ibLnd>(std::move(open)); }
+
+void register_o2ib_lnd() {
+  register_lnd(kO2ibLnd, [] { return std::unique_ptr<Lnd>(new O2ibLnd({})); });
+  register_lnd_tunables(kO2ibLnd, o2ib_tunables());
+}
+
+}  // namespace lnet::o2ib

@@ -1,0 +1,412 @@
+// The o2ib driver under liblnet's core, two (or three) instances on the fake RDMA fabric
+// (o2iblnd/src/fake_verbs.hpp): connection set-up, ping, IMMEDIATE and RDMA PUT/GET of
+// every size with data checks, sinks of several fragments, NAKs and GETs that match
+// nothing, credits returned by NOOPs under a one-way stream, a link that goes down and a
+// peer that vanishes, timeouts, and a peer that sends what no ko2iblnd sends.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include <lnet/lnet.hpp>
+#include <lnet/o2ib/o2iblnd.hpp>
+
+#include "fake_verbs.hpp"
+#include "handshake.hpp"
+#include "support/event_log.hpp"
+
+namespace lnet::o2ib {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr unsigned kPortal = 21;
+constexpr std::uint32_t kIpA = 0x0a000001, kIpB = 0x0a000002, kIpC = 0x0a000003;  // 10.0.0.x
+const NetId kNet = NetId::make(kO2ibLnd, 0);
+
+Nid nid(std::uint32_t ip) { return Nid::make(kNet, ip); }
+
+std::vector<char> pattern(std::size_t n, int seed) {
+  std::vector<char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<char>(i * 7 + static_cast<std::size_t>(seed));
+  return v;
+}
+
+std::uint64_t counter(Instance& lnet, const std::string& name) {
+  for (const LndCounters& c : lnet.control().lnd_counters())
+    for (const auto& [k, v] : c.counters)
+      if (c.driver == "o2ib" && k == name) return v;
+  return ~0ull;
+}
+
+class O2ibDriver : public ::testing::Test {
+ protected:
+  std::unique_ptr<Instance> make(std::uint32_t ip, int timeout = 0) {
+    auto lnd = make_o2ib_lnd([this](std::uint32_t addr) { return fabric.open(addr); });
+    Config cfg;
+    NetConfig nc;
+    nc.net = kNet;
+    nc.nid = nid(ip);
+    cfg.nets.push_back(nc);
+    auto r = Instance::create(cfg, kPidLustre, {lnd});
+    EXPECT_TRUE(r) << r.message();
+    if (r && timeout) {
+      EXPECT_TRUE((*r)->control().set_lnd_timeout(kNet, timeout));
+    }
+    return r ? std::move(*r) : nullptr;
+  }
+  void SetUp() override {
+    a = make(kIpA);
+    b = make(kIpB);
+    ASSERT_TRUE(a && b);
+  }
+  void TearDown() override {
+    a.reset();
+    b.reset();
+  }
+  FakeFabric fabric;
+  std::unique_ptr<Instance> a, b;
+};
+
+// A PUT with an ACK and a GET of `size` bytes from `from` to `to`, every byte checked;
+// `frags` > 1: the target's MD (the sink of the PUT) in that many fragments.
+void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size, unsigned frags = 1) {
+  std::vector<char> target(size + 1), src = pattern(size + 1, 3), sink(size + 1);
+  std::vector<iovec> iov;
+  for (unsigned i = 0; i < frags; ++i) {
+    std::size_t lo = size * i / frags, hi = size * (i + 1) / frags;
+    iov.push_back(iovec{target.data() + lo, hi - lo});
+  }
+  test::EventLog tlog, ilog;
+  auto me = to.me_attach(kPortal, ProcessId::any(), size, 0, Unlink::Unlink, InsPos::After);
+  ASSERT_TRUE(me);
+  MdDesc td;
+  if (frags > 1) {
+    td.iov = iov;
+    td.options = kMdIovec;
+  } else {
+    td.start = target.data();
+  }
+  td.length = size;
+  td.options |= kMdOpPut | kMdOpGet | kMdManageRemote;
+  td.handler = tlog.handler();
+  auto tmd = to.md_attach(*me, td, Unlink::Retain);
+  ASSERT_TRUE(tmd) << tmd.message();
+  MdDesc sd;
+  sd.start = src.data();
+  sd.length = size;
+  sd.threshold = 2;
+  sd.handler = ilog.handler();
+  auto smd = from.md_bind(sd, Unlink::Unlink);
+  ASSERT_TRUE(smd);
+  ASSERT_EQ(from.put(Nid::any(), *smd, AckReq::Ack, ProcessId{to_nid, kPidLustre}, kPortal, size, 0, 0), 0);
+  auto ack = ilog.find(EventType::Ack);
+  ASSERT_TRUE(ack) << "no ACK for a " << size << "-byte PUT";
+  EXPECT_EQ(ack->mlength, size);
+  EXPECT_EQ(std::memcmp(target.data(), src.data(), size), 0) << size;
+  MdDesc gd;
+  gd.start = sink.data();
+  gd.length = size;
+  gd.threshold = 2;
+  gd.handler = ilog.handler();
+  auto gmd = from.md_bind(gd, Unlink::Unlink);
+  ASSERT_TRUE(gmd);
+  ASSERT_EQ(from.get(Nid::any(), *gmd, ProcessId{to_nid, kPidLustre}, kPortal, size, 0), 0);
+  auto reply = ilog.find(EventType::Reply);
+  ASSERT_TRUE(reply) << "no REPLY for a " << size << "-byte GET";
+  EXPECT_EQ(reply->status, 0);
+  EXPECT_EQ(reply->mlength, size);
+  EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
+  EXPECT_TRUE(ilog.wait_unlinked(*smd));
+  EXPECT_TRUE(ilog.wait_unlinked(*gmd));
+  ASSERT_TRUE(tlog.find(EventType::Get));
+  EXPECT_EQ(to.md_unlink(*tmd), 0);
+  EXPECT_TRUE(tlog.wait_unlinked(*tmd));
+}
+
+TEST_F(O2ibDriver, PingBothWays) {
+  auto r = a->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->info.nis.size(), 2u);
+  EXPECT_EQ(r->info.nis[1].nid, nid(kIpB));
+  auto back = b->ping(ProcessId{nid(kIpA), kPidLustre}, 5000ms);
+  ASSERT_TRUE(back) << back.message();
+  EXPECT_EQ(back->info.nis[1].nid, nid(kIpA));
+  EXPECT_EQ(counter(*a, "conns_established"), 1u);  // one connection serves both directions
+  EXPECT_EQ(counter(*b, "conns_established"), 1u);
+}
+
+TEST_F(O2ibDriver, PutAndGetOfEverySizeBothWays) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, kMaxImmediatePayload, kMaxImmediatePayload + 1, std::size_t{1} << 20}) {
+    SCOPED_TRACE(size);
+    put_get(*a, *b, nid(kIpB), size);
+    put_get(*b, *a, nid(kIpA), size);
+  }
+  EXPECT_GE(counter(*a, "rdma_put"), 2u);
+  EXPECT_GE(counter(*a, "rdma_get"), 2u);
+  EXPECT_GE(counter(*a, "rdma_bytes"), 2u * (1u << 20));
+  EXPECT_EQ(counter(*a, "bad_messages"), 0u);
+  EXPECT_EQ(fabric.stats().rnr, 0u);  // a receive was always posted
+}
+
+TEST_F(O2ibDriver, SinkOfSeveralFragmentsGoesThroughABounceBuffer) {
+  put_get(*a, *b, nid(kIpB), 300000, 7);
+  put_get(*a, *b, nid(kIpB), 1u << 20, 3);
+}
+
+// A stream of small PUTs one way: the receiver's credits come back on NOOPs (it has
+// nothing to send), and nothing is lost or overruns a buffer.
+TEST_F(O2ibDriver, OneWayStreamGetsItsCreditsBackByNoops) {
+  constexpr int kCount = 300;
+  std::vector<char> target(64), src = pattern(64, 1);
+  test::EventLog tlog, ilog;
+  auto me = b->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  MdDesc td;
+  td.start = target.data();
+  td.length = target.size();
+  td.options = kMdOpPut | kMdManageRemote;
+  td.handler = tlog.handler();
+  auto tmd = b->md_attach(*me, td, Unlink::Retain);
+  ASSERT_TRUE(tmd);
+  for (int i = 0; i < kCount; ++i) {
+    MdDesc sd;
+    sd.start = src.data();
+    sd.length = src.size();
+    sd.threshold = 1;
+    sd.handler = ilog.handler();
+    auto smd = a->md_bind(sd, Unlink::Unlink);
+    ASSERT_TRUE(smd);
+    ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  }
+  EXPECT_EQ(tlog.wait(EventType::Put, kCount), static_cast<std::size_t>(kCount));
+  EXPECT_EQ(ilog.wait(EventType::Send, kCount), static_cast<std::size_t>(kCount));
+  for (const Event& e : ilog.all(EventType::Send)) EXPECT_EQ(e.status, 0);
+  EXPECT_GT(counter(*b, "noops"), 0u);
+  EXPECT_EQ(fabric.stats().rnr, 0u);
+  EXPECT_EQ(b->md_unlink(*tmd), 0);
+}
+
+TEST_F(O2ibDriver, PutThatMatchesNothingIsNakedAndGetGetsNoData) {
+  std::vector<char> src = pattern(100000, 5), sink(100000);
+  test::EventLog log;
+  MdDesc sd;
+  sd.start = src.data();
+  sd.length = src.size();
+  sd.threshold = 1;
+  sd.handler = log.handler();
+  auto smd = a->md_bind(sd, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto sent = log.find(EventType::Send);
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->status, 0);  // as ko2iblnd: the PUT went; the target dropped it
+  EXPECT_EQ(counter(*a, "naks"), 1u);
+  MdDesc gd;
+  gd.start = sink.data();
+  gd.length = sink.size();
+  gd.threshold = 2;
+  gd.handler = log.handler();
+  auto gmd = a->md_bind(gd, Unlink::Unlink);
+  ASSERT_EQ(a->get(Nid::any(), *gmd, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0), 0);
+  EXPECT_TRUE(log.wait_unlinked(*gmd));
+  auto reply = log.find(EventType::Reply, 100ms);
+  if (reply) {
+    EXPECT_NE(reply->status, 0);
+  }
+  // The connection is fine: a PUT that matches goes through after.
+  put_get(*a, *b, nid(kIpB), 200000);
+}
+
+TEST_F(O2ibDriver, LinkDownFailsTheMessagesTellsLnetAndHealsOnReconnect) {
+  put_get(*a, *b, nid(kIpB), 10);
+  fabric.set_link(kIpA, kIpB, false);
+  std::vector<char> src = pattern(200000, 9);
+  test::EventLog log;
+  MdDesc sd;
+  sd.start = src.data();
+  sd.length = src.size();
+  sd.threshold = 1;
+  sd.handler = log.handler();
+  auto smd = a->md_bind(sd, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto sent = log.find(EventType::Send);
+  ASSERT_TRUE(sent);
+  EXPECT_NE(sent->status, 0);
+  EXPECT_TRUE(log.wait_unlinked(*smd));
+  EXPECT_GE(counter(*a, "conns_closed"), 1u);
+  fabric.set_link(kIpA, kIpB, true);
+  put_get(*a, *b, nid(kIpB), 200000);  // a new connection
+  EXPECT_GE(counter(*a, "conns_established"), 2u);
+}
+
+TEST_F(O2ibDriver, PeerThatVanishesFailsWhatWasSentToIt) {
+  put_get(*a, *b, nid(kIpB), 10);
+  b.reset();
+  test::EventLog log;
+  char byte = 1;
+  MdDesc d;
+  d.start = &byte;
+  d.length = 1;
+  d.threshold = 1;
+  d.handler = log.handler();
+  auto md = a->md_bind(d, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto ev = log.find(EventType::Send);
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->status, 0);
+  EXPECT_TRUE(log.wait_unlinked(*md));
+}
+
+TEST_F(O2ibDriver, PutWhoseSinkNeverAnswersTimesOut) {
+  a = make(kIpC, 1);  // 10.0.0.3, a one-second timeout
+  ASSERT_TRUE(a);
+  put_get(*a, *b, nid(kIpB), 10);
+  fabric.hold(true);  // the PUT_REQ stays on the wire
+  std::vector<char> src = pattern(200000, 2);
+  test::EventLog log;
+  MdDesc sd;
+  sd.start = src.data();
+  sd.length = src.size();
+  sd.threshold = 1;
+  sd.handler = log.handler();
+  auto smd = a->md_bind(sd, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  // The connection closes at the timeout; the held send then completes flushed.
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (counter(*a, "timeouts") == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(counter(*a, "timeouts"), 1u);
+  fabric.hold(false);
+  fabric.deliver_all();
+  auto sent = log.find(EventType::Send);
+  ASSERT_TRUE(sent);
+  EXPECT_NE(sent->status, 0);
+  EXPECT_TRUE(log.wait_unlinked(*smd));
+}
+
+// ---- a peer that sends what no ko2iblnd sends (a raw device at 10.0.0.3 speaking to A)
+
+class O2ibRoguePeer : public O2ibDriver {
+ protected:
+  void SetUp() override {
+    O2ibDriver::SetUp();
+    rogue = fabric.open(kIpC).value();
+    buf.resize(64 * kMsgSize);
+    mr = rogue->reg(buf.data(), buf.size(), false).value();
+  }
+  void TearDown() override {
+    rogue.reset();
+    O2ibDriver::TearDown();
+  }
+  CmEvent next_event() {
+    CmEvent e;
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!rogue->next_event(e) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+    return e;
+  }
+  // Connects to A with `private_data`; the CM event that answers.
+  CmEvent connect(std::span<const std::uint8_t> private_data) {
+    auto r = rogue->connect(kIpA, kService, false, {64, 64}, private_data, 1);
+    EXPECT_TRUE(r);
+    ep = r ? *r : 0;
+    for (unsigned i = 0; i < 32; ++i)  // buffers for what A sends (NOOPs)
+      EXPECT_TRUE(rogue->post_recv(ep, Sge{addr(32 + i), kMsgSize, mr.lkey}, 100 + i));
+    return next_event();
+  }
+  // A well-formed connection offering `max_frags`; A's incarnation from its CONNACK.
+  bool connect_properly(std::uint16_t max_frags = kMaxFrags) {
+    std::uint8_t req[kMaxPrivateData];
+    LocalNi me{nid(kIpC).value(), 77, 8, max_frags};
+    std::size_t n = make_connreq(req, me, nid(kIpA).value(), 0, ConnParams{8, max_frags, kMsgSize});
+    CmEvent e = connect({req, n});
+    if (e.kind != CmEventKind::Established) return false;
+    auto ack = unpack(e.data());
+    a_stamp = ack ? ack->h.src_stamp : 0;
+    return static_cast<bool>(ack);
+  }
+  std::uint64_t addr(unsigned slot) { return reinterpret_cast<std::uint64_t>(buf.data() + slot * kMsgSize); }
+  std::span<std::uint8_t> slot(unsigned i) { return {buf.data() + i * kMsgSize, kMsgSize}; }
+  MsgHeader header(MsgType t, std::size_t nob) {
+    MsgHeader h;
+    h.type = t;
+    h.nob = static_cast<std::uint32_t>(nob);
+    h.src_nid = nid(kIpC).value();
+    h.src_stamp = 77;
+    h.dst_nid = nid(kIpA).value();
+    h.dst_stamp = a_stamp;
+    return h;
+  }
+  // Sends slot 0's first `nob` bytes; waits until A counted a bad message and the
+  // connection went.
+  void send_and_expect_closed(std::size_t nob) {
+    std::uint64_t before = counter(*a, "bad_messages");
+    ASSERT_TRUE(rogue->post_send(ep, Sge{addr(0), static_cast<std::uint32_t>(nob), mr.lkey}, 1));
+    CmEvent e = next_event();
+    EXPECT_EQ(e.kind, CmEventKind::Disconnected);
+    EXPECT_EQ(counter(*a, "bad_messages"), before + 1);
+    rogue->destroy(ep);
+  }
+  std::unique_ptr<Provider> rogue;
+  std::vector<std::uint8_t> buf;
+  MemoryRegion mr;
+  EndpointId ep = 0;
+  std::uint64_t a_stamp = 0;
+};
+
+TEST_F(O2ibRoguePeer, MalformedPrivateDataIsRejectedAndCounted) {
+  const std::uint8_t junk[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  CmEvent e = connect(junk);
+  EXPECT_EQ(e.kind, CmEventKind::Rejected);
+  EXPECT_TRUE(e.consumer_reject);
+  auto rej = unpack_reject(e.data());
+  ASSERT_TRUE(rej) << rej.message();
+  EXPECT_EQ(rej->why, RejectReason::Fatal);
+  EXPECT_EQ(counter(*a, "conns_rejected"), 1u);
+  put_get(*a, *b, nid(kIpB), 200000);  // the NI goes on
+}
+
+TEST_F(O2ibRoguePeer, TooManyCreditsClosesTheConnectionOnly) {
+  put_get(*a, *b, nid(kIpB), 10);
+  ASSERT_TRUE(connect_properly());
+  MsgHeader h = header(MsgType::Noop, put_noop(slot(0)));
+  h.credits = 200;  // it was granted 8
+  finish(slot(0), h, false);
+  send_and_expect_closed(h.nob);
+  put_get(*a, *b, nid(kIpB), 200000);  // the other peer is unaffected
+}
+
+TEST_F(O2ibRoguePeer, DescriptorOfMoreFragmentsThanNegotiatedClosesTheConnection) {
+  ASSERT_TRUE(connect_properly(4));
+  Header lnet;
+  lnet.type = lnet::MsgType::Get;
+  lnet.dest_nid = nid(kIpA);
+  lnet.src_nid = nid(kIpC);
+  std::vector<RdmaFrag> frags(5, RdmaFrag{4096, 0x1000});
+  MsgHeader h = header(MsgType::GetReq, put_get_req(slot(0), lnet, 1, 0x77, frags));
+  finish(slot(0), h, false);
+  send_and_expect_closed(h.nob);
+  put_get(*a, *b, nid(kIpB), 200000);
+}
+
+TEST_F(O2ibRoguePeer, UnknownTypeAndStaleIncarnationCloseTheConnection) {
+  ASSERT_TRUE(connect_properly());
+  MsgHeader h = header(MsgType::Noop, put_noop(slot(0)));
+  finish(slot(0), h, false);
+  buf[6] = 0xd9;  // no such type
+  send_and_expect_closed(h.nob);
+  ASSERT_TRUE(connect_properly());
+  h = header(MsgType::Noop, put_noop(slot(0)));
+  h.dst_stamp = a_stamp - 1;  // for an earlier incarnation of A
+  finish(slot(0), h, false);
+  send_and_expect_closed(h.nob);
+  EXPECT_EQ(counter(*a, "bad_messages"), 2u);
+}
+
+TEST_F(O2ibRoguePeer, ReplyToNoMessageClosesTheConnection) {
+  ASSERT_TRUE(connect_properly());
+  MsgHeader h = header(MsgType::PutDone, put_completion(slot(0), 12345, 100));
+  finish(slot(0), h, false);
+  send_and_expect_closed(h.nob);
+}
+
+}  // namespace
+}  // namespace lnet::o2ib
