@@ -257,6 +257,8 @@ Status FakeProvider::reject(EndpointId id, std::span<const std::uint8_t> private
   FakeProvider* src = f_->provider(me->peer_ip);
   if (Ep* peer = src ? src->ep(me->peer) : nullptr; peer && peer->state == EpState::Connecting) {
     peer->state = EpState::Gone;
+    for (const Recv& r : peer->recvs) src->complete(Completion{me->peer, r.wr_id, WcOp::Recv, WcStatus::Flushed, 0});
+    peer->recvs.clear();
     CmEvent e = make_event(CmEventKind::Rejected, me->peer, peer->context, private_data);
     e.consumer_reject = true;
     src->event(e);

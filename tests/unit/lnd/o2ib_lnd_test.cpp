@@ -41,10 +41,10 @@ std::uint64_t counter(Instance& lnet, const std::string& name) {
 
 class O2ibDriver : public ::testing::Test {
  protected:
-  std::unique_ptr<Instance> make(std::uint32_t ip, int timeout = 0) {
+  std::unique_ptr<Instance> make(std::uint32_t ip, int timeout = 0, const NetConfig& tweak = {}) {
     auto lnd = make_o2ib_lnd([this](std::uint32_t addr) { return fabric.open(addr); });
     Config cfg;
-    NetConfig nc;
+    NetConfig nc = tweak;
     nc.net = kNet;
     nc.nid = nid(ip);
     cfg.nets.push_back(nc);
@@ -281,6 +281,38 @@ TEST_F(O2ibDriver, PutWhoseSinkNeverAnswersTimesOut) {
   ASSERT_TRUE(sent);
   EXPECT_NE(sent->status, 0);
   EXPECT_TRUE(log.wait_unlinked(*smd));
+}
+
+// peer_credits, peercredits_hiw and concurrent_sends as ko2iblnd settles them, shown in
+// effect (net show -v); a tunable the driver cannot honour is refused, naming it.
+TEST_F(O2ibDriver, TunablesTakeEffectAsKo2iblndSettlesThem) {
+  register_lnd_tunables(kO2ibLnd, o2ib_tunables());
+  NetConfig nc;
+  nc.tunables.peer_credits = 16;
+  nc.lnd_tunables.set("peercredits_hiw", 2);     // below half: half
+  nc.lnd_tunables.set("concurrent_sends", 100);  // above twice: twice
+  nc.lnd_tunables.set("ntx", 64);
+  auto c = make(kIpC, 0, nc);
+  ASSERT_TRUE(c);
+  auto nis = c->control().ni_info();
+  ASSERT_EQ(nis.size(), 2u);
+  EXPECT_EQ(nis[1].tunables.peer_credits, 16);
+  EXPECT_EQ(nis[1].lnd_tunables.get("peercredits_hiw"), 8);
+  EXPECT_EQ(nis[1].lnd_tunables.get("concurrent_sends"), 32);
+  EXPECT_EQ(nis[1].lnd_tunables.get("ntx"), 64);
+  EXPECT_EQ(nis[1].lnd_timeout, 49);     // LNet's lnd_timeout: (150 - 1) / (2 + 1)
+  put_get(*c, *b, nid(kIpB), 1u << 20);  // B takes queue depth 8 only: C connects again with it
+  EXPECT_EQ(counter(*b, "conns_rejected"), 1u);
+  c.reset();
+  nc.lnd_tunables.set("conns_per_peer", 2);
+  Config cfg;
+  nc.net = kNet;
+  nc.nid = nid(kIpC);
+  cfg.nets.push_back(nc);
+  auto refused =
+      Instance::create(cfg, kPidLustre, {make_o2ib_lnd([this](std::uint32_t ip) { return fabric.open(ip); })});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("conns_per_peer 2 on o2ib is outside 1..1"), std::string::npos) << refused.message();
 }
 
 // ---- a peer that sends what no ko2iblnd sends (a raw device at 10.0.0.3 speaking to A)
