@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -116,6 +117,11 @@ class RdmaProvider final : public Provider {
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* comp_ = nullptr;
   ibv_cq* cq_ = nullptr;
+  // The CQ is shared by every connection: it grows (ibv_resize_cq) so that it holds the
+  // work requests all their queue pairs may have outstanding, as ko2iblnd's CQ per
+  // connection does; it never overflows.
+  unsigned cq_wrs_ = 0;  // the queue pairs' send + receive depths, summed
+  Status grow_cq(unsigned more);
   int epfd_ = -1;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
   std::map<std::uint32_t, EndpointId> by_qp_;  // the progress thread's only
@@ -226,6 +232,7 @@ Result<EndpointId> RdmaProvider::connect(std::uint32_t dst_ip, std::uint16_t por
 
 Status RdmaProvider::make_qp(Conn& c) {
   ibv_qp_init_attr attr{};
+  if (Status g = grow_cq(c.sizes.send_wr + c.sizes.recv_wr); !g) return g;
   attr.send_cq = attr.recv_cq = cq_;
   attr.qp_type = IBV_QPT_RC;
   attr.cap.max_send_wr = c.sizes.send_wr;
@@ -238,6 +245,17 @@ Status RdmaProvider::make_qp(Conn& c) {
   c.early.clear();
   for (const auto& [sge, wr_id] : early)
     if (Status s = post_recv(id_of(&c), sge, wr_id); !s) return s;
+  return {};
+}
+
+Status RdmaProvider::grow_cq(unsigned more) {
+  cq_wrs_ += more;
+  if (cq_wrs_ <= static_cast<unsigned>(cq_->cqe)) return {};
+  int want = std::max(2 * cq_->cqe, static_cast<int>(cq_wrs_));
+  if (int rc = ibv_resize_cq(cq_, want); rc) {
+    cq_wrs_ -= more;
+    return Failure{-rc, "ibv_resize_cq to " + std::to_string(want) + " entries: " + std::strerror(rc)};
+  }
   return {};
 }
 
@@ -288,6 +306,7 @@ void RdmaProvider::disconnect(EndpointId ep) { (void)rdma_disconnect(conn(ep)->i
 void RdmaProvider::destroy(EndpointId ep) {
   Conn* c = conn(ep);
   if (c->id->qp) {
+    cq_wrs_ -= c->sizes.send_wr + c->sizes.recv_wr;
     by_qp_.erase(c->id->qp->qp_num);
     rdma_destroy_qp(c->id);
   }

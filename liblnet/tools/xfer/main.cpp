@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <lnet/o2ib/o2iblnd.hpp>
+
 #include "xfer.hpp"
 
 using namespace lnet;
@@ -55,6 +57,7 @@ std::unique_ptr<Instance> bring_up(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lnet::o2ib::register_o2ib_lnd();  // o2ib NIs (an RDMA port) besides tcp ones
   auto parsed = parse_args(argc, argv);
   if (!parsed) bad(parsed.message());
   Args a = *parsed;
