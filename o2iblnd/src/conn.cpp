@@ -208,6 +208,8 @@ void Net::conn_up(Conn& c, Done& done) {
            p.nid.to_string().c_str(), c.active ? "active" : "passive", depth, unsigned{c.params.max_frags},
            unsigned{c.version});
   done.notices.emplace_back(p.nid, true);
+  early_.insert(early_.end(), c.early.begin(), c.early.end());  // handled after this event
+  c.early.clear();
   if (p.conn != &c) return;
   while (Tx* tx = p.pending.pop_front()) enqueue(c, tx);
   schedule(c, done);
@@ -271,6 +273,8 @@ void Net::close_conn(Conn& c, int rc, Done& done) {
     if (tx->sending == 0) tx_finish(tx, done);
   }
   c.waiting.clear();
+  c.held -= static_cast<int>(c.early.size());
+  c.early.clear();
   if (p.conn == &c) p.conn = nullptr;
   if (p.dialing == &c) p.dialing = nullptr;
   if (was_up) {

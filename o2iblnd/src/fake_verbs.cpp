@@ -146,7 +146,18 @@ class FakeProvider final : public Provider {
     return it == eps_.end() ? nullptr : &it->second;
   }
   void event(CmEvent e) {
+    if (withhold_) {
+      withheld_.push_back(e);
+      return;
+    }
     events_.push_back(e);
+    wake();
+  }
+  void withhold_events(bool on) {
+    withhold_ = on;
+    if (on) return;
+    for (const CmEvent& e : withheld_) events_.push_back(e);
+    withheld_.clear();
     wake();
   }
   void complete(const Completion& c) {
@@ -178,6 +189,8 @@ class FakeProvider final : public Provider {
   std::map<std::uint64_t, Mr> mrs_;
   std::uint64_t next_mr_ = 1;
   std::deque<CmEvent> events_;
+  bool withhold_ = false;  // CM events wait in withheld_ (a CM slower than the data)
+  std::deque<CmEvent> withheld_;
   std::deque<Completion> cq_;
 };
 
@@ -399,6 +412,11 @@ void FakeFabric::set_link(std::uint32_t a, std::uint32_t b, bool up) {
 void FakeFabric::fail_next(std::uint32_t ip, WcStatus status) {
   std::lock_guard g(impl_->m);
   impl_->fail[ip] = status;
+}
+
+void FakeFabric::withhold_events(std::uint32_t ip, bool on) {
+  std::lock_guard g(impl_->m);
+  if (FakeProvider* p = impl_->provider(ip)) p->withhold_events(on);
 }
 
 void FakeFabric::hold(bool on) {

@@ -35,6 +35,10 @@ class FakeFabric {
   // they read is read at delivery, as a device reads it when it gets to the work.
   void hold(bool on);
   std::size_t deliver_all();  // what was delivered (or failed)
+  // While withheld, the CM events of `ip`'s device wait (its completions do not): data
+  // arriving on a connection before the driver has heard it is established, as it can
+  // on a real fabric.
+  void withhold_events(std::uint32_t ip, bool on);
 
   // ---- what crossed
   struct Stats {

@@ -123,8 +123,11 @@ struct Conn {
   std::unique_ptr<std::uint8_t[]> rx_mem;
   MemoryRegion rx_mr;
   std::vector<Rx> rxs;
-  int posted = 0;     // work requests (receives, sends, writes) not completed
-  int held = 0;       // receives the host holds (a delayed recv)
+  int posted = 0;  // work requests (receives, sends, writes) not completed
+  int held = 0;    // receives the host holds (a delayed recv)
+  // Receives that completed before the connection was up (the CM's event can come after
+  // the peer's first message), counted in `held`: handled once it is.
+  std::vector<std::pair<Rx*, std::uint32_t>> early;
   bool gone = false;  // the device said the connection is over (or never was)
   int close_rc = 0;
   Clock::time_point last_send{};
@@ -220,7 +223,7 @@ class Net {
   Tx* completion_tx(Peer& p, MsgType type, std::uint64_t cookie, std::int32_t status);
 
   // ---- messages in (rx.cpp); the peer's mutex held but for on_rx_completion
-  void on_rx_completion(Rx* rx, const Completion& wc, Done& done);
+  void on_rx_completion(Rx* rx, const Completion& wc, Done& done, bool replay = false);
   void on_reply(Conn& c, Rx* rx, Done& done);
   void put_ack(Conn& c, Tx* req, const Msg& m);
   void sink_filled(Tx* tx, std::int32_t status);
@@ -252,6 +255,7 @@ class Net {
   Mutex dial_mutex_;
   std::vector<Peer*> dial_q_ LNET_GUARDED_BY(dial_mutex_);  // peers the progress thread is to dial
   std::atomic<int> nconns_{0};                              // connections not yet reaped
+  std::vector<std::pair<Rx*, std::uint32_t>> early_;        // the progress thread's: receives to handle now
   std::atomic<std::uint64_t> next_cookie_{1};
   int wake_fd_ = -1, epfd_ = -1;
   std::thread thread_;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 
 #include <lnet/log.hpp>
 
@@ -163,6 +164,8 @@ void Net::thread_main() {
     dials.clear();
     CmEvent e;
     while (dev_->next_event(e)) on_cm_event(e, done);
+    for (const auto& [rx, nob] : std::exchange(early_, {}))
+      on_rx_completion(rx, Completion{0, 0, WcOp::Recv, WcStatus::Success, nob}, done, true);
     while (std::size_t got = dev_->poll(wc))
       for (std::size_t i = 0; i < got; ++i) on_completion(wc[i], done);
     deliver(done);

@@ -30,12 +30,21 @@ std::string check_msg(const Msg& m, const Conn& c, const LocalNi& me) {
 
 }  // namespace
 
-void Net::on_rx_completion(Rx* rx, const Completion& wc, Done& done) {
+void Net::on_rx_completion(Rx* rx, const Completion& wc, Done& done, bool replay) {
   Conn& c = *rx->conn;
   Peer& p = *c.peer;
   MutexLock g(p.mutex);
-  --c.posted;
-  rx->posted = false;
+  if (replay) {
+    --c.held;
+  } else {
+    --c.posted;
+    rx->posted = false;
+    if (wc.status == WcStatus::Success && c.state == ConnState::Connecting) {  // kept until it is up
+      ++c.held;
+      c.early.emplace_back(rx, wc.byte_len);
+      return;
+    }
+  }
   if (wc.status != WcStatus::Success || c.state != ConnState::Established) {
     if (wc.status != WcStatus::Flushed && c.state != ConnState::Closing) {
       LNET_LOG(Warn, kLogLnd, "o2ib: a receive from %s failed: %s; closing the connection", p.nid.to_string().c_str(),

@@ -442,3 +442,75 @@ TEST_F(O2ibRoguePeer, ReplyToNoMessageClosesTheConnection) {
 
 }  // namespace
 }  // namespace lnet::o2ib
+
+namespace lnet::o2ib {
+namespace {
+
+// A's CM is slower than the data: the peer it dialled accepts and sends at once, and A
+// sees the message before it has heard the connection is up. It keeps it until then.
+TEST_F(O2ibRoguePeer, MessageBeforeTheEstablishedEventIsKeptUntilItComes) {
+  ASSERT_TRUE(rogue->listen(kService));
+  std::vector<char> target(100), data = pattern(100, 4);
+  test::EventLog tlog, slog;
+  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  MdDesc td;
+  td.start = target.data();
+  td.length = target.size();
+  td.options = kMdOpPut | kMdManageRemote;
+  td.handler = tlog.handler();
+  auto tmd = a->md_attach(*me, td, Unlink::Retain);
+  ASSERT_TRUE(tmd);
+  fabric.withhold_events(kIpA, true);
+  char byte = 1;  // A sends to the rogue: A dials it
+  MdDesc sd;
+  sd.start = &byte;
+  sd.length = 1;
+  sd.threshold = 1;
+  sd.handler = slog.handler();
+  auto smd = a->md_bind(sd, Unlink::Unlink);
+  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpC), kPidLustre}, kPortal, 0, 0, 0), 0);
+  CmEvent req = next_event();
+  ASSERT_EQ(req.kind, CmEventKind::ConnectRequest);
+  auto creq = unpack(req.data());
+  ASSERT_TRUE(creq);
+  a_stamp = creq->h.src_stamp;
+  ep = req.ep;
+  for (unsigned i = 0; i < 32; ++i) ASSERT_TRUE(rogue->post_recv(ep, Sge{addr(32 + i), kMsgSize, mr.lkey}, 100 + i));
+  std::uint8_t ack[kMaxPrivateData];
+  LocalNi me_c{nid(kIpC).value(), 77, 8, kMaxFrags};
+  std::size_t n = make_connack(ack, me_c, nid(kIpA).value(), a_stamp, creq->params, kVersion2);
+  ASSERT_TRUE(rogue->accept(ep, {64, 64}, {ack, n}, 1));
+  ASSERT_EQ(next_event().kind, CmEventKind::Established);
+  Header lnet;  // a PUT of 100 bytes to A's portal
+  lnet.type = lnet::MsgType::Put;
+  lnet.dest_nid = nid(kIpA);
+  lnet.src_nid = nid(kIpC);
+  lnet.dest_pid = kPidLustre;
+  lnet.src_pid = kPidLustre;
+  lnet.payload_length = 100;
+  lnet.msg.put.ack_wmd = WireHandle::none();
+  lnet.msg.put.ptl_index = kPortal;
+  MsgHeader h = header(MsgType::Immediate, put_immediate(slot(0), lnet, 100));
+  std::memcpy(buf.data() + kImmediatePayloadOffset, data.data(), 100);
+  finish(slot(0), h, false);
+  ASSERT_TRUE(rogue->post_send(ep, Sge{addr(0), h.nob, mr.lkey}, 1));
+  EXPECT_EQ(tlog.wait(EventType::Put, 1, 200ms), 0u) << "taken before the connection was up";
+  fabric.withhold_events(kIpA, false);
+  ASSERT_TRUE(tlog.find(EventType::Put));
+  EXPECT_EQ(std::memcmp(target.data(), data.data(), 100), 0);
+  EXPECT_EQ(counter(*a, "bad_messages"), 0u);
+  // And what A had for the rogue (its discovery ping first) went on the connection.
+  bool got = false;
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!got && std::chrono::steady_clock::now() < until) {
+    Completion wc[8];
+    std::size_t k = rogue->poll(wc);
+    for (std::size_t i = 0; i < k; ++i) got = got || (wc[i].op == WcOp::Recv && wc[i].status == WcStatus::Success);
+    if (!got) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(got) << "A sent nothing on the connection";
+  EXPECT_EQ(a->md_unlink(*tmd), 0);
+}
+
+}  // namespace
+}  // namespace lnet::o2ib
