@@ -84,7 +84,10 @@ void Net::dial(Peer& p, Done& done) {
   }
   c->ep = *ep;
   p.dialing = c;
-  if (!post_rxs(*c)) close_conn(*c, -ENOMEM, done);
+  if (!post_rxs(*c)) {
+    fail_pending(p, -ENOMEM, HealthStatus::LocalError, done);  // no dialling again at once
+    close_conn(*c, -ENOMEM, done);
+  }
 }
 
 void Net::on_cm_event(const CmEvent& e, Done& done) {
@@ -114,10 +117,10 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
     LNET_LOG(Info, kLogLnd, "o2ib: refused a connection from %s: %s",
              req ? Nid(req->h.src_nid).to_string().c_str() : "?", why.c_str());
   };
-  if (!pp) {
+  if (!pp || stopping_.load(std::memory_order_acquire)) {
     Verdict v = judge_connreq(e.data(), me_, KnownPeer{});
-    if (v.accept) v.why = "a NID not on " + ni_.nid.net().to_string();
-    v.reject.why = RejectReason::Fatal;
+    if (v.accept) v.why = pp ? "this NI is shutting down" : "a NID not on " + ni_.nid.net().to_string();
+    v.reject.why = pp ? RejectReason::NoResources : RejectReason::Fatal;
     return refuse(v.reject, v.why);
   }
   Peer& p = *pp;
@@ -166,7 +169,10 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
 
 void Net::on_established(Conn& c, const CmEvent& e, Done& done) {
   Peer& p = *c.peer;
-  if (c.state == ConnState::Closing) return;
+  if (c.state == ConnState::Closing) {  // closed while it came up (rdma-core could not disconnect it then)
+    if (!c.gone) dev_->disconnect(c.ep);
+    return;
+  }
   if (c.active) {
     if (p.dialing == &c) p.dialing = nullptr;
     auto granted = check_connack(e.data(), me_, p.nid.value(), c.params);
@@ -262,8 +268,9 @@ void Net::close_conn(Conn& c, int rc, Done& done) {
   c.close_rc = rc;
   if (c.ep && !c.gone) dev_->disconnect(c.ep);
   HealthStatus h = health_of(rc, WcStatus::Success);
-  for (Fifo<Tx>* q : {&c.nocred, &c.queue})
+  for (Fifo<Tx>* q : {&c.nocred, &c.queue, &c.rsrvd})
     while (Tx* tx = q->pop_front()) tx_fail(tx, rc, h, done);
+  c.reqs_queued = 0;
   for (Tx* tx : c.waiting) {
     tx->waiting = false;
     if (tx->status >= 0) {

@@ -253,6 +253,8 @@ Status FakeProvider::accept(EndpointId id, const QpSizes& sizes, std::span<const
   me->context = context;
   if (!peer || peer->state != EpState::Connecting) {  // the asker gave up meanwhile
     me->state = EpState::Broken;
+    for (const Recv& r : me->recvs) complete(Completion{id, r.wr_id, WcOp::Recv, WcStatus::Flushed, 0});
+    me->recvs.clear();
     event(make_event(CmEventKind::Disconnected, id, context));
     return {};
   }

@@ -116,7 +116,8 @@ int O2ibLnd::send(NetInterface& ni, LndMessage& msg) {
 int O2ibLnd::recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
                   std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
   (void)delayed;
-  return net_of(ni)->recv(static_cast<Rx*>(lnd_private), msg, iov, niov, offset, mlen, rlen);
+  Net* n = net_of(ni);
+  return n ? n->recv(static_cast<Rx*>(lnd_private), msg, iov, niov, offset, mlen, rlen) : -ESHUTDOWN;
 }
 
 int O2ibLnd::timeout(const NetInterface& ni) const {

@@ -96,6 +96,7 @@ struct Tx {
   const iovec* sink_iov = nullptr;
   unsigned sink_niov = 0;
   std::uint32_t sink_offset = 0;
+  std::uint32_t sink_len = 0;  // what the sink takes: a peer saying more came is refused
 };
 
 struct Rx {
@@ -119,6 +120,8 @@ struct Conn {
   Credits credits{1, 1, 1};
   Fifo<Tx> queue;            // requests waiting for credits or room, in order
   Fifo<Tx> nocred;           // replies and completions (no credit needed), first
+  Fifo<Tx> rsrvd;            // PUT_REQs, GET_REQs waiting for a reserved credit (ko2iblnd's tx_queue_rsrvd)
+  unsigned reqs_queued = 0;  // requests moved from rsrvd to queue: each holds a reserved credit
   std::vector<Tx*> waiting;  // Txs awaiting the peer's reply
   std::unique_ptr<std::uint8_t[]> rx_mem;
   MemoryRegion rx_mr;

@@ -263,6 +263,7 @@ void Net::check_conn(Conn& c, Clock::time_point now, Done& done) {
   for (Tx* tx : c.waiting) late = late || overdue(tx);
   for (Tx* tx = c.queue.front(); tx && !late; tx = Fifo<Tx>::next(tx)) late = overdue(tx);
   for (Tx* tx = c.nocred.front(); tx && !late; tx = Fifo<Tx>::next(tx)) late = overdue(tx);
+  for (Tx* tx = c.rsrvd.front(); tx && !late; tx = Fifo<Tx>::next(tx)) late = overdue(tx);
   if (late) {
     LNET_LOG(Warn, kLogLnd, "o2ib: timed out waiting on %s (%d s); closing the connection",
              c.peer->nid.to_string().c_str(), timeout());

@@ -156,10 +156,20 @@ void Net::put_ack(Conn& c, Tx* req, const Msg& m) {
 void Net::sink_filled(Tx* tx, std::int32_t status) {
   if (status < 0) {
     tx->reply_rc = status;
-    if (tx->type == MsgType::PutAck) tx->status = status, tx->health = HealthStatus::RemoteError;
+    if (status != -ENODATA) tx->health = HealthStatus::RemoteError;
+    if (tx->type == MsgType::PutAck) tx->status = status;
     return;
   }
   auto n = static_cast<std::uint32_t>(status);
+  if (n > tx->sink_len) {  // more than the sink we offered: a peer that lies
+    LNET_LOG(Warn, kLogLnd, "o2ib: %s says %u bytes came into a sink of %u", tx->peer->nid.to_string().c_str(), n,
+             tx->sink_len);
+    status = -EPROTO;
+    tx->reply_rc = status;
+    if (tx->type == MsgType::PutAck) tx->status = status;
+    tx->health = HealthStatus::RemoteError;
+    return;
+  }
   if (tx->bounce && n > 0)
     copy_to_fragments(tx->sink_iov, tx->sink_niov, tx->sink_offset, tx->bounce->mem.get(),
                       std::min<std::uint32_t>(n, static_cast<std::uint32_t>(kBounceSize)));
@@ -190,19 +200,21 @@ int Net::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uin
   Conn& c = *rx->conn;
   Peer& p = *c.peer;
   const Msg& m = rx->msg;
+  MsgType type = MsgType::Noop;
   int rc = 0;
   Done done;
   {
     MutexLock g(p.mutex);
     --c.held;
+    type = m.h.type;  // the Rx is the device's again once reposted: nothing of it is read after
     Tx* tx = nullptr;
-    Repost r = c.credits.repost_of(m.h.type);
+    Repost r = c.credits.repost_of(type);
     if (c.state != ConnState::Established) {
       rc = -ECONNABORTED;
-    } else if (m.h.type == MsgType::Immediate) {
+    } else if (type == MsgType::Immediate) {
       if (msg && mlen > m.payload.size()) rc = -EPROTO;
       if (msg && mlen && rc == 0) copy_to_fragments(iov, niov, offset, m.payload.data(), mlen);
-    } else if (m.h.type == MsgType::PutReq) {
+    } else if (type == MsgType::PutReq) {
       tx = sink_for_put(c, m, msg, iov, niov, offset, mlen, rc);
       if (tx && tx->type == MsgType::PutAck) r = c.credits.repost_of(MsgType::PutReq, true);
     } else {
@@ -211,7 +223,7 @@ int Net::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uin
     if (tx) {
       enqueue(c, tx);
       schedule(c, done);
-    } else if (msg && m.h.type != MsgType::Immediate && rc == 0) {
+    } else if (msg && type != MsgType::Immediate && rc == 0) {
       rc = -ENOMEM;
     }
     repost(rx, r, done);
@@ -220,9 +232,9 @@ int Net::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uin
   }
   deliver(done);
   if (!msg) return 0;
-  if (rc < 0) return rc;                                // the host finalizes it
-  bool kept = m.h.type == MsgType::PutReq && mlen > 0;  // the PUT_ACK's Tx finalizes it
-  kept = kept || m.h.type == MsgType::GetReq;           // the GET_DONE's
+  if (rc < 0) return rc;                            // the host finalizes it
+  bool kept = type == MsgType::PutReq && mlen > 0;  // the PUT_ACK's Tx finalizes it
+  kept = kept || type == MsgType::GetReq;           // the GET_DONE's
   if (!kept) host_.finalize(msg, 0);
   return 0;
 }

@@ -43,6 +43,7 @@ Tx* Net::get_tx() {
   tx->sink_iov = nullptr;
   tx->sink_niov = 0;
   tx->sink_offset = 0;
+  tx->sink_len = 0;
   return tx;
 }
 
@@ -163,20 +164,33 @@ Status Net::build(Tx* tx, LndMessage& msg) {
 
 void Net::enqueue(Conn& c, Tx* tx) {
   tx->conn = &c;
-  if (c.credits.takes_credit(tx->type) || tx->type == MsgType::PutReq || tx->type == MsgType::GetReq ||
-      tx->type == MsgType::Noop)
+  if (tx->type == MsgType::PutReq || tx->type == MsgType::GetReq)
+    c.rsrvd.push_back(tx);  // a reserved credit first (a buffer of ours for its reply)
+  else if (c.credits.takes_credit(tx->type) || tx->type == MsgType::Noop)
     c.queue.push_back(tx);
   else
     c.nocred.push_back(tx);  // replies and completions: the peer has a buffer reserved for them
 }
 
+// Posts what may go: replies first, then requests in order. A request whose reply has no
+// reserved buffer yet waits aside, so that it holds up neither the messages behind it
+// nor the NOOPs returning credits.
 void Net::schedule(Conn& c, Done& done) {
-  for (Fifo<Tx>* q : {&c.nocred, &c.queue}) {
-    while (Tx* tx = q->front()) {
-      if (c.state != ConnState::Established || !c.credits.can_send(tx->type)) break;
-      q->pop_front();
-      if (!post_tx(c, tx, done)) return;
-    }
+  while (Tx* tx = c.nocred.front()) {
+    if (c.state != ConnState::Established || !c.credits.can_send(tx->type)) break;
+    c.nocred.pop_front();
+    if (!post_tx(c, tx, done)) return;
+  }
+  while (!c.rsrvd.empty()) {
+    if (c.credits.reserved() <= c.reqs_queued) break;
+    c.queue.push_back(c.rsrvd.pop_front());
+    ++c.reqs_queued;
+  }
+  while (Tx* tx = c.queue.front()) {
+    if (c.state != ConnState::Established || !c.credits.can_send(tx->type)) break;
+    c.queue.pop_front();
+    if (tx->type == MsgType::PutReq || tx->type == MsgType::GetReq) --c.reqs_queued;
+    if (!post_tx(c, tx, done)) return;
   }
   maybe_noop(c, false, done);
 }
@@ -271,6 +285,7 @@ Status Net::make_sink(Tx* tx, const iovec* iov, unsigned niov, std::uint32_t off
   tx->sink_iov = iov;
   tx->sink_niov = niov;
   tx->sink_offset = offset;
+  tx->sink_len = len;
   unsigned i = 0;
   std::size_t off = offset;
   while (i < niov && off >= iov[i].iov_len) off -= iov[i++].iov_len;

@@ -5,6 +5,7 @@
 // peer that vanishes, timeouts, and a peer that sends what no ko2iblnd sends.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -510,6 +511,82 @@ TEST_F(O2ibRoguePeer, MessageBeforeTheEstablishedEventIsKeptUntilItComes) {
   }
   EXPECT_TRUE(got) << "A sent nothing on the connection";
   EXPECT_EQ(a->md_unlink(*tmd), 0);
+}
+
+// The peer holds our PUT_REQs unanswered until no reserved credit is left: the next
+// PUT_REQ waits for one, and an IMMEDIATE behind it still goes (ko2iblnd's reserved queue).
+TEST_F(O2ibRoguePeer, RequestWaitingForAReservedCreditHoldsUpNothingBehindIt) {
+  ASSERT_TRUE(rogue->listen(kService));
+  Config cfg;
+  NetConfig nc;
+  nc.net = kNet;
+  nc.nid = nid(0x0a000004);
+  nc.tunables.peer_credits = 16;  // LNet lets 16 messages go to the rogue; its connection takes 8
+  cfg.nets.push_back(nc);
+  cfg.globals.discovery = 0;  // the rogue answers no ping
+  auto d = Instance::create(cfg, kPidLustre, {make_o2ib_lnd([this](std::uint32_t ip) { return fabric.open(ip); })});
+  ASSERT_TRUE(d) << d.message();
+  std::vector<char> big = pattern(100000, 1);
+  test::EventLog log;
+  auto put = [&](std::size_t len) {
+    MdDesc sd;
+    sd.start = big.data();
+    sd.length = len;
+    sd.threshold = 1;
+    sd.handler = log.handler();
+    auto md = (*d)->md_bind(sd, Unlink::Unlink);
+    ASSERT_TRUE(md);
+    ASSERT_EQ((*d)->put(Nid::any(), *md, AckReq::NoAck, ProcessId{nid(kIpC), kPidLustre}, kPortal, 0, 0, 0), 0);
+  };
+  for (int i = 0; i < 9; ++i) put(big.size());  // PUT_REQs: 8 take the 8 reserved credits
+  put(10);                                      // an IMMEDIATE
+  CmEvent req = next_event();
+  ASSERT_EQ(req.kind, CmEventKind::ConnectRequest);
+  auto creq = unpack(req.data());
+  ASSERT_TRUE(creq);
+  a_stamp = creq->h.src_stamp;
+  ep = req.ep;
+  for (unsigned i = 0; i < 32; ++i) ASSERT_TRUE(rogue->post_recv(ep, Sge{addr(32 + i), kMsgSize, mr.lkey}, i));
+  std::uint8_t ack[kMaxPrivateData];
+  LocalNi me_c{nid(kIpC).value(), 77, 8, kMaxFrags};
+  ConnParams granted = creq->params;
+  granted.queue_depth = 8;
+  std::size_t n = make_connack(ack, me_c, creq->h.src_nid, a_stamp, granted, kVersion2);
+  ASSERT_TRUE(rogue->accept(ep, {64, 64}, {ack, n}, 1));
+  ASSERT_EQ(next_event().kind, CmEventKind::Established);
+  // What arrives: message types in order, until `count` came.
+  std::vector<MsgType> types;
+  auto until = [&](std::size_t count, std::chrono::milliseconds window = 10s) {
+    auto end = std::chrono::steady_clock::now() + window;
+    while (types.size() < count && std::chrono::steady_clock::now() < end) {
+      Completion wc[8];
+      std::size_t k = rogue->poll(wc);
+      for (std::size_t i = 0; i < k; ++i)
+        if (wc[i].op == WcOp::Recv && wc[i].status == WcStatus::Success) {
+          auto m = unpack({buf.data() + (32 + wc[i].wr_id) * kMsgSize, wc[i].byte_len});
+          types.push_back(m ? m->h.type : MsgType::Noop);
+        }
+      if (k == 0) std::this_thread::sleep_for(1ms);
+    }
+    return types.size();
+  };
+  ASSERT_EQ(until(8), 8u);  // the connection's 8 credits
+  // The rogue gives its 8 credits back (NOOPs take none in V2).
+  MsgHeader h;
+  h.type = MsgType::Noop;
+  h.nob = static_cast<std::uint32_t>(put_noop(slot(0)));
+  h.credits = 8;
+  h.src_nid = nid(kIpC).value();
+  h.src_stamp = 77;
+  h.dst_nid = creq->h.src_nid;
+  h.dst_stamp = a_stamp;
+  finish(slot(0), h, false);
+  ASSERT_TRUE(rogue->post_send(ep, Sge{addr(0), h.nob, mr.lkey}, 1000));
+  ASSERT_EQ(until(9), 9u) << "the IMMEDIATE stayed behind the PUT_REQ waiting for a reserved credit";
+  EXPECT_EQ(until(10, 300ms), 9u) << "the 9th PUT_REQ went without a reserved credit";
+  EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::PutReq), 8);
+  EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::Immediate), 1);
+  d->reset();
 }
 
 }  // namespace
