@@ -17,6 +17,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <lnet/argv.hpp>
 #include <lnet/dlc.hpp>
 #include <lnet/log.hpp>
 
@@ -228,6 +229,10 @@ int command_options(const dlc::CommandSpec& spec, const std::vector<std::string>
   opts.add_options()("help,h", "this help");
   po::options_description all;
   all.add(opts).add(hidden);
+  if (auto e = placeholder_argument(rest, false)) {
+    LNET_LOG(Error, kLogConfig, "%s: %s (try lnetctl %s --help)", spec.name, e->c_str(), spec.name);
+    return 2;
+  }
   try {
     po::store(po::command_line_parser(rest).options(all).positional(pos).run(), vm);
     po::notify(vm);

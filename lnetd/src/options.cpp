@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <lnet/argv.hpp>
 #include <lnet/env.hpp>
 
 namespace lnetd {
@@ -119,6 +120,10 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
       "env", "list the environment variables lnetd reads and exit");
   for (const auto& c : components) c->add_options(opts);
   po::variables_map vm;
+  if (auto e = placeholder_argument(std::vector<std::string_view>(argv, argv + argc), true)) {
+    LNET_LOG(Error, kLogDaemon, "%s (try --help)", e->c_str());
+    return {std::nullopt, 2};
+  }
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
     po::notify(vm);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <lnet/argv.hpp>
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
 #include <lnet/up/uplnd.hpp>
@@ -102,6 +103,10 @@ Parsed parse(int argc, char** argv) {
   po::options_description desc(kUsage);
   describe(desc, o, log_level, mode);
   po::variables_map vm;
+  if (auto e = placeholder_argument(std::vector<std::string_view>(argv, argv + argc), true)) {
+    std::fprintf(stderr, "lnet-proxy: %s (try --help)\n", e->c_str());
+    return {std::nullopt, 2};
+  }
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
     po::notify(vm);

@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cli/cli.hpp>
+#include <lnet/argv.hpp>
 #include <selftest/lst.hpp>
 
 #include "lst_user.hpp"
@@ -436,6 +437,10 @@ int parse_options(const dlc::CommandSpec& spec, const std::vector<std::string>& 
   opts.add_options()("help", "this help");  // long only: short options are off (--loop -1)
   po::options_description all;
   all.add(opts).add(hidden);
+  if (auto e = placeholder_argument(argv, true)) {
+    std::fprintf(io.err, "lst %s: %s (lst %s --help)\n", spec.name, e->c_str(), spec.name);
+    return 2;
+  }
   try {
     std::vector<std::string> rest(argv.begin() + 1, argv.end());
     // Negative numbers (--loop -1) are values, not options.

@@ -19,6 +19,8 @@ refused() {  # refused "TEXT" ARGS...: lnetd ARGS exits 2 and says TEXT
 refused "bad --log-target 'console' (stderr, syslog, journal)" -f --log-target console
 refused "--log-target journal needs --foreground" --log-target journal
 refused "--log-target stderr needs --foreground" --log-target stderr
+refused "bad argument '--%original_token%': no argument may hold a %name%" -f "--%original_token%"
+refused "bad argument '%value%'" -f --port "%value%"
 "$lnetd" --help | grep -q -- "--log-target" || { echo "lnetd_cli_test: --help lists no --log-target" >&2; fails=$((fails + 1)); }
 ((fails == 0)) && echo "lnetd_cli_test: OK"
 exit $((fails > 0))

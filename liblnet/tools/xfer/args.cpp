@@ -9,6 +9,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <lnet/argv.hpp>
+
 #include "xfer.hpp"
 
 namespace po = boost::program_options;
@@ -178,6 +180,7 @@ void take(Args& a, const po::variables_map& vm) {
 }
 
 Args parse_checked(int argc, const char* const* argv) {
+  if (auto e = placeholder_argument(std::vector<std::string_view>(argv, argv + argc), true)) bad(*e);
   po::variables_map vm;
   try {
     po::options_description all = options();
