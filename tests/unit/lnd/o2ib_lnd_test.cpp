@@ -40,6 +40,21 @@ std::uint64_t counter(Instance& lnet, const std::string& name) {
   return ~0ull;
 }
 
+// A PUT without ACK of `len` bytes at `data` from `from` to portal kPortal of `to`, its
+// MD's events in `log`; the MD (it unlinks after its one operation).
+MdHandle put_to(Instance& from, Nid to, void* data, std::size_t len, test::EventLog& log) {
+  MdDesc sd;
+  sd.start = data;
+  sd.length = len;
+  sd.threshold = 1;
+  sd.handler = log.handler();
+  auto md = from.md_bind(sd, Unlink::Unlink);
+  EXPECT_TRUE(md) << md.message();
+  if (!md) return MdHandle{};
+  EXPECT_EQ(from.put(Nid::any(), *md, AckReq::NoAck, ProcessId{to, kPidLustre}, kPortal, 0, 0, 0), 0);
+  return *md;
+}
+
 class O2ibDriver : public ::testing::Test {
  protected:
   std::unique_ptr<Instance> make(std::uint32_t ip, int timeout = 0, const NetConfig& tweak = {}) {
@@ -171,14 +186,7 @@ TEST_F(O2ibDriver, OneWayStreamGetsItsCreditsBackByNoops) {
   auto tmd = b->md_attach(*me, td, Unlink::Retain);
   ASSERT_TRUE(tmd);
   for (int i = 0; i < kCount; ++i) {
-    MdDesc sd;
-    sd.start = src.data();
-    sd.length = src.size();
-    sd.threshold = 1;
-    sd.handler = ilog.handler();
-    auto smd = a->md_bind(sd, Unlink::Unlink);
-    ASSERT_TRUE(smd);
-    ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+    put_to(*a, nid(kIpB), src.data(), src.size(), ilog);
   }
   EXPECT_EQ(tlog.wait(EventType::Put, kCount), static_cast<std::size_t>(kCount));
   EXPECT_EQ(ilog.wait(EventType::Send, kCount), static_cast<std::size_t>(kCount));
@@ -191,13 +199,7 @@ TEST_F(O2ibDriver, OneWayStreamGetsItsCreditsBackByNoops) {
 TEST_F(O2ibDriver, PutThatMatchesNothingIsNakedAndGetGetsNoData) {
   std::vector<char> src = pattern(100000, 5), sink(100000);
   test::EventLog log;
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = src.size();
-  sd.threshold = 1;
-  sd.handler = log.handler();
-  auto smd = a->md_bind(sd, Unlink::Unlink);
-  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  put_to(*a, nid(kIpB), src.data(), src.size(), log);
   auto sent = log.find(EventType::Send);
   ASSERT_TRUE(sent);
   EXPECT_EQ(sent->status, 0);  // as ko2iblnd: the PUT went; the target dropped it
@@ -223,17 +225,11 @@ TEST_F(O2ibDriver, LinkDownFailsTheMessagesTellsLnetAndHealsOnReconnect) {
   fabric.set_link(kIpA, kIpB, false);
   std::vector<char> src = pattern(200000, 9);
   test::EventLog log;
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = src.size();
-  sd.threshold = 1;
-  sd.handler = log.handler();
-  auto smd = a->md_bind(sd, Unlink::Unlink);
-  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto smd = put_to(*a, nid(kIpB), src.data(), src.size(), log);
   auto sent = log.find(EventType::Send);
   ASSERT_TRUE(sent);
   EXPECT_NE(sent->status, 0);
-  EXPECT_TRUE(log.wait_unlinked(*smd));
+  EXPECT_TRUE(log.wait_unlinked(smd));
   EXPECT_GE(counter(*a, "conns_closed"), 1u);
   fabric.set_link(kIpA, kIpB, true);
   put_get(*a, *b, nid(kIpB), 200000);  // a new connection
@@ -245,17 +241,11 @@ TEST_F(O2ibDriver, PeerThatVanishesFailsWhatWasSentToIt) {
   b.reset();
   test::EventLog log;
   char byte = 1;
-  MdDesc d;
-  d.start = &byte;
-  d.length = 1;
-  d.threshold = 1;
-  d.handler = log.handler();
-  auto md = a->md_bind(d, Unlink::Unlink);
-  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto md = put_to(*a, nid(kIpB), &byte, 1, log);
   auto ev = log.find(EventType::Send);
   ASSERT_TRUE(ev);
   EXPECT_NE(ev->status, 0);
-  EXPECT_TRUE(log.wait_unlinked(*md));
+  EXPECT_TRUE(log.wait_unlinked(md));
 }
 
 TEST_F(O2ibDriver, PutWhoseSinkNeverAnswersTimesOut) {
@@ -265,13 +255,7 @@ TEST_F(O2ibDriver, PutWhoseSinkNeverAnswersTimesOut) {
   fabric.hold(true);  // the PUT_REQ stays on the wire
   std::vector<char> src = pattern(200000, 2);
   test::EventLog log;
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = src.size();
-  sd.threshold = 1;
-  sd.handler = log.handler();
-  auto smd = a->md_bind(sd, Unlink::Unlink);
-  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpB), kPidLustre}, kPortal, 0, 0, 0), 0);
+  auto smd = put_to(*a, nid(kIpB), src.data(), src.size(), log);
   // The connection closes at the timeout; the held send then completes flushed.
   auto until = std::chrono::steady_clock::now() + 20s;
   while (counter(*a, "timeouts") == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
@@ -281,7 +265,7 @@ TEST_F(O2ibDriver, PutWhoseSinkNeverAnswersTimesOut) {
   auto sent = log.find(EventType::Send);
   ASSERT_TRUE(sent);
   EXPECT_NE(sent->status, 0);
-  EXPECT_TRUE(log.wait_unlinked(*smd));
+  EXPECT_TRUE(log.wait_unlinked(smd));
 }
 
 // peer_credits, peercredits_hiw and concurrent_sends as ko2iblnd settles them, shown in
@@ -463,13 +447,7 @@ TEST_F(O2ibRoguePeer, MessageBeforeTheEstablishedEventIsKeptUntilItComes) {
   ASSERT_TRUE(tmd);
   fabric.withhold_events(kIpA, true);
   char byte = 1;  // A sends to the rogue: A dials it
-  MdDesc sd;
-  sd.start = &byte;
-  sd.length = 1;
-  sd.threshold = 1;
-  sd.handler = slog.handler();
-  auto smd = a->md_bind(sd, Unlink::Unlink);
-  ASSERT_EQ(a->put(Nid::any(), *smd, AckReq::NoAck, ProcessId{nid(kIpC), kPidLustre}, kPortal, 0, 0, 0), 0);
+  put_to(*a, nid(kIpC), &byte, 1, slog);
   CmEvent req = next_event();
   ASSERT_EQ(req.kind, CmEventKind::ConnectRequest);
   auto creq = unpack(req.data());
@@ -528,16 +506,7 @@ TEST_F(O2ibRoguePeer, RequestWaitingForAReservedCreditHoldsUpNothingBehindIt) {
   ASSERT_TRUE(d) << d.message();
   std::vector<char> big = pattern(100000, 1);
   test::EventLog log;
-  auto put = [&](std::size_t len) {
-    MdDesc sd;
-    sd.start = big.data();
-    sd.length = len;
-    sd.threshold = 1;
-    sd.handler = log.handler();
-    auto md = (*d)->md_bind(sd, Unlink::Unlink);
-    ASSERT_TRUE(md);
-    ASSERT_EQ((*d)->put(Nid::any(), *md, AckReq::NoAck, ProcessId{nid(kIpC), kPidLustre}, kPortal, 0, 0, 0), 0);
-  };
+  auto put = [&](std::size_t len) { put_to(**d, nid(kIpC), big.data(), len, log); };
   for (int i = 0; i < 9; ++i) put(big.size());  // PUT_REQs: 8 take the 8 reserved credits
   put(10);                                      // an IMMEDIATE
   CmEvent req = next_event();
