@@ -15,6 +15,8 @@
 #include "fake_verbs.hpp"
 #include "handshake.hpp"
 #include "support/event_log.hpp"
+#include "support/lnd_counter.hpp"
+#include "support/put_get.hpp"
 
 namespace lnet::o2ib {
 namespace {
@@ -33,12 +35,7 @@ std::vector<char> pattern(std::size_t n, int seed) {
   return v;
 }
 
-std::uint64_t counter(Instance& lnet, const std::string& name) {
-  for (const LndCounters& c : lnet.control().lnd_counters())
-    for (const auto& [k, v] : c.counters)
-      if (c.driver == "o2ib" && k == name) return v;
-  return ~0ull;
-}
+std::uint64_t counter(Instance& lnet, const std::string& name) { return test::lnd_counter(lnet, name, "o2ib"); }
 
 // A PUT without ACK of `len` bytes at `data` from `from` to portal kPortal of `to`, its
 // MD's events in `log`; the MD (it unlinks after its one operation).
@@ -84,60 +81,8 @@ class O2ibDriver : public ::testing::Test {
   std::unique_ptr<Instance> a, b;
 };
 
-// A PUT with an ACK and a GET of `size` bytes from `from` to `to`, every byte checked;
-// `frags` > 1: the target's MD (the sink of the PUT) in that many fragments.
 void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size, unsigned frags = 1) {
-  std::vector<char> target(size + 1), src = pattern(size + 1, 3), sink(size + 1);
-  std::vector<iovec> iov;
-  for (unsigned i = 0; i < frags; ++i) {
-    std::size_t lo = size * i / frags, hi = size * (i + 1) / frags;
-    iov.push_back(iovec{target.data() + lo, hi - lo});
-  }
-  test::EventLog tlog, ilog;
-  auto me = to.me_attach(kPortal, ProcessId::any(), size, 0, Unlink::Unlink, InsPos::After);
-  ASSERT_TRUE(me);
-  MdDesc td;
-  if (frags > 1) {
-    td.iov = iov;
-    td.options = kMdIovec;
-  } else {
-    td.start = target.data();
-  }
-  td.length = size;
-  td.options |= kMdOpPut | kMdOpGet | kMdManageRemote;
-  td.handler = tlog.handler();
-  auto tmd = to.md_attach(*me, td, Unlink::Retain);
-  ASSERT_TRUE(tmd) << tmd.message();
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = size;
-  sd.threshold = 2;
-  sd.handler = ilog.handler();
-  auto smd = from.md_bind(sd, Unlink::Unlink);
-  ASSERT_TRUE(smd);
-  ASSERT_EQ(from.put(Nid::any(), *smd, AckReq::Ack, ProcessId{to_nid, kPidLustre}, kPortal, size, 0, 0), 0);
-  auto ack = ilog.find(EventType::Ack);
-  ASSERT_TRUE(ack) << "no ACK for a " << size << "-byte PUT";
-  EXPECT_EQ(ack->mlength, size);
-  EXPECT_EQ(std::memcmp(target.data(), src.data(), size), 0) << size;
-  MdDesc gd;
-  gd.start = sink.data();
-  gd.length = size;
-  gd.threshold = 2;
-  gd.handler = ilog.handler();
-  auto gmd = from.md_bind(gd, Unlink::Unlink);
-  ASSERT_TRUE(gmd);
-  ASSERT_EQ(from.get(Nid::any(), *gmd, ProcessId{to_nid, kPidLustre}, kPortal, size, 0), 0);
-  auto reply = ilog.find(EventType::Reply);
-  ASSERT_TRUE(reply) << "no REPLY for a " << size << "-byte GET";
-  EXPECT_EQ(reply->status, 0);
-  EXPECT_EQ(reply->mlength, size);
-  EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
-  EXPECT_TRUE(ilog.wait_unlinked(*smd));
-  EXPECT_TRUE(ilog.wait_unlinked(*gmd));
-  ASSERT_TRUE(tlog.find(EventType::Get));
-  EXPECT_EQ(to.md_unlink(*tmd), 0);
-  EXPECT_TRUE(tlog.wait_unlinked(*tmd));
+  test::put_get(from, to, to_nid, size, kPortal, frags);
 }
 
 TEST_F(O2ibDriver, PingBothWays) {

@@ -16,6 +16,7 @@
 
 #include "lnd/socket/sock_wire.hpp"
 #include "support/event_log.hpp"
+#include "support/put_get.hpp"
 
 namespace lnet {
 namespace {
@@ -79,51 +80,7 @@ TEST_F(Socket, PingBothWays) {
 }
 
 void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size) {
-  std::vector<char> target(size + 1), src(size + 1), sink(size + 1);
-  for (std::size_t i = 0; i < size; ++i) src[i] = static_cast<char>(i * 7 + 3);
-  test::EventLog tlog, ilog;
-  auto me = to.me_attach(kPortal, ProcessId::any(), size, 0, Unlink::Unlink, InsPos::After);
-  ASSERT_TRUE(me);
-  MdDesc td;
-  td.start = target.data();
-  td.length = size;
-  td.options = kMdOpPut | kMdOpGet | kMdManageRemote;
-  td.handler = tlog.handler();
-  auto tmd = to.md_attach(*me, td, Unlink::Retain);
-  ASSERT_TRUE(tmd);
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = size;
-  sd.threshold = 2;
-  sd.handler = ilog.handler();
-  auto smd = from.md_bind(sd, Unlink::Unlink);
-  ASSERT_TRUE(smd);
-  ASSERT_EQ(from.put(Nid::any(), *smd, AckReq::Ack, ProcessId{to_nid, kPidLustre}, kPortal, size, 0, 0), 0);
-  auto ack = ilog.find(EventType::Ack);
-  ASSERT_TRUE(ack) << "no ACK for a " << size << "-byte PUT";
-  EXPECT_EQ(ack->mlength, size);
-  EXPECT_EQ(std::memcmp(target.data(), src.data(), size), 0) << size;
-  MdDesc gd;
-  gd.start = sink.data();
-  gd.length = size;
-  gd.threshold = 2;
-  gd.handler = ilog.handler();
-  auto gmd = from.md_bind(gd, Unlink::Unlink);
-  ASSERT_TRUE(gmd);
-  ASSERT_EQ(from.get(Nid::any(), *gmd, ProcessId{to_nid, kPidLustre}, kPortal, size, 0), 0);
-  auto reply = ilog.find(EventType::Reply);
-  ASSERT_TRUE(reply) << "no REPLY for a " << size << "-byte GET";
-  EXPECT_EQ(reply->status, 0);
-  EXPECT_EQ(reply->mlength, size);
-  EXPECT_EQ(std::memcmp(sink.data(), src.data(), size), 0) << size;
-  // Every MD's last event before the logs go away: the GET's SEND may come after its
-  // REPLY (the I/O thread finalizes the send once written), and the target's GET event
-  // once its REPLY is sent.
-  EXPECT_TRUE(ilog.wait_unlinked(*smd));
-  EXPECT_TRUE(ilog.wait_unlinked(*gmd));
-  ASSERT_TRUE(tlog.find(EventType::Get));
-  EXPECT_EQ(to.md_unlink(*tmd), 0);
-  EXPECT_TRUE(tlog.wait_unlinked(*tmd));
+  test::put_get(from, to, to_nid, size, kPortal);
 }
 
 TEST_F(Socket, PutAndGetOfEverySize) {
