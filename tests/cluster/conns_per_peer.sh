@@ -51,7 +51,11 @@ brw() {
     on s1 "${lst[@]}" query w | grep -q "is stopped" && break
     sleep 0.5
   done
-  on s1 "${lst[@]}" query w | grep -q "is stopped" || fail "the brw batch did not end within 60 s"
+  if ! on s1 "${lst[@]}" query w | grep -q "is stopped"; then
+    local n
+    for n in s1 s2; do echo "----- connections of $n (ss)" && on $n ss -tni '( sport = :988 or dport = :988 )'; done >&2
+    fail "the brw batch did not end within 60 s"
+  fi
   on s1 "${lst[@]}" show_error a b >"$T_DIR/err.out" || fail "lst show_error"
   grep -q "Total 0 error nodes in a" "$T_DIR/err.out" && grep -q "Total 0 error nodes in b" "$T_DIR/err.out" ||
     fail "brw errors: $(cat "$T_DIR/err.out")"

@@ -162,25 +162,19 @@ TEST(SocketParams, TimeoutZeroTakesLnetsDerivedLndTimeout) {
   set_socket_params(SocketParams{});
 }
 
-// A peer that stops half-way through a message (its path cut, say, while the rest is in
-// flight): the connection is closed once nothing more came for the LND's timeout, as
-// ksocklnd times out a receive that makes no progress, not left to TCP keepalive (whose
-// probes the peer's kernel still answers); the NI goes on serving.
-TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
-  std::string ip_a = test_ip(2), ip_c = test_ip(4);
-  auto a = make(ip_a.c_str(), [](SocketParams& p) { p.timeout = 1; });
-  ASSERT_TRUE(a);
+// A raw peer at `ip_c` connected to the socket NI at `ip_a`: its socket, and the bytes
+// that make it a CONTROL connection (acceptor request and HELLO), to be sent first.
+int raw_peer(const std::string& ip_a, const std::string& ip_c, std::vector<std::uint8_t>& out) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  EXPECT_GE(fd, 0);
   sockaddr_in me{}, to{};
   me.sin_family = to.sin_family = AF_INET;
   inet_pton(AF_INET, ip_c.c_str(), &me.sin_addr);
   inet_pton(AF_INET, ip_a.c_str(), &to.sin_addr);
   to.sin_port = htons(kPort);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0) << std::strerror(errno);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << std::strerror(errno);
-
-  std::vector<std::uint8_t> out(sock::kConnReqSize);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0) << std::strerror(errno);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << std::strerror(errno);
+  out.resize(sock::kConnReqSize);
   sock::encode_connreq(tcp(ip_a.c_str()), std::span<std::uint8_t, sock::kConnReqSize>(out.data(), out.size()));
   sock::Hello h;
   h.src_nid = tcp(ip_c.c_str());
@@ -190,18 +184,38 @@ TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
   h.ctype = sock::ConnType::Control;
   auto hello = sock::encode_hello(h);
   out.insert(out.end(), hello.begin(), hello.end());
+  return fd;
+}
+
+// Appends a framed PUT (ksock header, LNet header) from `from` to `to` announcing
+// `payload` bytes; the payload is the caller's.
+void add_put(std::vector<std::uint8_t>& out, Nid from, Nid to, std::uint32_t payload) {
   std::uint8_t frame[sock::kMsgHdrSize + kHeaderSize] = {};
   sock::encode_msg_hdr(sock::MsgHdr{}, std::span<std::uint8_t, sock::kMsgHdrSize>(frame, sock::kMsgHdrSize));
   Header put;
   put.type = MsgType::Put;
-  put.src_nid = h.src_nid;
-  put.dest_nid = h.dst_nid;
+  put.src_nid = from;
+  put.dest_nid = to;
   put.src_pid = put.dest_pid = kPidLustre;
-  put.payload_length = 4096;  // announced; 100 bytes of it come
+  put.payload_length = payload;
   put.msg.put.ack_wmd = WireHandle::none();
   put.msg.put.ptl_index = kPortal;
   encode_header(put, std::span<std::uint8_t, kHeaderSize>(frame + sock::kMsgHdrSize, kHeaderSize));
   out.insert(out.end(), frame, frame + sizeof frame);
+}
+
+// A peer that stops half-way through a message (its path cut, say, while the rest is in
+// flight): the connection is closed once nothing more came for the LND's timeout, as
+// ksocklnd times out a receive that makes no progress, not left to TCP keepalive (whose
+// probes the peer's kernel still answers); the NI goes on serving.
+TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(4);
+  auto a = make(ip_a.c_str(), [](SocketParams& p) { p.timeout = 1; });
+  ASSERT_TRUE(a);
+  std::vector<std::uint8_t> out;
+  int fd = raw_peer(ip_a, ip_c, out);
+  ASSERT_GE(fd, 0);
+  add_put(out, tcp(ip_c.c_str()), tcp(ip_a.c_str()), 4096);  // announced; 100 bytes of it come
   out.resize(out.size() + 100, 0x5a);
   ASSERT_EQ(::send(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
 
@@ -221,6 +235,35 @@ TEST(SocketRx, AMessageStalledHalfWayIsClosedAfterTheTimeout) {
   ASSERT_TRUE(b);
   auto r = b->ping(ProcessId{tcp(ip_a.c_str()), kPidLustre}, std::chrono::milliseconds(5000));
   EXPECT_TRUE(r) << "the NI serves on: " << r.message();
+  set_socket_params(SocketParams{});
+}
+
+// Many small messages in one read (a burst that queued while the I/O thread was busy):
+// every one is delivered, also past the number handled per wake-up, with nothing more
+// coming from the peer to wake the connection again.
+TEST(SocketRx, ABurstOfMessagesInOneReadIsAllDelivered) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(4);
+  auto a = make(ip_a.c_str());
+  ASSERT_TRUE(a);
+  test::EventLog log;
+  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  std::vector<char> buf(8);
+  MdDesc d;
+  d.start = buf.data();
+  d.length = buf.size();
+  d.options = kMdOpPut;
+  d.handler = log.handler();
+  ASSERT_TRUE(a->md_attach(*me, d, Unlink::Retain));
+  constexpr std::size_t kBurst = 300;  // well past the messages taken per wake-up
+  std::vector<std::uint8_t> out;
+  int fd = raw_peer(ip_a, ip_c, out);
+  ASSERT_GE(fd, 0);
+  for (std::size_t i = 0; i < kBurst; ++i) add_put(out, tcp(ip_c.c_str()), tcp(ip_a.c_str()), 0);
+  ASSERT_EQ(::send(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+  EXPECT_EQ(log.wait(EventType::Put, kBurst, std::chrono::seconds(30)), kBurst)
+      << "messages read from the socket were left in the connection's buffer";
+  ::close(fd);
   set_socket_params(SocketParams{});
 }
 

@@ -228,9 +228,11 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   bool was_established = state_ == State::Established;
   state_ = State::Closed;
   TxList failed;
+  std::uint64_t unsent = 0;
   {
     MutexLock g(tx_mutex_);
     closed_.store(true, std::memory_order_release);
+    unsent = queued_.load(std::memory_order_relaxed);
     failed = txq_;
     txq_ = {};
     queued_.store(0, std::memory_order_relaxed);
@@ -238,12 +240,14 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   io_.remove(fd_);
   ::close(fd_);
   fd_ = -1;
+  std::string lost;
+  if (!failed.empty()) lost = " (" + std::to_string(unsent) + " bytes queued were not sent)";
   if (rc == 0 || rc == -EALREADY || rc == -ESHUTDOWN || rc == -ECONNRESET) {
-    LNET_LOG(Info, kLogLnd, "%s", why.c_str());
+    LNET_LOG(Info, kLogLnd, "%s%s", why.c_str(), lost.c_str());
   } else {
-    LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s", conn_type_name(type_),
+    LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s%s", conn_type_name(type_),
              sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : peer_ip_.to_string().c_str(),
-             why.c_str());
+             why.c_str(), lost.c_str());
   }
   int err = rc ? rc : -ECONNABORTED;
   while (Tx* t = failed.pop_front()) {
@@ -282,6 +286,20 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
 // one whose receive makes no progress within its timeout. A message the core holds
 // (ParseWait) waits for us, not for the peer; bytes the kernel has for us are progress
 // not read yet.
+// Where a receive stands, for the log line that gives it up.
+std::string Conn::rx_where() const {
+  std::string buffered = std::to_string(rx_end_ - rx_beg_) + " bytes read and not yet taken";
+  switch (rx_.load(std::memory_order_relaxed)) {
+    case Rx::Hdr: return "in a ksock header, " + buffered;
+    case Rx::LnetHdr: return "in the LNet header of a message, " + buffered;
+    case Rx::ParseWait: return "held by LNet";
+    case Rx::Payload:
+      return std::string("in the payload of a ") + msg_type_name(rx_hdr_.type) + ", " + std::to_string(rx_done_) +
+             " of " + std::to_string(rx_rlen_) + " bytes, " + buffered;
+  }
+  return buffered;
+}
+
 bool Conn::rx_stalled(Clock::time_point now) const {
   if (!rx_midway() || now - last_rx_ <= std::chrono::seconds(sni_->timeout.load(std::memory_order_relaxed)))
     return false;
@@ -313,7 +331,7 @@ void Conn::tick(Clock::time_point now) {
   if (rx_stalled(now)) {
     close_now(-ETIMEDOUT, HealthStatus::RemoteTimeout,
               "timeout receiving from " + peer_->nid.to_string() + ": nothing more of a message for " +
-                  std::to_string(sni_->timeout.load(std::memory_order_relaxed)) + " s");
+                  std::to_string(sni_->timeout.load(std::memory_order_relaxed)) + " s (" + rx_where() + ")");
     return;
   }
   const SocketParams& p = lnd_.params();

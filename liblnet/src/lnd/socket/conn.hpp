@@ -100,6 +100,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void tick(Clock::time_point now);
   bool rx_midway() const;  // a message (or its ksock header) partly received
   bool rx_stalled(Clock::time_point now) const;
+  std::string rx_where() const;
 
   SocketLnd& lnd_;
   SockNi* sni_;  // the NI a passive connection turns out to be for may change once (shared acceptor)

@@ -54,8 +54,13 @@ bool Conn::received(ssize_t& n) {
   return false;
 }
 
+// Takes what the socket has, at most kMaxMsgsPerWake messages in one go so that the
+// thread's other connections get their turn. What a read brought beyond that may be all
+// there is (the kernel holds nothing more, so epoll wakes us no more): the rest is taken
+// on the thread's next turn.
 void Conn::process_rx() {
-  for (int handled = 0; handled < kMaxMsgsPerWake && !closed(); ++handled) {
+  for (int handled = 0; handled < kMaxMsgsPerWake; ++handled) {
+    if (closed()) return;
     if (rx_ == Rx::Hdr) {
       if (!rx_msg_hdr()) return;
       if (rx_ == Rx::Hdr) continue;  // a NOOP
@@ -67,6 +72,9 @@ void Conn::process_rx() {
       rx_done();
     }
   }
+  if (closed()) return;
+  auto self = shared_from_this();
+  io_.post([self] { self->process_rx(); });
 }
 
 bool Conn::rx_msg_hdr() {
