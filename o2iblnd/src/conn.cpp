@@ -12,10 +12,11 @@ namespace lnet::o2ib {
 
 namespace {
 
-QpSizes qp_sizes(const ConnParams& params, unsigned concurrent) {
+QpAttrs qp_attrs(const ConnParams& params, const NetParams& p) {
   // Each send in flight may carry its RDMA writes (kMaxWritesPerTx at most); the peer's
   // sends and replies fill at most 2 x queue depth receive buffers (+2 for V2 NOOPs).
-  return QpSizes{concurrent * (1 + kMaxWritesPerTx), 2u * params.queue_depth + 2};
+  return QpAttrs{p.concurrent * (1 + kMaxWritesPerTx), 2u * params.queue_depth + 2,
+                 static_cast<std::uint8_t>(p.retry_count), static_cast<std::uint8_t>(p.rnr_retry_count)};
 }
 
 }  // namespace
@@ -71,7 +72,7 @@ void Net::dial(Peer& p, Done& done) {
   std::uint8_t req[kMaxPrivateData];
   std::size_t n = make_connreq(req, me_, p.nid.value(), p.known ? p.incarnation : 0, p.offer, kVersion2);
   c->version = kVersion2;
-  auto ep = dev_->connect(p.ip, p_.service, ::geteuid() == 0, qp_sizes(p.offer, p_.concurrent), {req, n},
+  auto ep = dev_->connect(p.ip, p_.service, ::geteuid() == 0, qp_attrs(p.offer, p_), {req, n},
                           reinterpret_cast<std::uintptr_t>(c));
   if (!ep) {
     LNET_LOG(Warn, kLogLnd, "o2ib: connecting to %s: %s", p.nid.to_string().c_str(), ep.message().c_str());
@@ -148,7 +149,7 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
   std::size_t n = make_connack(ack, me_, p.nid.value(), v.peer_stamp, v.granted, v.version);
   Status s = Failure{-ENOMEM, "posting receives"};
   if (post_rxs(*c)) {
-    s = dev_->accept(e.ep, qp_sizes(v.granted, p_.concurrent), {ack, n}, reinterpret_cast<std::uintptr_t>(c));
+    s = dev_->accept(e.ep, qp_attrs(v.granted, p_), {ack, n}, reinterpret_cast<std::uintptr_t>(c));
   } else {
     v.reject.why = RejectReason::NoResources;
     (void)dev_->reject(e.ep, pack_reject(v.reject));

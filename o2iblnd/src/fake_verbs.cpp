@@ -90,9 +90,9 @@ class FakeProvider final : public Provider {
     if (!f_->listeners.insert({ip_, port}).second) return Failure{-EADDRINUSE, "already listening"};
     return {};
   }
-  Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpSizes& sizes,
+  Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpAttrs& attrs,
                              std::span<const std::uint8_t> private_data, std::uintptr_t context) override;
-  Status accept(EndpointId ep, const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+  Status accept(EndpointId ep, const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                 std::uintptr_t context) override;
   Status reject(EndpointId ep, std::span<const std::uint8_t> private_data) override;
   void disconnect(EndpointId ep) override {
@@ -209,11 +209,12 @@ CmEvent make_event(CmEventKind kind, EndpointId ep, std::uintptr_t context, std:
 }  // namespace
 
 Result<EndpointId> FakeProvider::connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged,
-                                         const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+                                         const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                                          std::uintptr_t context) {
-  (void)sizes;
   if (private_data.size() > 56) return Failure{-EINVAL, "private data of a connect request: at most 56 bytes"};
   std::lock_guard g(f_->m);
+  ++f_->stats.connects;
+  f_->stats.last_qp = attrs;
   EndpointId id = f_->next_ep++;
   Ep& me = eps_[id];
   me.context = context;
@@ -242,10 +243,10 @@ Result<EndpointId> FakeProvider::connect(std::uint32_t dst_ip, std::uint16_t por
   return id;
 }
 
-Status FakeProvider::accept(EndpointId id, const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+Status FakeProvider::accept(EndpointId id, const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                             std::uintptr_t context) {
-  (void)sizes;
   std::lock_guard g(f_->m);
+  f_->stats.last_qp = attrs;
   Ep* me = ep(id);
   if (!me || me->state != EpState::Requested) return Failure{-EINVAL, "no connection request to accept"};
   FakeProvider* src = f_->provider(me->peer_ip);

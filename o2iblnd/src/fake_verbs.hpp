@@ -42,7 +42,8 @@ class FakeFabric {
 
   // ---- what crossed
   struct Stats {
-    std::uint64_t sends = 0, writes = 0, write_bytes = 0, rnr = 0, remote_access = 0;
+    std::uint64_t connects = 0, sends = 0, writes = 0, write_bytes = 0, rnr = 0, remote_access = 0;
+    QpAttrs last_qp;  // what the last connect or accept asked of its queue pair
   };
   Stats stats() const;
 

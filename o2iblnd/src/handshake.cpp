@@ -103,8 +103,8 @@ Retry after_reject(std::span<const std::uint8_t> private_data, bool consumer_rej
                    int retries, int retry_count) {
   Retry r;
   r.offer = offered;
-  if (!consumer_reject) {  // no listener (IB: invalid service id): a few more tries
-    r.reconnect = retries <= retry_count;
+  if (!consumer_reject) {  // no listener (IB: invalid service id): retry_count more tries, as ko2iblnd
+    r.reconnect = retries < retry_count;
     r.why = r.reconnect ? "no listener" : "retry count exceeded: no listener";
     return r;
   }

@@ -58,7 +58,8 @@ struct Retry {
   ConnParams offer;  // what to ask for next time
   std::string why;
 };
-// `offered`: what the rejected request asked; `retries`: connects refused so far.
+// `offered`: what the rejected request asked; `retries`: connects refused before this
+// one. Without a listener the connect is made again retry_count times at most.
 Retry after_reject(std::span<const std::uint8_t> private_data, bool consumer_reject, const ConnParams& offered,
                    int retries, int retry_count);
 

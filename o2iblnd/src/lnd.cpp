@@ -2,6 +2,7 @@
 // rules (docs/design/o2iblnd.md §1.5), an NI per device address.
 #include <algorithm>
 
+#include <lnet/env.hpp>
 #include <lnet/lnd/ifaddr.hpp>
 #include <lnet/log.hpp>
 
@@ -15,6 +16,38 @@ constexpr unsigned kDefaultPeerCredits = 8;  // ko2iblnd's peer_credits
 constexpr unsigned kMaxPeerCredits = 255;    // a message returns at most 255 credits
 
 Net* net_of(const NetInterface& ni) { return static_cast<Net*>(ni.lnd_data); }
+
+// ko2iblnd's module parameters, as variables (the kernel reads them at module load; we
+// when an NI comes up).
+const EnvVar kServiceVar{"LNET_O2IB_SERVICE", "987", "o2ib: RDMA CM port (service id) NIs listen on and connect to"};
+const EnvVar kKeepaliveVar{"LNET_O2IB_KEEPALIVE", "100",
+                           "o2ib: seconds of silence on a connection before a NOOP (0: none)"};
+const EnvVar kCksumVar{"LNET_O2IB_CKSUM", "0", "o2ib: 1 = checksum every message sent (received ones are checked)"};
+const EnvVar kRetryCountVar{"LNET_O2IB_RETRY_COUNT", "5",
+                            "o2ib: transport retries of an unacknowledged send, and connects refused for want of a "
+                            "listener before giving up (0..7)"};
+const EnvVar kRnrRetryCountVar{"LNET_O2IB_RNR_RETRY_COUNT", "6",
+                               "o2ib: retries of a send the peer had no receive posted for (0..7; 7: without end)"};
+
+// The module parameters into `p`; a failure names the variable and its bad value.
+Status module_params(NetParams& p) {
+  auto service = kServiceVar.number(1, 65535);
+  if (!service) return service.failure();
+  auto keepalive = kKeepaliveVar.number(0, 3600);
+  if (!keepalive) return keepalive.failure();
+  auto cksum = kCksumVar.flag();
+  if (!cksum) return cksum.failure();
+  auto retry = kRetryCountVar.number(0, 7);
+  if (!retry) return retry.failure();
+  auto rnr = kRnrRetryCountVar.number(0, 7);
+  if (!rnr) return rnr.failure();
+  p.service = static_cast<std::uint16_t>(*service);
+  p.keepalive = static_cast<int>(*keepalive);
+  p.cksum = *cksum;
+  p.retry_count = static_cast<int>(*retry);
+  p.rnr_retry_count = static_cast<int>(*rnr);
+  return {};
+}
 
 }  // namespace
 
@@ -48,6 +81,7 @@ Result<NetParams> net_params(const NetConfig& config) {
   p.concurrent = static_cast<unsigned>(std::clamp<long>(cs, std::max<long>(1, credits / 2), 2 * credits));
   p.ntx = static_cast<unsigned>(t.get_or("ntx", 512));
   if (p.ntx < 2 * p.queue_depth) p.ntx = 2 * p.queue_depth;
+  if (Status s = module_params(p); !s) return s.failure();
   return p;
 }
 

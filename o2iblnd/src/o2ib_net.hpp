@@ -43,11 +43,13 @@ struct NetParams {
   unsigned hiw = 4;          // peer_credits_hiw (in effect)
   unsigned concurrent = 8;   // concurrent_sends (in effect)
   unsigned ntx = 512;
-  int timeout = 50;     // seconds (lnd timeout)
+  int timeout = 50;  // seconds (lnd timeout)
+  // ko2iblnd's module parameters (LNET_O2IB_* variables):
   int keepalive = 100;  // seconds of silence before a NOOP (0: never)
-  bool cksum = false;
+  bool cksum = false;   // checksum the messages we send
   std::uint16_t service = kService;
-  int retry_count = 5;  // connects refused for want of a listener before giving up
+  int retry_count = 5;      // transport retries; connects refused for want of a listener
+  int rnr_retry_count = 6;  // retries of a send the peer had no receive for (7: no end)
 };
 
 // A registered bounce buffer, for a sink of several fragments (one key, one fragment).

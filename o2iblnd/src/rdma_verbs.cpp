@@ -61,7 +61,7 @@ WcStatus status_of(ibv_wc_status s) {
 struct Conn {
   rdma_cm_id* id = nullptr;
   std::uintptr_t context = 0;
-  QpSizes sizes;
+  QpAttrs attrs;
   bool privileged = false;
   std::vector<std::uint8_t> private_data;  // a connect's, sent once the route is known
   // Receives posted before the queue pair exists (the progress thread's): posted when it
@@ -77,9 +77,9 @@ class RdmaProvider final : public Provider {
   int event_fd() const override { return epfd_; }
   void arm() override;
   Status listen(std::uint16_t port) override;
-  Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpSizes& sizes,
+  Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpAttrs& attrs,
                              std::span<const std::uint8_t> private_data, std::uintptr_t context) override;
-  Status accept(EndpointId ep, const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+  Status accept(EndpointId ep, const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                 std::uintptr_t context) override;
   Status reject(EndpointId ep, std::span<const std::uint8_t> private_data) override;
   void disconnect(EndpointId ep) override;
@@ -101,7 +101,7 @@ class RdmaProvider final : public Provider {
   Status post(EndpointId ep, std::span<const Sge> local, ibv_wr_opcode op, std::uint64_t remote_addr,
               std::uint32_t rkey, std::uint64_t wr_id);
   Status make_qp(Conn& c);
-  rdma_conn_param conn_param(std::span<const std::uint8_t> private_data) const;
+  static rdma_conn_param conn_param(const QpAttrs& attrs, std::span<const std::uint8_t> private_data);
   bool translate(rdma_cm_event* ev, CmEvent& out);  // false: handled here, nothing for the driver
   Status bind_privileged(rdma_cm_id* id);
   // A connection that failed before it was up: every receive posted on it completes
@@ -207,13 +207,13 @@ Status RdmaProvider::bind_privileged(rdma_cm_id* id) {
 }
 
 Result<EndpointId> RdmaProvider::connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged,
-                                         const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+                                         const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                                          std::uintptr_t context) {
   rdma_cm_id* id = nullptr;
   if (rdma_create_id(channel_, &id, nullptr, RDMA_PS_TCP)) return errno_failure("rdma_create_id");
   EndpointId ep = add(id, context);
   Conn* c = conn(ep);
-  c->sizes = sizes;
+  c->attrs = attrs;
   c->private_data.assign(private_data.begin(), private_data.end());
   id->context = c;
   Status s = privileged ? bind_privileged(id) : Status{};
@@ -232,11 +232,11 @@ Result<EndpointId> RdmaProvider::connect(std::uint32_t dst_ip, std::uint16_t por
 
 Status RdmaProvider::make_qp(Conn& c) {
   ibv_qp_init_attr attr{};
-  if (Status g = grow_cq(c.sizes.send_wr + c.sizes.recv_wr); !g) return g;
+  if (Status g = grow_cq(c.attrs.send_wr + c.attrs.recv_wr); !g) return g;
   attr.send_cq = attr.recv_cq = cq_;
   attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = c.sizes.send_wr;
-  attr.cap.max_recv_wr = c.sizes.recv_wr;
+  attr.cap.max_send_wr = c.attrs.send_wr;
+  attr.cap.max_recv_wr = c.attrs.recv_wr;
   attr.cap.max_send_sge = 2;
   attr.cap.max_recv_sge = 1;
   if (rdma_create_qp(c.id, pd_, &attr)) return errno_failure("rdma_create_qp");
@@ -270,25 +270,25 @@ void RdmaProvider::flush(Conn& c) {
   c.early.clear();
 }
 
-rdma_conn_param RdmaProvider::conn_param(std::span<const std::uint8_t> private_data) const {
+rdma_conn_param RdmaProvider::conn_param(const QpAttrs& attrs, std::span<const std::uint8_t> private_data) {
   rdma_conn_param p{};
   p.private_data = private_data.data();
   p.private_data_len = static_cast<std::uint8_t>(private_data.size());
   p.responder_resources = 0;  // no RDMA reads or atomics, as ko2iblnd
   p.initiator_depth = 0;
   p.flow_control = 1;
-  p.retry_count = 5;
-  p.rnr_retry_count = 6;
+  p.retry_count = attrs.retry_count;
+  p.rnr_retry_count = attrs.rnr_retry_count;
   return p;
 }
 
-Status RdmaProvider::accept(EndpointId ep, const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+Status RdmaProvider::accept(EndpointId ep, const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                             std::uintptr_t context) {
   Conn* c = conn(ep);
   c->context = context;
-  c->sizes = sizes;
+  c->attrs = attrs;
   Status s = make_qp(*c);
-  rdma_conn_param p = conn_param(private_data);
+  rdma_conn_param p = conn_param(attrs, private_data);
   if (s && rdma_accept(c->id, &p)) s = errno_failure("rdma_accept");
   if (!s) flush(*c);
   return s;
@@ -306,7 +306,7 @@ void RdmaProvider::disconnect(EndpointId ep) { (void)rdma_disconnect(conn(ep)->i
 void RdmaProvider::destroy(EndpointId ep) {
   Conn* c = conn(ep);
   if (c->id->qp) {
-    cq_wrs_ -= c->sizes.send_wr + c->sizes.recv_wr;
+    cq_wrs_ -= c->attrs.send_wr + c->attrs.recv_wr;
     by_qp_.erase(c->id->qp->qp_num);
     rdma_destroy_qp(c->id);
   }
@@ -331,7 +331,7 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
       return c != nullptr;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
       if (!c) return false;
-      rdma_conn_param p = conn_param(c->private_data);
+      rdma_conn_param p = conn_param(c->attrs, c->private_data);
       if (make_qp(*c) && rdma_connect(ev->id, &p) == 0) return false;
       out.kind = CmEventKind::Unreachable;
       flush(*c);

@@ -75,10 +75,14 @@ struct CmEvent {
   std::span<const std::uint8_t> data() const { return {private_data.data(), private_len}; }
 };
 
-// Work requests a connection's queue pair takes at once.
-struct QpSizes {
+// A connection's queue pair: the work requests it takes at once, and how often the
+// device retries a send that met no acknowledgement (retry_count) or no receive posted
+// on the other side (rnr_retry_count; 7: without end), as the CM's connection parameters.
+struct QpAttrs {
   unsigned send_wr = 0;
   unsigned recv_wr = 0;
+  std::uint8_t retry_count = 5;
+  std::uint8_t rnr_retry_count = 6;
 };
 
 class Provider {
@@ -96,9 +100,9 @@ class Provider {
   // Connects to dst_ip:port, offering `private_data`; the outcome is an Established,
   // Rejected or Unreachable event naming the endpoint. `privileged`: from a port below
   // 1024 (root only).
-  virtual Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpSizes& sizes,
+  virtual Result<EndpointId> connect(std::uint32_t dst_ip, std::uint16_t port, bool privileged, const QpAttrs& attrs,
                                      std::span<const std::uint8_t> private_data, std::uintptr_t context) = 0;
-  virtual Status accept(EndpointId ep, const QpSizes& sizes, std::span<const std::uint8_t> private_data,
+  virtual Status accept(EndpointId ep, const QpAttrs& attrs, std::span<const std::uint8_t> private_data,
                         std::uintptr_t context) = 0;
   virtual Status reject(EndpointId ep, std::span<const std::uint8_t> private_data) = 0;
   // Breaks the connection: posted work completes Flushed, then a Disconnected event.

@@ -51,6 +51,11 @@ YAML
   ctl a net show | grep -q "10.0.0.5@tcp" || fail "the tcp NI went"
   ctl a net show | grep -q "o2ib" && fail "a half-made o2ib NI is shown"
   cat "$T_DIR/err.out"
+  log "a bad ko2iblnd module parameter (LNET_O2IB_*) is named, before any device is looked for"
+  LNET_O2IB_SERVICE=0 lnetd_start "$C" c "$(tcp_cfg eth0)"
+  ctl c net add --net o2ib --if eth0 2>"$T_DIR/err.out" && fail "an o2ib NI came up with LNET_O2IB_SERVICE=0"
+  grep -q "LNET_O2IB_SERVICE='0' is not a number in 1..65535" "$T_DIR/err.out" ||
+    fail "the bad variable is not named: $(cat "$T_DIR/err.out")"
   log "SKIP: no RDMA device (the device tests need IB/RoCE or Soft-RoCE: modprobe rdma_rxe)"
   exit 77
 fi

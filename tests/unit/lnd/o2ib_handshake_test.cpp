@@ -119,12 +119,15 @@ TEST(O2ibHandshake, WhatIsNoConnectionRequestIsRefused) {
   EXPECT_EQ(big.why, "message size 8192 too big (4096 max)");
 }
 
-TEST(O2ibHandshake, NoListenerIsRetriedAFewTimes) {
+// No listener on the port (IB: invalid service id): the connect is made again
+// retry_count times, as ko2iblnd, then given up.
+TEST(O2ibHandshake, NoListenerIsTriedAgainRetryCountTimes) {
   EXPECT_TRUE(after_reject({}, false, ask, 0, 5).reconnect);
-  EXPECT_TRUE(after_reject({}, false, ask, 5, 5).reconnect);
-  Retry r = after_reject({}, false, ask, 6, 5);
+  EXPECT_TRUE(after_reject({}, false, ask, 4, 5).reconnect);
+  Retry r = after_reject({}, false, ask, 5, 5);
   EXPECT_FALSE(r.reconnect);
   EXPECT_EQ(r.why, "retry count exceeded: no listener");
+  EXPECT_FALSE(after_reject({}, false, ask, 0, 0).reconnect) << "retry_count 0: one try";
   EXPECT_FALSE(after_reject(std::vector<std::uint8_t>{1, 2, 3}, true, ask, 0, 5).reconnect) << "garbage";
   Reject early;
   early.why = RejectReason::Early;

@@ -17,6 +17,7 @@
 #include "support/event_log.hpp"
 #include "support/lnd_counter.hpp"
 #include "support/put_get.hpp"
+#include "support/scoped_env.hpp"
 
 namespace lnet::o2ib {
 namespace {
@@ -243,6 +244,46 @@ TEST_F(O2ibDriver, TunablesTakeEffectAsKo2iblndSettlesThem) {
       Instance::create(cfg, kPidLustre, {make_o2ib_lnd([this](std::uint32_t ip) { return fabric.open(ip); })});
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.message().find("conns_per_peer 2 on o2ib is outside 1..1"), std::string::npos) << refused.message();
+}
+
+// ko2iblnd's module parameters as LNET_O2IB_* variables, read when an NI comes up: the
+// CM port, the queue pair's retry counts, and how often a connect finding no listener is
+// made again; a bad value is refused, naming it.
+TEST_F(O2ibDriver, ModuleParametersFromTheEnvironmentTakeEffect) {
+  constexpr std::uint32_t kIpD = 0x0a000004;
+  auto make_plain = [this](std::uint32_t ip) -> Result<std::unique_ptr<Instance>> {
+    Config cfg;
+    NetConfig nc;
+    nc.net = kNet;
+    nc.nid = nid(ip);
+    cfg.nets.push_back(nc);
+    cfg.globals.discovery = 0;    // one ping, one message
+    cfg.globals.retry_count = 0;  // and no resend of it by LNet
+    return Instance::create(cfg, kPidLustre, {make_o2ib_lnd([this](std::uint32_t addr) { return fabric.open(addr); })});
+  };
+  std::unique_ptr<Instance> c, d;
+  {
+    test::ScopedEnv env{
+        {"LNET_O2IB_SERVICE", "20987"}, {"LNET_O2IB_RETRY_COUNT", "2"}, {"LNET_O2IB_RNR_RETRY_COUNT", "7"}};
+    auto rc = make_plain(kIpC);
+    auto rd = make_plain(kIpD);
+    ASSERT_TRUE(rc && rd) << (rc ? rd.message() : rc.message());
+    c = std::move(*rc);
+    d = std::move(*rd);
+  }
+  put_get(*c, *d, nid(kIpD), 100000);  // both on port 20987
+  EXPECT_EQ(fabric.stats().last_qp.retry_count, 2);
+  EXPECT_EQ(fabric.stats().last_qp.rnr_retry_count, 7);
+  // B listens on 987: C finds no listener there, connects twice more, and gives up.
+  std::uint64_t before = fabric.stats().connects;
+  EXPECT_FALSE(c->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms));
+  EXPECT_EQ(fabric.stats().connects - before, 3u);
+  EXPECT_EQ(counter(*c, "connect_failed"), 1u);
+  test::ScopedEnv bad{{"LNET_O2IB_RNR_RETRY_COUNT", "8"}};
+  auto refused = make_plain(0x0a000005);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("LNET_O2IB_RNR_RETRY_COUNT='8' is not a number in 0..7"), std::string::npos)
+      << refused.message();
 }
 
 // ---- a peer that sends what no ko2iblnd sends (a raw device at 10.0.0.3 speaking to A)
@@ -501,6 +542,33 @@ TEST_F(O2ibRoguePeer, RequestWaitingForAReservedCreditHoldsUpNothingBehindIt) {
   EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::PutReq), 8);
   EXPECT_EQ(std::count(types.begin(), types.end(), MsgType::Immediate), 1);
   d->reset();
+}
+
+// A's keepalive and checksum from the environment: after a second of silence A sends a
+// NOOP on the connection, its checksum set (and right: unpack() checks it).
+TEST_F(O2ibRoguePeer, KeepaliveNoopCarriesTheChecksumWhenAsked) {
+  {
+    test::ScopedEnv env{{"LNET_O2IB_CKSUM", "1"}, {"LNET_O2IB_KEEPALIVE", "1"}};
+    a.reset();
+    a = make(kIpA);
+  }
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(connect_properly());
+  Result<Msg> m = Failure{-ETIMEDOUT, "no message from A within 10 s"};
+  for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;) {
+    Completion wc[8];
+    std::size_t k = rogue->poll(wc);
+    auto got = std::find_if(wc, wc + k, [](const Completion& c) { return c.op == WcOp::Recv; });
+    if (got != wc + k) {
+      ASSERT_EQ(got->status, WcStatus::Success);
+      m = unpack({buf.data() + (32 + got->wr_id - 100) * kMsgSize, got->byte_len});
+      break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(m) << m.message();
+  EXPECT_EQ(m->h.type, MsgType::Noop);
+  EXPECT_NE(m->h.cksum, 0u);
 }
 
 }  // namespace
