@@ -37,27 +37,19 @@ Status MpiLnd::check_config(const NetConfig& config) const {
 int MpiLnd::startup(NetInterface& ni) {
   {
     MutexLock g(mutex_);
-    if (ni_) return -EEXIST;  // one NI per communicator
+    if (ni_) return fail_startup(ni, -EEXIST, "one NI per communicator, and it has one");
   }
   int rank = 0, size = 0;
   for (int rc : {MPI_Comm_rank(comm_, &rank), MPI_Comm_size(comm_, &size)}) {
-    if (rc != MPI_SUCCESS) {
-      LNET_LOG(Error, kLogLnd, "%s: MPI_Comm_rank/size failed: %s", ni.config.net.to_string().c_str(),
-               mpi_error_string(rc).c_str());
-      return -EIO;
-    }
+    if (rc != MPI_SUCCESS) return fail_startup(ni, -EIO, "MPI_Comm_rank/size failed: " + mpi_error_string(rc));
   }
-  if (Status s = check_nids(ni.config.net, size); !s) {
-    LNET_LOG(Error, kLogLnd, "%s: %s", ni.config.net.to_string().c_str(), s.message().c_str());
-    return s.code();
-  }
+  if (Status s = check_nids(ni.config.net, size); !s) return fail_startup(ni, s.code(), s.message());
   Nid want = nids_.empty() ? Nid::make(ni.config.net, static_cast<std::uint32_t>(rank))
                            : nids_[static_cast<std::size_t>(rank)];
-  if (!ni.nid.is_any() && ni.nid != want) {
-    LNET_LOG(Error, kLogLnd, "%s: the NID of rank %d is %s, not %s", ni.config.net.to_string().c_str(), rank,
-             want.to_string().c_str(), ni.nid.to_string().c_str());
-    return -EINVAL;
-  }
+  if (!ni.nid.is_any() && ni.nid != want)
+    return fail_startup(
+        ni, -EINVAL,
+        "the NID of rank " + std::to_string(rank) + " is " + want.to_string() + ", not " + ni.nid.to_string());
   ni.nid = want;
   ni.numa_node = affinity_numa_node();  // the rank's cores stand for the device
   // Flow control (lnet-lnd(7)): by default the host hands a peer as many messages at a

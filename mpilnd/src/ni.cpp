@@ -78,10 +78,8 @@ int MpiNi::start() {
 
   bool want_thread = opts_.progress == ProgressMode::Thread ||
                      (opts_.progress == ProgressMode::Auto && thread_level_ == MPI_THREAD_MULTIPLE);
-  if (want_thread && thread_level_ != MPI_THREAD_MULTIPLE) {
-    LNET_LOG(Error, kLogLnd, "%s: LNET_MPI_PROGRESS=thread needs MPI_THREAD_MULTIPLE", ni_.nid.to_string().c_str());
-    return -EINVAL;
-  }
+  if (want_thread && thread_level_ != MPI_THREAD_MULTIPLE)
+    return fail_startup(ni_, -EINVAL, "LNET_MPI_PROGRESS=thread needs MPI_THREAD_MULTIPLE");
   if (want_thread) {
     MutexLock g(nap_mu_);  // thread_id_ is set before the thread looks
     thread_ = std::thread([this] {

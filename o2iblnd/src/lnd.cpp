@@ -95,11 +95,7 @@ Status O2ibLnd::check_config(const NetConfig& config) const {
 
 int O2ibLnd::startup(NetInterface& ni) {
   auto params = net_params(ni.config);
-  std::string net = ni.config.net.to_string();
-  if (!params) {
-    LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), params.message().c_str());
-    return params.code();
-  }
+  if (!params) return fail_startup(ni, params.code(), params.message());
   // The NID: the interface's IPv4 address (ib0 unless named), or the one configured.
   std::uint32_t ip = 0;
   if (!ni.nid.is_any()) {
@@ -107,18 +103,12 @@ int O2ibLnd::startup(NetInterface& ni) {
   } else {
     std::string ifname = ni.config.interfaces.empty() ? "ib0" : ni.config.interfaces[0];
     auto addr = interface_ipv4(ifname);
-    if (!addr) {
-      LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), addr.message().c_str());
-      return addr.code();
-    }
+    if (!addr) return fail_startup(ni, addr.code(), addr.message());
     ip = *addr;
     ni.nid = Nid::make(ni.config.net, ip);
   }
   auto dev = open_ ? open_(ip) : open_rdma(ip);
-  if (!dev) {
-    LNET_LOG(Error, kLogLnd, "%s: %s", net.c_str(), dev.message().c_str());
-    return dev.code();
-  }
+  if (!dev) return fail_startup(ni, dev.code(), dev.message());
   int timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : params->timeout;
   params->timeout = timeout;
   ni.config.tunables.peer_credits = static_cast<int>(params->queue_depth);

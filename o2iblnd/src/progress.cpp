@@ -61,10 +61,7 @@ int Net::start() {
   std::string net = ni_.nid.to_string();
   tx_mem_ = std::make_unique<std::uint8_t[]>(std::size_t{p_.ntx} * kMsgSize);
   auto mr = dev_->reg(tx_mem_.get(), std::size_t{p_.ntx} * kMsgSize, false);
-  if (!mr) {
-    LNET_LOG(Error, kLogLnd, "%s: registering the message buffers: %s", net.c_str(), mr.message().c_str());
-    return mr.code();
-  }
+  if (!mr) return fail_startup(ni_, mr.code(), "registering the message buffers: " + mr.message());
   tx_mr_ = *mr;
   txs_ = std::vector<Tx>(p_.ntx);
   {
@@ -77,14 +74,15 @@ int Net::start() {
     }
   }
   if (Status s = dev_->listen(p_.service); !s) {
-    LNET_LOG(Error, kLogLnd, "%s: listening on RDMA CM port %u: %s", net.c_str(), unsigned{p_.service},
-             s.message().c_str());
     dev_->dereg(tx_mr_);
-    return s.code();
+    return fail_startup(ni_, s.code(), "listening on RDMA CM port " + std::to_string(p_.service) + ": " + s.message());
   }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (wake_fd_ < 0 || epfd_ < 0) return -errno;
+  if (wake_fd_ < 0 || epfd_ < 0) {
+    int err = errno;
+    return fail_startup(ni_, -err, std::string("eventfd/epoll_create1: ") + std::strerror(err));
+  }
   for (int fd : {dev_->event_fd(), wake_fd_}) {
     epoll_event e{};
     e.events = EPOLLIN;

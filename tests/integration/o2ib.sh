@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The o2ib LND in lnetd (docs/design/o2iblnd.md). On every machine: an o2ib NI where
 # there is no RDMA device is refused, naming the network (lnetctl net add --net o2ib --if
-# eth0, and an o2ib net in an imported YAML), lnetd's log says why ("no RDMA device"), the
+# eth0, and an o2ib net in an imported YAML) with the reason ("no RDMA device"), the
 # daemon and its tcp NI go on, and ko2iblnd's memory-mapping tunables in YAML are warned
 # about. With an RDMA device (real IB/RoCE, or Soft-RoCE where the kernel has rdma_rxe):
 # o2ib NIs on both sides, ping both ways, LNet self-test brw write and read of 1 MiB with
@@ -25,7 +25,8 @@ has_rdma() { [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; }
 if ! has_rdma; then
   log "no RDMA device: an o2ib NI is refused clearly"
   ctl a net add --net o2ib --if eth0 2>"$T_DIR/err.out" && fail "an o2ib NI came up without an RDMA device"
-  grep -q "o2ib" "$T_DIR/err.out" || fail "the error does not name the network: $(cat "$T_DIR/err.out")"
+  grep -q "cannot start network o2ib: no RDMA device on this machine" "$T_DIR/err.out" ||
+    fail "the error does not name the network and the reason: $(cat "$T_DIR/err.out")"
   wait_for_log a "no RDMA device"
   cat >"$T_DIR/o2ib.yaml" <<'YAML'
 net:
@@ -43,7 +44,8 @@ net:
               ntx: 2048
 YAML
   ctl a import "$T_DIR/o2ib.yaml" 2>"$T_DIR/err.out" && fail "an o2ib net was imported without an RDMA device"
-  grep -q "o2ib" "$T_DIR/err.out" || fail "the import error does not name the network: $(cat "$T_DIR/err.out")"
+  grep -q "cannot start network o2ib: no RDMA device on this machine" "$T_DIR/err.out" ||
+    fail "the import error does not name the network and the reason: $(cat "$T_DIR/err.out")"
   grep -q "'map_on_demand' has no effect on this o2ib driver" "$T_DIR/err.out" ||
     fail "no warning for map_on_demand: $(cat "$T_DIR/err.out")"
   grep -q "peercredits_hiw\|concurrent_sends\|ntx" "$T_DIR/err.out" &&

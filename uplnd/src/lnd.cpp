@@ -65,32 +65,21 @@ const bool kTunablesDeclared = [] {
 
 int UpLnd::startup(NetInterface& ni) {
   MutexLock g(mutex_);
-  if (ni_) {
-    LNET_LOG(Error, kLogLnd, "cannot start %s: lnetd serves one mpi net (its bridge is %s)",
-             ni.config.net.to_string().c_str(), opts_.bridge.c_str());
-    return -EEXIST;
-  }
-  if (!memory_) return -ENOMEM;
+  if (ni_) return fail_startup(ni, -EEXIST, "lnetd serves one mpi net (its bridge is " + opts_.bridge + ")");
+  if (!memory_) return fail_startup(ni, -ENOMEM, "no shared memory region for the bridge");
   if (ni.nid.is_any()) {
     auto ip = interface_ipv4(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front());
-    if (!ip) {
-      LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
-      return ip.code();
-    }
+    if (!ip) return fail_startup(ni, ip.code(), ip.message());
     ni.nid = Nid::make(ni.config.net, *ip);
   }
-  if (!mpi_ip_form(kMpiLnd, ni.nid.addr())) {
-    LNET_LOG(Error, kLogLnd, "cannot start %s: %s is an application's address, not an IPv4 one",
-             ni.config.net.to_string().c_str(), ni.nid.to_string().c_str());
-    return -EINVAL;
-  }
+  if (!mpi_ip_form(kMpiLnd, ni.nid.addr()))
+    return fail_startup(ni, -EINVAL, ni.nid.to_string() + " is an application's address, not an IPv4 one");
   if (ni.config.tunables.peer_credits == 0) ni.config.tunables.peer_credits = 32;
   auto* u = new UpNi(ni, *memory_->region, opts_);
   u->set_nets(nets_);
   if (Status s = u->start(); !s) {
-    LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.nid.to_string().c_str(), s.message().c_str());
     delete u;
-    return s.code();
+    return fail_startup(ni, s.code(), s.message());
   }
   ni.lnd_data = u;
   ni_ = u;

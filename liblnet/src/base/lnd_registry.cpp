@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
 namespace lnet {
@@ -58,6 +59,12 @@ std::unique_ptr<Lnd> make_lnd(std::uint32_t net_type) {
 }  // namespace lnet
 
 namespace lnet {
+
+int fail_startup(NetInterface& ni, int rc, std::string why) {
+  LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), why.c_str());
+  ni.startup_error = std::move(why);
+  return rc;
+}
 
 Status Lnd::check_config(const NetConfig& config) const {
   // Every key set is one of the net type's tunables, settable, within its range.

@@ -133,7 +133,9 @@ Result<net::Ni*> LocalNets::bring_up(const NetConfig& nc) {
     ni->nid = *nc.nid;
   }
   int rc = net->lnd->startup(*ni);
-  if (rc < 0) return Failure{rc, "cannot start network " + nc.net.to_string() + ": " + errno_string(rc)};
+  if (rc < 0)
+    return Failure{rc, "cannot start network " + nc.net.to_string() + ": " +
+                           (ni->startup_error.empty() ? errno_string(rc) : ni->startup_error)};
   auto undo = [&](Failure f) -> Result<Ni*> {
     net->lnd->shutdown(*ni);
     return f;

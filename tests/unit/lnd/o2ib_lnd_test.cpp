@@ -286,6 +286,24 @@ TEST_F(O2ibDriver, ModuleParametersFromTheEnvironmentTakeEffect) {
       << refused.message();
 }
 
+// An NI that cannot start: the driver's reason is in the error the host returns (what
+// lnetctl shows), not only the errno's text.
+TEST(O2ibStartup, TheReasonAnNiCannotStartReachesTheCaller) {
+  Config cfg;
+  NetConfig nc;
+  nc.net = kNet;
+  nc.nid = nid(kIpA);
+  cfg.nets.push_back(nc);
+  auto lnd = make_o2ib_lnd([](std::uint32_t) -> Result<std::unique_ptr<Provider>> {
+    return Failure{-ENODEV, "no RDMA device on this machine"};
+  });
+  auto r = Instance::create(cfg, kPidLustre, {lnd});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.code(), -ENODEV);
+  EXPECT_NE(r.message().find("cannot start network o2ib: no RDMA device on this machine"), std::string::npos)
+      << r.message();
+}
+
 // ---- a peer that sends what no ko2iblnd sends (a raw device at 10.0.0.3 speaking to A)
 
 class O2ibRoguePeer : public O2ibDriver {

@@ -267,6 +267,24 @@ TEST(SocketRx, ABurstOfMessagesInOneReadIsAllDelivered) {
   set_socket_params(SocketParams{});
 }
 
+// An NI whose interface does not exist is refused, as ksocklnd refuses it, with the reason
+// in the error the caller gets.
+TEST(SocketStartup, AMissingInterfaceIsNamedInTheError) {
+  set_socket_params(SocketParams{});
+  Config cfg;
+  NetConfig nc;
+  nc.net = NetId::make(kSockLnd, 0);
+  nc.nid = tcp(test_ip(2).c_str());
+  nc.interfaces = {"nosuch0"};
+  cfg.nets.push_back(nc);
+  auto r = Instance::create(cfg, kPidLustre);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.code(), -ENODEV);
+  EXPECT_NE(r.message().find("cannot start network tcp: no interface 'nosuch0' for " + nc.nid->to_string()),
+            std::string::npos)
+      << r.message();
+}
+
 TEST(SocketParams, ReadFromTheEnvironment) {
   struct Var {
     const char* name;

@@ -87,7 +87,14 @@ struct NetInterface {
   // blocking wait, EventQueue::poll, Instance::progress()), never two at once.
   PollFn poll = nullptr;
   void* poll_ctx = nullptr;
+  // Why startup() failed, in words (set with fail_startup()): the host's error names it
+  // instead of the bare errno ("cannot start network o2ib: no RDMA device on this machine").
+  std::string startup_error;
 };
+
+// For a driver's startup(): logs "cannot start NET: WHY", keeps `why` in
+// ni.startup_error and returns `rc` (negative errno).
+int fail_startup(NetInterface& ni, int rc, std::string why);
 
 // What the core (or another host) offers drivers. Every call may come from any thread
 // of the driver's, and from inside send() or recv(); the host holds none of its locks
@@ -155,7 +162,8 @@ class Lnd {
   // The host asks before startup(). By default every LND tunable must be left alone.
   virtual Status check_config(const NetConfig& config) const;
   // Brings `ni` up: sets ni.nid (unless configured), ni.lnd_data, the flow-control
-  // tunables and, for a driver without threads, ni.poll. Negative errno on failure.
+  // tunables and, for a driver without threads, ni.poll. Negative errno on failure,
+  // its reason given with fail_startup().
   virtual int startup(NetInterface& ni) = 0;
   // Takes `ni` down: every message the driver holds for it is finalized before it
   // returns (with -ESHUTDOWN when it could not complete), and no call reaches the host

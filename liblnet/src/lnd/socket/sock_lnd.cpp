@@ -120,11 +120,9 @@ namespace {
 
 // A NID on a named interface: the interface must exist (it may be down: the NI then
 // starts down and follows it), as ksocklnd refuses an interface it cannot find.
-int check_interface_exists(const NetInterface& ni) {
+int check_interface_exists(NetInterface& ni) {
   if (ni.config.interfaces.empty() || ::if_nametoindex(ni.config.interfaces.front().c_str()) != 0) return 0;
-  LNET_LOG(Error, kLogLnd, "cannot start %s: no interface '%s'", ni.nid.to_string().c_str(),
-           ni.config.interfaces.front().c_str());
-  return -ENODEV;
+  return fail_startup(ni, -ENODEV, "no interface '" + ni.config.interfaces.front() + "' for " + ni.nid.to_string());
 }
 
 }  // namespace
@@ -135,27 +133,18 @@ int SocketLnd::startup(NetInterface& ni) {
   sni->lnd = this;
   if (!ni.nid.is_any()) {
     sni->ip = IpAddr::of_nid(ni.nid);
-    if (sni->ip.any()) {
-      LNET_LOG(Error, kLogLnd, "cannot start %s: its address is neither IPv4 nor IPv6", ni.nid.to_string().c_str());
-      return -EINVAL;
-    }
+    if (sni->ip.any()) return fail_startup(ni, -EINVAL, ni.nid.to_string() + ": its address is neither IPv4 nor IPv6");
     if (int rc = check_interface_exists(ni)) return rc;
   } else {
     bool large = ni.host && ni.host->large_nids();
     auto ip = interface_address(ni.config.interfaces.empty() ? std::string() : ni.config.interfaces.front(), large);
-    if (!ip) {
-      LNET_LOG(Error, kLogLnd, "cannot start %s: %s", ni.config.net.to_string().c_str(), ip.message().c_str());
-      return ip.code();
-    }
+    if (!ip) return fail_startup(ni, ip.code(), ip.message());
     sni->ip = *ip;
     ni.nid = sni->ip.nid(ni.config.net);
   }
-  if (sni->ip.v6() && !params_.typed_conns) {
-    LNET_LOG(Error, kLogLnd,
-             "cannot start %s: not supported yet: typed_conns=0 on IPv6 (protocol V4 sends on typed connections only)",
-             ni.nid.to_string().c_str());
-    return -EOPNOTSUPP;
-  }
+  if (sni->ip.v6() && !params_.typed_conns)
+    return fail_startup(ni, -EOPNOTSUPP,
+                        "not supported yet: typed_conns=0 on IPv6 (protocol V4 sends on typed connections only)");
   sni->ifname = ni.config.interfaces.empty() ? interface_of(sni->ip) : ni.config.interfaces.front();
   ni.numa_node = interface_numa_node(sni->ifname);
   timespec ts;
@@ -230,18 +219,18 @@ int SocketLnd::listen_locked(NetInterface& ni, SockNi* sni) {
   socklen_t alen = sni->ip.to_sockaddr(a, static_cast<std::uint16_t>(params_.port));
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), alen) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
     int err = errno;
-    LNET_LOG(Error, kLogLnd, "cannot listen on %s port %d: %s", ni.nid.to_string().c_str(), params_.port,
-             std::strerror(err));
     if (fd >= 0) ::close(fd);
-    return -err;
+    return fail_startup(ni, -err,
+                        "cannot listen on " + sni->ip.to_string() + " port " + std::to_string(params_.port) + ": " +
+                            std::strerror(err));
   }
   IoThread& io = *io_.front();
   auto l = std::make_unique<Listener>(*this, sni->ip, fd, io);
   l->nis.push_back(sni);
   if (int rc = io.add(fd, l.get(), EPOLLIN); rc != 0) {
-    LNET_LOG(Error, kLogLnd, "cannot watch the listening socket of %s: epoll_ctl: %s", ni.nid.to_string().c_str(),
-             std::strerror(-rc));
-    return rc;  // ~Listener closes the socket
+    return fail_startup(ni, rc,
+                        std::string("cannot watch the listening socket: epoll_ctl: ") +
+                            std::strerror(-rc));  // ~Listener closes the socket
   }
   listeners_.push_back(std::move(l));
   return 0;
