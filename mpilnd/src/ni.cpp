@@ -62,7 +62,7 @@ bool MpiNi::check(int rc, const char* what) {
 }
 
 int MpiNi::start() {
-  if (!setup_ok_) return -EIO;
+  if (!setup_ok_) return fail_startup(ni_, -EIO, "MPI_Comm_rank, MPI_Comm_size or MPI_Query_thread failed (logged)");
   MutexLock lk(mu_);
   pool_.resize(opts_.pool_depth);
   reqs_.resize(opts_.pool_depth, MPI_REQUEST_NULL);
@@ -70,10 +70,10 @@ int MpiNi::start() {
   seen_.resize(opts_.pool_depth);
   for (unsigned i = 0; i < opts_.pool_depth; ++i) {
     owners_[i] = Owner{Owner::PoolRx, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i))};
-    if (!init_pool_rx_locked(i)) return -EIO;
+    if (!init_pool_rx_locked(i)) return fail_startup(ni_, -EIO, "MPI_Recv_init of the receive pool failed (logged)");
   }
   if (opts_.pool_depth && !check(MPI_Startall(static_cast<int>(opts_.pool_depth), reqs_.data()), "MPI_Startall"))
-    return -EIO;
+    return fail_startup(ni_, -EIO, "MPI_Startall of the receive pool failed (logged)");
   lk.unlock();
 
   bool want_thread = opts_.progress == ProgressMode::Thread ||

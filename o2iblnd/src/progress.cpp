@@ -87,7 +87,10 @@ int Net::start() {
     epoll_event e{};
     e.events = EPOLLIN;
     e.data.fd = fd;
-    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &e) < 0) return -errno;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &e) < 0) {
+      int err = errno;
+      return fail_startup(ni_, -err, std::string("epoll_ctl: ") + std::strerror(err));
+    }
   }
   thread_ = std::thread([this] { thread_main(); });
   LNET_LOG(Info, kLogLnd, "%s: up (queue depth %u, %u message buffers)", net.c_str(), p_.queue_depth, p_.ntx);

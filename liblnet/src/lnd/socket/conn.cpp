@@ -262,7 +262,8 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   {
     MutexLock g(rx_mutex_);
     rx_dead_ = true;
-    parked = rx_ == Rx::ParseWait;  // the core holds it; its recv() will fail it
+    // The core holds it and its recv() will fail it; once recv() came, the message is ours.
+    parked = rx_ == Rx::ParseWait && !rx_recv_called_;
     if (!parked) {
       rx = rx_msg_;
       rx_msg_ = nullptr;

@@ -88,6 +88,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   bool rx_lnet_hdr();
   bool rx_payload();  // true: the payload is complete
   void rx_done();
+  void resume_rx();  // after the recv() of a message the core held
   void write_some(TxList& done) LNET_REQUIRES(tx_mutex_);
   void want_write(bool on) LNET_REQUIRES(tx_mutex_);
   void set_events();
@@ -150,6 +151,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   std::uint32_t rx_crc_ = 0;
   std::shared_ptr<Conn> rx_hold_ LNET_GUARDED_BY(rx_mutex_);  // keeps us alive while the core holds our message
   Clock::time_point last_rx_;
+  bool rx_more_posted_ = false;  // a turn to take what was read past the per-wake cap is coming
 
   // Send side.
   Mutex tx_mutex_;

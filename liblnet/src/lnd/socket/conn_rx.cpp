@@ -57,7 +57,7 @@ bool Conn::received(ssize_t& n) {
 // Takes what the socket has, at most kMaxMsgsPerWake messages in one go so that the
 // thread's other connections get their turn. What a read brought beyond that may be all
 // there is (the kernel holds nothing more, so epoll wakes us no more): the rest is taken
-// on the thread's next turn.
+// on the thread's next turn (once: bytes still in the kernel wake us anyway).
 void Conn::process_rx() {
   for (int handled = 0; handled < kMaxMsgsPerWake; ++handled) {
     if (closed()) return;
@@ -72,9 +72,24 @@ void Conn::process_rx() {
       rx_done();
     }
   }
-  if (closed()) return;
+  if (closed() || rx_end_ == rx_beg_ || rx_more_posted_) return;
+  rx_more_posted_ = true;
   auto self = shared_from_this();
-  io_.post([self] { self->process_rx(); });
+  io_.post([self] {
+    self->rx_more_posted_ = false;
+    self->process_rx();
+  });
+}
+
+// The payload of a message the core held, after its recv(): on the I/O thread, so that
+// the receive state changes only there, and the stall timer starts again now (the wait
+// was the core's, not the peer's).
+void Conn::resume_rx() {
+  if (closed()) return;
+  last_rx_ = Clock::now();
+  rx_ = Rx::Payload;
+  set_events();
+  process_rx();
 }
 
 bool Conn::rx_msg_hdr() {
@@ -234,8 +249,7 @@ int Conn::recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t o
       rx_rlen_ = rlen;
       rx_done_ = 0;
       rx_recv_called_ = true;
-      parked = rx_ == Rx::ParseWait;
-      if (parked) rx_ = Rx::Payload;
+      parked = rx_ == Rx::ParseWait;  // resume_rx() takes it up on the I/O thread
     }
   }
   if (dead) {
@@ -249,10 +263,7 @@ int Conn::recv(LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t o
   }
   if (parked) {
     auto self = shared_from_this();
-    io_.post([self] {
-      self->set_events();
-      self->process_rx();
-    });
+    io_.post([self] { self->resume_rx(); });
   }
   return 0;
 }

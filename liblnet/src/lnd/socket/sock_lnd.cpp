@@ -212,14 +212,18 @@ int SocketLnd::listen_locked(NetInterface& ni, SockNi* sni) {
       return 0;
     }
   int fd = socket(sni->ip.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    int err = errno;
+    return fail_startup(ni, -err, std::string("cannot make a listening socket: ") + std::strerror(err));
+  }
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (sni->ip.v6()) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   sockaddr_storage a;
   socklen_t alen = sni->ip.to_sockaddr(a, static_cast<std::uint16_t>(params_.port));
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), alen) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), alen) != 0 || ::listen(fd, params_.accept_backlog) != 0) {
     int err = errno;
-    if (fd >= 0) ::close(fd);
+    ::close(fd);
     return fail_startup(ni, -err,
                         "cannot listen on " + sni->ip.to_string() + " port " + std::to_string(params_.port) + ": " +
                             std::strerror(err));
