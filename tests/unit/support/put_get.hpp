@@ -39,24 +39,23 @@ inline void put_get(Instance& from, Instance& to, Nid to_nid, std::size_t size, 
   td.handler = tlog.handler();
   auto tmd = to.md_attach(*me, td, Unlink::Retain);
   ASSERT_TRUE(tmd) << tmd.message();
-  MdDesc sd;
-  sd.start = src.data();
-  sd.length = size;
-  sd.threshold = 2;
-  sd.handler = ilog.handler();
-  auto smd = from.md_bind(sd, Unlink::Unlink);
+  // The initiator's MD of `buf`: the PUT's source, the GET's sink (two events each).
+  auto bind = [&](std::vector<char>& buf) {
+    MdDesc d;
+    d.start = buf.data();
+    d.length = size;
+    d.threshold = 2;
+    d.handler = ilog.handler();
+    return from.md_bind(d, Unlink::Unlink);
+  };
+  auto smd = bind(src);
   ASSERT_TRUE(smd);
   ASSERT_EQ(from.put(Nid::any(), *smd, AckReq::Ack, ProcessId{to_nid, kPidLustre}, portal, size, 0, 0), 0);
   auto ack = ilog.find(EventType::Ack);
   ASSERT_TRUE(ack) << "no ACK for a " << size << "-byte PUT";
   EXPECT_EQ(ack->mlength, size);
   EXPECT_EQ(std::memcmp(target.data(), src.data(), size), 0) << size;
-  MdDesc gd;
-  gd.start = sink.data();
-  gd.length = size;
-  gd.threshold = 2;
-  gd.handler = ilog.handler();
-  auto gmd = from.md_bind(gd, Unlink::Unlink);
+  auto gmd = bind(sink);
   ASSERT_TRUE(gmd);
   ASSERT_EQ(from.get(Nid::any(), *gmd, ProcessId{to_nid, kPidLustre}, portal, size, 0), 0);
   auto reply = ilog.find(EventType::Reply);
