@@ -116,11 +116,13 @@ class FakeProvider final : public Provider {
     if (remote_write) mr.rkey = f_->next_key++;
     std::uint64_t id = next_mr_++;
     mrs_[id] = mr;
+    ++f_->stats.regs;
+    ++f_->stats.live_mrs;
     return MemoryRegion{id, mr.lkey, mr.rkey};
   }
   void dereg(const MemoryRegion& mr) override {
     std::lock_guard g(f_->m);
-    mrs_.erase(mr.id);
+    f_->stats.live_mrs -= mrs_.erase(mr.id);
   }
   Status post_recv(EndpointId ep, const Sge& sge, std::uint64_t wr_id) override;
   Status post_send(EndpointId ep, const Sge& sge, std::uint64_t wr_id) override {

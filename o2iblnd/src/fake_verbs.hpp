@@ -43,7 +43,8 @@ class FakeFabric {
   // ---- what crossed
   struct Stats {
     std::uint64_t connects = 0, sends = 0, writes = 0, write_bytes = 0, rnr = 0, remote_access = 0;
-    QpAttrs last_qp;  // what the last connect or accept asked of its queue pair
+    std::uint64_t regs = 0, live_mrs = 0;  // memory registrations made, and not yet dropped
+    QpAttrs last_qp;                       // what the last connect or accept asked of its queue pair
   };
   Stats stats() const;
 

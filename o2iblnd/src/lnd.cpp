@@ -28,6 +28,9 @@ const EnvVar kRetryCountVar{"LNET_O2IB_RETRY_COUNT", "5",
                             "listener before giving up (0..7)"};
 const EnvVar kRnrRetryCountVar{"LNET_O2IB_RNR_RETRY_COUNT", "6",
                                "o2ib: retries of a send the peer had no receive posted for (0..7; 7: without end)"};
+// Ours (ko2iblnd maps kernel pages per transfer and has no such cache).
+const EnvVar kRegCacheVar{"LNET_O2IB_REG_CACHE_MB", "1024",
+                          "o2ib: MiB of idle memory registrations kept for reuse (0: register per transfer)"};
 
 // The module parameters into `p`; a failure names the variable and its bad value.
 Status module_params(NetParams& p) {
@@ -41,11 +44,14 @@ Status module_params(NetParams& p) {
   if (!retry) return retry.failure();
   auto rnr = kRnrRetryCountVar.number(0, 7);
   if (!rnr) return rnr.failure();
+  auto cache_mb = kRegCacheVar.number(0, 1 << 20);
+  if (!cache_mb) return cache_mb.failure();
   p.service = static_cast<std::uint16_t>(*service);
   p.keepalive = static_cast<int>(*keepalive);
   p.cksum = *cksum;
   p.retry_count = static_cast<int>(*retry);
   p.rnr_retry_count = static_cast<int>(*rnr);
+  p.reg_cache = static_cast<std::size_t>(*cache_mb) << 20;
   return {};
 }
 
@@ -170,7 +176,7 @@ std::vector<std::pair<std::string, std::uint64_t>> O2ibLnd::counters() const {
   MutexLock g(mutex_);
   std::vector<std::pair<std::string, std::uint64_t>> sum;
   for (const Net* n : nets_) {
-    auto c = counter_list(n->counters());
+    auto c = counter_list(n->counters(), n->cache_stats());
     if (sum.empty()) {
       sum = std::move(c);
       continue;

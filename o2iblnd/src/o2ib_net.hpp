@@ -27,6 +27,7 @@
 
 #include "credits.hpp"
 #include "handshake.hpp"
+#include "reg_cache.hpp"
 #include "verbs.hpp"
 
 namespace lnet::o2ib {
@@ -48,8 +49,9 @@ struct NetParams {
   int keepalive = 100;  // seconds of silence before a NOOP (0: never)
   bool cksum = false;   // checksum the messages we send
   std::uint16_t service = kService;
-  int retry_count = 5;      // transport retries; connects refused for want of a listener
-  int rnr_retry_count = 6;  // retries of a send the peer had no receive for (7: no end)
+  int retry_count = 5;                           // transport retries; connects refused for want of a listener
+  int rnr_retry_count = 6;                       // retries of a send the peer had no receive for (7: no end)
+  std::size_t reg_cache = std::size_t{1} << 30;  // bytes of idle cached registrations (0: no cache)
 };
 
 // A registered bounce buffer, for a sink of several fragments (one key, one fragment).
@@ -87,8 +89,10 @@ struct Tx {
   int sending = 0;              // work requests posted and not completed
   bool waiting = false;         // for the peer's reply (PUT_ACK/NAK, PUT_DONE, GET_DONE)
   Clock::time_point deadline{};
-  // The message's memory registered for this transfer, dropped when done.
+  // The message's memory registered for this transfer, dropped when done, and the cached
+  // registrations it holds (reg_cache.hpp), given back when done.
   std::vector<MemoryRegion> mrs;
+  std::vector<RegCache::Entry*> cached;
   // RDMA writes posted before the message (PUT_DONE, GET_DONE): local piece, remote address.
   std::uint32_t rd_key = 0;
   std::vector<Sge> wsge;
@@ -178,9 +182,11 @@ class Net {
 
   struct Counters {
     std::atomic<std::uint64_t> conns_established{0}, conns_closed{0}, conns_rejected{0}, connect_failed{0},
-        bad_messages{0}, timeouts{0}, immediate{0}, rdma_put{0}, rdma_get{0}, rdma_bytes{0}, noops{0}, naks{0};
+        bad_messages{0}, timeouts{0}, immediate{0}, rdma_put{0}, rdma_get{0}, rdma_bytes{0}, noops{0}, naks{0},
+        registrations{0};  // made for one transfer (the cache's misses are added to them)
   };
   const Counters& counters() const { return n_; }
+  RegCache::Stats cache_stats() const { return cache_.stats(); }
 
  private:
   // ---- progress (progress.cpp)
@@ -189,6 +195,7 @@ class Net {
   void close_all(Done& done);
   void request_dial(Peer& p);  // p.mutex held
   void tick(Clock::time_point now, Done& done);
+  void sweep_registrations();
   void check_conn(Conn& c, Clock::time_point now, Done& done);
   void on_completion(const Completion& c, Done& done);
   void on_tx_completion(Tx* tx, bool write, const Completion& wc, Done& done);
@@ -222,9 +229,12 @@ class Net {
   void tx_finish(Tx* tx, Done& done);
   void tx_fail(Tx* tx, int rc, HealthStatus h, Done& done);
   Tx* take_waiting(Conn& c, std::uint64_t cookie);
-  Status make_sink(Tx* tx, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t len, std::uint32_t& key,
-                   RdmaFrag& frag);
-  Status add_writes(Tx* tx, const Msg& rd, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t len);
+  Result<MemoryRegion> reg_for(Tx* tx, std::uint64_t memory, const iovec& frag, void* at, std::size_t len,
+                               bool remote_write);
+  Status make_sink(Tx* tx, const LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
+                   std::uint32_t len, std::uint32_t& key, RdmaFrag& frag);
+  Status add_writes(Tx* tx, const LndMessage* msg, const Msg& rd, const iovec* iov, unsigned niov, std::uint32_t offset,
+                    std::uint32_t len);
   Tx* completion_tx(Peer& p, MsgType type, std::uint64_t cookie, std::int32_t status);
 
   // ---- messages in (rx.cpp); the peer's mutex held but for on_rx_completion
@@ -243,6 +253,7 @@ class Net {
   std::unique_ptr<Provider> dev_;
   std::uint32_t ip_;
   NetParams p_;
+  RegCache cache_;
   LocalNi me_;
   std::atomic<int> timeout_;
 
@@ -269,7 +280,7 @@ class Net {
 };
 
 // The counters in `lnetctl stats show`'s order.
-std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n);
+std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n, const RegCache::Stats& cache);
 
 // The driver: an Lnd whose NIs are Nets.
 class O2ibLnd final : public Lnd {

@@ -28,7 +28,7 @@ std::uint64_t incarnation_now() {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n) {
+std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n, const RegCache::Stats& cache) {
   auto v = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   return {{"conns_established", v(n.conns_established)},
           {"conns_closed", v(n.conns_closed)},
@@ -41,11 +41,14 @@ std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Count
           {"rdma_get", v(n.rdma_get)},
           {"rdma_bytes", v(n.rdma_bytes)},
           {"noops", v(n.noops)},
-          {"naks", v(n.naks)}};
+          {"naks", v(n.naks)},
+          {"registrations", v(n.registrations) + cache.misses},
+          {"reg_cache_hits", cache.hits},
+          {"reg_cache_entries", cache.entries}};
 }
 
 Net::Net(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, const NetParams& p)
-    : ni_(ni), host_(*ni.host), dev_(std::move(dev)), ip_(ip), p_(p), timeout_(p.timeout) {
+    : ni_(ni), host_(*ni.host), dev_(std::move(dev)), ip_(ip), p_(p), cache_(*dev_, p.reg_cache), timeout_(p.timeout) {
   me_.nid = ni.nid.value();
   me_.incarnation = incarnation_now();
   me_.queue_depth = static_cast<std::uint16_t>(p.queue_depth);
@@ -133,6 +136,7 @@ void Net::stop() {
     bounces_.clear();
     free_bounce_ = nullptr;
   }
+  cache_.clear();
   dev_->dereg(tx_mr_);
   dev_.reset();
 }
@@ -145,7 +149,8 @@ void Net::thread_main() {
   Completion wc[32];
   std::vector<Peer*> dials;
   for (;;) {
-    bool busy = nconns_.load(std::memory_order_relaxed) > 0;
+    // Ticks while connections exist, or registrations of MDs that may go.
+    bool busy = nconns_.load(std::memory_order_relaxed) > 0 || cache_.holds_md_memory();
     epoll_event ev[2];
     int wait_ms = closing ? 100 : busy ? 1000 : -1;
     (void)::epoll_wait(epfd_, ev, 2, wait_ms);
@@ -172,6 +177,7 @@ void Net::thread_main() {
     deliver(done);
     auto now = Clock::now();
     if (now >= next_tick || closing) {
+      sweep_registrations();
       tick(now, done);
       deliver(done);
       next_tick = now + kTick;
@@ -256,6 +262,13 @@ void Net::tick(Clock::time_point now, Done& done) {
   }
 }
 
+// Cached registrations of memory the host says is gone (an MD unlinked) are dropped: they
+// would pin pages the application may free (asked with no lock of ours held).
+void Net::sweep_registrations() {
+  for (std::uint64_t m : cache_.idle_memories())
+    if (!host_.memory_alive(m)) cache_.drop_memory(m);
+}
+
 // An established connection at a tick: a message past its deadline closes it; a silent
 // one gets a NOOP (keepalive).
 void Net::check_conn(Conn& c, Clock::time_point now, Done& done) {
@@ -280,17 +293,22 @@ void Net::deliver(Done& done) {
   for (const auto& [nid, up] : done.notices) host_.notify_peer(ni_, nid, up);
   done.notices.clear();
   while (Tx* tx = done.txs.pop_front()) {
-    if (tx->msg) {
-      if (tx->status < 0) tx->msg->health = tx->health;
-      host_.finalize(tx->msg, tx->status);
+    LndMessage* msg = tx->msg;
+    LndMessage* reply = tx->reply;
+    int status = tx->status, reply_rc = tx->reply_rc;
+    HealthStatus health = tx->health;
+    std::uint32_t reply_len = tx->reply_len;
+    put_tx(tx);  // its memory let go before the host hears: the MD may go next
+    if (msg) {
+      if (status < 0) msg->health = health;
+      host_.finalize(msg, status);
     }
-    if (tx->reply) {
-      int rc = tx->status < 0 ? tx->status : tx->reply_rc;
-      if (rc == 0) host_.set_reply_length(*tx->reply, tx->reply_len);
-      if (rc < 0) tx->reply->health = rc == -ENODATA ? HealthStatus::Ok : tx->health;
-      host_.finalize(tx->reply, rc);
+    if (reply) {
+      int rc = status < 0 ? status : reply_rc;
+      if (rc == 0) host_.set_reply_length(*reply, reply_len);
+      if (rc < 0) reply->health = rc == -ENODATA ? HealthStatus::Ok : health;
+      host_.finalize(reply, rc);
     }
-    put_tx(tx);
   }
 }
 

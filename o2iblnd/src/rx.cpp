@@ -139,7 +139,7 @@ void Net::put_ack(Conn& c, Tx* req, const Msg& m) {
   tx->peer = c.peer;
   tx->msg = msg;
   Status s = nob > msg->len ? Status(Failure{-EPROTO, "the sink asks for more than the PUT has"})
-                            : add_writes(tx, m, msg->iov, msg->niov, msg->offset, nob);
+                            : add_writes(tx, msg, m, msg->iov, msg->niov, msg->offset, nob);
   if (!s) {
     LNET_LOG(Warn, kLogLnd, "o2ib: PUT to %s: %s", c.peer->nid.to_string().c_str(), s.message().c_str());
     tx->wsge.clear();
@@ -249,7 +249,7 @@ Tx* Net::sink_for_put(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, 
   tx->peer = c.peer;
   RdmaFrag frag;
   std::uint32_t key = 0;
-  if (Status s = make_sink(tx, iov, niov, offset, mlen, key, frag); !s) {
+  if (Status s = make_sink(tx, msg, iov, niov, offset, mlen, key, frag); !s) {
     LNET_LOG(Warn, kLogLnd, "o2ib: PUT from %s: %s", c.peer->nid.to_string().c_str(), s.message().c_str());
     put_tx(tx);
     rc = s.code();
@@ -274,7 +274,7 @@ Tx* Net::reply_for_get(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov,
   tx->msg = msg;
   std::int32_t status = static_cast<std::int32_t>(mlen);
   if (mlen > 0) {
-    if (Status s = add_writes(tx, m, iov, niov, offset, mlen); !s) {
+    if (Status s = add_writes(tx, msg, m, iov, niov, offset, mlen); !s) {
       LNET_LOG(Warn, kLogLnd, "o2ib: REPLY to %s: %s", c.peer->nid.to_string().c_str(), s.message().c_str());
       tx->wsge.clear();
       tx->wraddr.clear();

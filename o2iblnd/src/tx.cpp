@@ -3,7 +3,8 @@
 // sink's PUT_ACK names where) or a GET_REQ (naming the sink the target writes the REPLY
 // into); queued on the peer until a connection is up, on the connection until credits
 // allow, posted with the credits we owe the peer. Message memory is registered for the
-// transfer; a sink of several fragments goes through a registered bounce buffer.
+// transfer, or taken from the registration cache when it outlives the message; a sink of
+// several fragments goes through a registered bounce buffer.
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -36,6 +37,7 @@ Tx* Net::get_tx() {
   tx->waiting = false;
   tx->deadline = Clock::now() + std::chrono::seconds(timeout());
   tx->mrs.clear();
+  tx->cached.clear();
   tx->rd_key = 0;
   tx->wsge.clear();
   tx->wraddr.clear();
@@ -50,6 +52,8 @@ Tx* Net::get_tx() {
 void Net::put_tx(Tx* tx) {
   for (const MemoryRegion& mr : tx->mrs) dev_->dereg(mr);
   tx->mrs.clear();
+  for (RegCache::Entry* e : tx->cached) cache_.put(e);
+  tx->cached.clear();
   if (tx->bounce) put_bounce(std::exchange(tx->bounce, nullptr));
   MutexLock g(tx_mutex_);
   tx->busy = false;
@@ -139,7 +143,7 @@ Status Net::build(Tx* tx, LndMessage& msg) {
   if (tx->reply) {
     RdmaFrag frag;
     std::uint32_t key = 0;
-    if (Status s = make_sink(tx, msg.iov, msg.niov, msg.offset, h.msg.get.sink_length, key, frag); !s) return s;
+    if (Status s = make_sink(tx, &msg, msg.iov, msg.niov, msg.offset, h.msg.get.sink_length, key, frag); !s) return s;
     tx->type = MsgType::GetReq;
     tx->cookie = next_cookie_.fetch_add(1, std::memory_order_relaxed);
     tx->nob = static_cast<std::uint32_t>(put_get_req(buf, h, tx->cookie, key, {&frag, 1}));
@@ -278,10 +282,27 @@ Tx* Net::take_waiting(Conn& c, std::uint64_t cookie) {
   return nullptr;
 }
 
+// A registration holding `len` bytes at `at` in the fragment `frag` of the message's
+// memory, held by tx until it ends: the cached one of the whole fragment when that memory
+// outlives the message (and the cache takes it), else one made for this transfer.
+Result<MemoryRegion> Net::reg_for(Tx* tx, std::uint64_t memory, const iovec& frag, void* at, std::size_t len,
+                                  bool remote_write) {
+  if (memory != 0 && cache_.takes(frag.iov_len)) {
+    auto e = cache_.get(memory, frag, remote_write);
+    if (!e) return e.failure();
+    tx->cached.push_back(*e);
+    return RegCache::region(*e);
+  }
+  n_.registrations.fetch_add(1, std::memory_order_relaxed);
+  auto mr = dev_->reg(at, len, remote_write);
+  if (mr) tx->mrs.push_back(*mr);
+  return mr;
+}
+
 // Where the peer writes `len` bytes for this message: the fragment itself when one holds
 // them (registered for remote writes), else a bounce buffer copied out on arrival.
-Status Net::make_sink(Tx* tx, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t len,
-                      std::uint32_t& key, RdmaFrag& frag) {
+Status Net::make_sink(Tx* tx, const LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
+                      std::uint32_t len, std::uint32_t& key, RdmaFrag& frag) {
   tx->sink_iov = iov;
   tx->sink_niov = niov;
   tx->sink_offset = offset;
@@ -291,9 +312,8 @@ Status Net::make_sink(Tx* tx, const iovec* iov, unsigned niov, std::uint32_t off
   while (i < niov && off >= iov[i].iov_len) off -= iov[i++].iov_len;
   if (i < niov && iov[i].iov_len - off >= len) {
     auto* at = static_cast<std::uint8_t*>(iov[i].iov_base) + off;
-    auto mr = dev_->reg(at, len, true);
+    auto mr = reg_for(tx, msg ? msg->memory : 0, iov[i], at, len, true);
     if (!mr) return Failure{mr.code(), "registering a sink of " + std::to_string(len) + " bytes: " + mr.message()};
-    tx->mrs.push_back(*mr);
     key = mr->rkey;
     frag = RdmaFrag{len, reinterpret_cast<std::uint64_t>(at)};
     return {};
@@ -308,8 +328,8 @@ Status Net::make_sink(Tx* tx, const iovec* iov, unsigned niov, std::uint32_t off
 
 // The RDMA writes that move `len` bytes of the fragments from `offset` into the peer's
 // descriptor (tx->rd_key, `rd`): one per piece where a local fragment meets a remote one.
-Status Net::add_writes(Tx* tx, const Msg& rd, const iovec* iov, unsigned niov, std::uint32_t offset,
-                       std::uint32_t len) {
+Status Net::add_writes(Tx* tx, const LndMessage* msg, const Msg& rd, const iovec* iov, unsigned niov,
+                       std::uint32_t offset, std::uint32_t len) {
   tx->rd_key = rd.rd_key;
   std::uint32_t ri = 0, roff = 0;
   unsigned i = 0;
@@ -319,9 +339,8 @@ Status Net::add_writes(Tx* tx, const Msg& rd, const iovec* iov, unsigned niov, s
     if (i >= niov) return Failure{-EPROTO, "the message has fewer bytes than it says"};
     auto* at = static_cast<std::uint8_t*>(iov[i].iov_base) + off;
     auto n = static_cast<std::uint32_t>(std::min<std::size_t>(iov[i].iov_len - off, left));
-    auto mr = dev_->reg(at, n, false);
+    auto mr = reg_for(tx, msg ? msg->memory : 0, iov[i], at, n, false);
     if (!mr) return Failure{mr.code(), "registering " + std::to_string(n) + " bytes: " + mr.message()};
-    tx->mrs.push_back(*mr);
     for (std::uint32_t done = 0; done < n;) {
       if (ri >= rd.rd_nfrags) return Failure{-EMSGSIZE, "the peer's descriptor is too small for the message"};
       RdmaFrag f = rd.frag(ri);

@@ -118,6 +118,7 @@ void Core::complete(portals::Delivery* d) {
     msg->target = src;
     msg->iov = nullptr;
     msg->niov = 0;
+    msg->memory = 0;
     msg->offset = msg->len = 0;
     Header& h = msg->hdr;
     h.type = MsgType::Ack;

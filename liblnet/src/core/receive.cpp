@@ -105,6 +105,7 @@ int Core::parse_received(Ni& ni, const Header& hdr, Nid from, void* lnd_private,
 void Core::lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset,
                     std::uint32_t mlen, std::uint32_t rlen) {
   Ni* ni = msg->rxni;
+  msg->memory = msg->md ? msg->md->memory() : 0;
   int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, delayed || msg->rx_delayed, iov, niov, offset, mlen, rlen);
   if (rc < 0) {
     msg->health = HealthStatus::LocalError;
@@ -186,6 +187,7 @@ void Core::parse_get(Message* msg) {
   msg->target = ProcessId{src_nid, src_pid};
   msg->iov = md->iov;
   msg->niov = md->niov;
+  msg->memory = md->memory();
   msg->offset = msg->ev.offset;
   msg->len = msg->ev.mlength;
   Header& h = msg->hdr;
@@ -236,6 +238,10 @@ void Core::note_ping_rtt(Message* msg) {
   if (ni && ni != st_.lo_ni) ni->rtt.add(us);
   MutexLock g(st_.locks[st_.cpts.of_nid(target)]);
   if (PeerNi* lpni = st_.peers.find(target)) lpni->rtt.add(us);
+}
+
+bool Core::memory_alive(std::uint64_t memory) const {
+  return memory == kHostMemory || (memory != 0 && portals_.md_alive(memory));
 }
 
 LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {

@@ -30,6 +30,7 @@ Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId 
   if (track) health_.wake();
   msg->iov = msg->md->iov;  // the MD does not change while the message holds it
   msg->niov = msg->md->niov;
+  msg->memory = msg->md->memory();
   msg->offset = 0;
   msg->len = msg->md->length;
   msg->hdr.type = type;

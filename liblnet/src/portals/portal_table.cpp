@@ -131,6 +131,7 @@ void PortalTable::fill_md(LibMd* md, const MdDesc& d, Unlink unlink) {
   md->offset = 0;
   md->max_size = d.max_size;
   md->threshold = d.threshold;
+  md->lasting = d.threshold == kMdThreshInf;
   md->options = d.options;
   md->user_ptr = d.user_ptr;
   md->handler = d.handler;
@@ -551,6 +552,14 @@ void PortalTable::clear_all(DeliveryQueue& dropped, Completer& c) {
     for (std::uint64_t c1 : mes) (void)me_unlink(MeHandle{c1}, c);
     for (std::uint64_t c2 : mds) (void)md_unlink(MdHandle{c2}, c);
   }
+}
+
+bool PortalTable::md_alive(std::uint64_t cookie) const {
+  unsigned cpt = cookie_cpt(cookie);
+  if (!cookie_is(cookie, HandleType::Md) || cpt >= cpts_.count()) return false;
+  Res& r = res_[cpt];
+  MutexLock g(r.lock);
+  return r.handles.lookup(cookie, HandleType::Md) != nullptr;
 }
 
 std::size_t PortalTable::live_mds() const {

@@ -139,6 +139,7 @@ bool Router::take_resources_locked(Message* msg) {
 void Router::recv(Message* msg) {
   std::uint32_t len = msg->hdr.payload_length;
   Ni* ni = msg->rxni;
+  msg->memory = kHostMemory;  // router buffers live as long as the host
   int rc = ni->lnd->recv(*ni, msg->lnd_private, msg, msg->rx_delayed, &msg->rtrbuf->iov, 1, 0, len, len);
   if (rc < 0) {
     msg->health = HealthStatus::LocalError;
@@ -166,6 +167,7 @@ void Router::forward_received(Message* msg) {
   msg->sending = true;
   msg->iov = &msg->rtrbuf->iov;
   msg->niov = 1;
+  msg->memory = kHostMemory;
   msg->offset = 0;
   msg->len = msg->hdr.payload_length;
   if (int rc = host_.send(Nid::any(), msg, msg->hdr.dest_nid)) {

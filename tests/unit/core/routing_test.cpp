@@ -19,6 +19,7 @@ namespace {
 
 using test::EventLog;
 using test::Fabric;
+using test::SentRecord;
 
 Nid gni(std::uint32_t a, unsigned net = 0) { return Nid::make(NetId::make(kGniLnd, net), a); }
 NetId gninet(unsigned n) { return NetId::make(kGniLnd, n); }
@@ -101,6 +102,45 @@ TEST_F(Routing, PutAndGetThroughTheRouter) {
   EXPECT_EQ(reply->mlength, 5000u);
   EXPECT_EQ(std::string(back.begin(), back.end()), std::string(5000, 'r'));
   for (auto* i : {&a, &r, &b}) EXPECT_EQ(test::settled_msgs_alloc(**i), 0u);
+}
+
+// What a driver may cache for a message's memory (LndMessage::memory): an MD that takes any
+// number of operations names itself until it is unlinked; one that ends with its message
+// names nothing; a forwarded message names the router's buffers, alive as long as it.
+TEST_F(Routing, MessagesSayWhoKeepsTheirMemory) {
+  Fabric::instance().clear_sent();
+  put("once");  // threshold 2: ends with its ACK
+  ASSERT_TRUE(alog.find(EventType::Ack));
+  std::string lasting(3000, 'l');
+  MdDesc d;
+  d.start = lasting.data();
+  d.length = lasting.size();
+  d.handler = alog.handler();
+  auto md = a->md_bind(d, Unlink::Retain);
+  ASSERT_TRUE(md);
+  ASSERT_EQ(a->put(Nid::any(), *md, AckReq::Ack, ProcessId{gni(4, 1), kPidLustre}, kPortal, 1, 0, 0), 0);
+  ASSERT_EQ(alog.wait(EventType::Ack, 2), 2u);
+  ASSERT_EQ(alog.wait(EventType::Send, 2), 2u);  // the MD is idle: unlinking retires it
+  std::vector<SentRecord> from_a, forwarded;
+  for (const SentRecord& s : Fabric::instance().sent()) {
+    if (s.type != MsgType::Put || s.hdr.msg.put.ptl_index != kPortal) continue;
+    if (s.src == gni(1)) from_a.push_back(s);
+    if (s.src == gni(3, 1)) forwarded.push_back(s);
+  }
+  ASSERT_EQ(from_a.size(), 2u);
+  EXPECT_EQ(from_a[0].memory, 0u);
+  EXPECT_NE(from_a[1].memory, 0u);
+  EXPECT_TRUE(from_a[1].memory_alive);
+  ASSERT_EQ(forwarded.size(), 2u);
+  for (const SentRecord& s : forwarded) {
+    EXPECT_EQ(s.memory, kHostMemory);
+    EXPECT_TRUE(s.memory_alive);
+  }
+  EXPECT_TRUE(Fabric::instance().memory_alive(gni(1), from_a[1].memory));
+  ASSERT_EQ(a->md_unlink(*md), 0);
+  EXPECT_FALSE(Fabric::instance().memory_alive(gni(1), from_a[1].memory)) << "an unlinked MD's memory may be freed";
+  EXPECT_FALSE(Fabric::instance().memory_alive(gni(1), 0));
+  EXPECT_TRUE(Fabric::instance().memory_alive(gni(3, 1), kHostMemory));
 }
 
 TEST_F(Routing, PingAcrossTheRouter) {

@@ -91,6 +91,16 @@ std::vector<SentRecord> Fabric::sent() {
   return sent_;
 }
 
+bool Fabric::memory_alive(Nid nid, std::uint64_t memory) {
+  NetInterface* ni = nullptr;
+  {
+    std::lock_guard g(mutex_);
+    auto it = nis_.find(nid);
+    if (it != nis_.end()) ni = it->second;
+  }
+  return ni && ni->host->memory_alive(memory);
+}
+
 void Fabric::clear_sent() {
   std::lock_guard g(mutex_);
   sent_.clear();
@@ -127,7 +137,7 @@ void Fabric::link(Nid nid, bool up) {
 int Fabric::send(NetInterface& ni, LndMessage& msg) {
   {
     std::unique_lock g(mutex_);
-    sent_.push_back({ni.nid, msg.next_hop, msg.hdr.type, msg.hdr});
+    sent_.push_back({ni.nid, msg.next_hop, msg.hdr.type, msg.hdr, msg.memory, ni.host->memory_alive(msg.memory)});
     auto f = failing_.find(ni.nid);
     if (f == failing_.end()) f = failing_.find(msg.next_hop);
     if (f != failing_.end()) {

@@ -21,7 +21,9 @@ struct SentRecord {
   Nid src;       // the local NI it left from
   Nid next_hop;  // the peer NI it went to
   MsgType type;
-  Header hdr;  // as sent
+  Header hdr;                 // as sent
+  std::uint64_t memory = 0;   // LndMessage::memory
+  bool memory_alive = false;  // what the sending host said of it then
 };
 
 class Fabric {
@@ -35,6 +37,8 @@ class Fabric {
   bool deliver_one();  // the oldest held send; false if none
   void deliver_all();
   std::vector<SentRecord> sent();
+  // What the host of the NI `nid` says now of a message's memory (LndHost::memory_alive).
+  bool memory_alive(Nid nid, std::uint64_t memory);
   void clear_sent();
   // Hands `hdr` (+ payload) to the NI `dst` as if it came from `from`. Returns parse()'s result.
   int inject(Nid dst, const Header& hdr, Nid from, std::vector<std::uint8_t> payload = {});

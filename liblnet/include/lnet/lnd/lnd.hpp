@@ -52,9 +52,18 @@ struct LndMessage {
   unsigned niov = 0;
   std::uint32_t offset = 0;
   std::uint32_t len = 0;
+  // Who keeps the fragments' memory beyond this message: 0, only the message (it may be
+  // freed once the message is finalized); else an id that LndHost::memory_alive()
+  // answers for (an MD's handle that takes any number of operations, kHostMemory for the
+  // host's router buffers). The memory of iov stays as it is while memory_alive(memory)
+  // says so, so a driver may keep what it made for it (an RDMA registration) until then.
+  std::uint64_t memory = 0;
   // Set by the driver before finalizing a failed message.
   HealthStatus health = HealthStatus::Ok;
 };
+
+// LndMessage::memory of the host's router buffers: alive as long as the host.
+inline constexpr std::uint64_t kHostMemory = ~std::uint64_t{3};
 
 class LndHost;
 class Lnd;
@@ -130,6 +139,13 @@ class LndHost {
   // Large NIDs (lnet configure --large): an NI given an interface takes its IPv6 address
   // before its IPv4 one.
   virtual bool large_nids() const { return false; }
+  // Whether the memory a message named (LndMessage::memory) is still as it was: false
+  // once it may be freed (its MD unlinked and retired), and for 0. A driver that keeps
+  // something made for that memory asks now and then, and drops it once this says false.
+  virtual bool memory_alive(std::uint64_t memory) const {
+    (void)memory;
+    return false;
+  }
 
   // Optimised GET, initiator side: a driver that has the target move the REPLY payload
   // straight into the sink calls this while sending `get` (not forwarded: hdr.src_nid is

@@ -97,6 +97,7 @@ class Core final : public LndHost,
   void link_state(NetInterface& ni, bool up) override;
   int lnd_timeout() const override;
   bool large_nids() const override { return st_.large_nids.load(std::memory_order_relaxed); }
+  bool memory_alive(std::uint64_t memory) const override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
 

@@ -46,9 +46,13 @@ struct LibMd {
   // using it that ends well reports -ETIMEDOUT all the same.
   bool aborted = false;
   bool on_portal = false;   // made by MDAttach: never takes ACK/REPLY
+  bool lasting = false;     // made with kMdThreshInf: its memory serves operation after operation
   bool dead = false;        // handle gone; freed when the last delivery ends
   bool delivering = false;  // a thread is running this MD's event sink
   Fifo<Delivery> deferred;  // finalized messages whose event waits
+  // What a message using it tells drivers of its memory (LndMessage::memory): its handle
+  // when it is lasting (PortalTable::md_alive answers for it), else 0.
+  std::uint64_t memory() const { return lasting ? cookie : 0; }
   LibMd* next_free = nullptr;
 
   // Response tracking: the ACK or REPLY this MD awaits until rsp_deadline

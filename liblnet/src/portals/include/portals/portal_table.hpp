@@ -87,6 +87,9 @@ class PortalTable {
   // Unlinks every ME and MD (shutdown); waiting messages are returned to be dropped.
   void clear_all(DeliveryQueue& dropped, Completer& c);
 
+  // Whether the MD of that handle still exists (not yet retired: its memory is still the
+  // MD's).
+  bool md_alive(std::uint64_t cookie) const;
   std::size_t live_mds() const;
   std::size_t live_mes() const;
 
