@@ -50,6 +50,7 @@ struct FakeFabric::Impl {
   std::set<std::pair<std::uint32_t, std::uint16_t>> listeners;
   std::set<std::pair<std::uint32_t, std::uint32_t>> down;
   std::map<std::uint32_t, WcStatus> fail;
+  std::map<std::uint32_t, unsigned> fail_regs;  // registrations of that device still to refuse
   EndpointId next_ep = 1;
   std::uint32_t next_key = 0x100;
   bool holding = false;
@@ -112,6 +113,10 @@ class FakeProvider final : public Provider {
   }
   Result<MemoryRegion> reg(void* addr, std::size_t len, bool remote_write) override {
     std::lock_guard g(f_->m);
+    if (auto it = f_->fail_regs.find(ip_); it != f_->fail_regs.end() && it->second > 0) {
+      --it->second;
+      return Failure{-ENOMEM, "cannot pin " + std::to_string(len) + " bytes (locked memory limit)"};
+    }
     Mr mr{reinterpret_cast<std::uintptr_t>(addr), len, f_->next_key++, 0};
     if (remote_write) mr.rkey = f_->next_key++;
     std::uint64_t id = next_mr_++;
@@ -412,6 +417,11 @@ void FakeFabric::set_link(std::uint32_t a, std::uint32_t b, bool up) {
     impl_->down.erase(key);
   else
     impl_->down.insert(key);
+}
+
+void FakeFabric::fail_registrations(std::uint32_t ip, unsigned n) {
+  std::lock_guard g(impl_->m);
+  impl_->fail_regs[ip] = n;
 }
 
 void FakeFabric::fail_next(std::uint32_t ip, WcStatus status) {

@@ -31,6 +31,8 @@ class FakeFabric {
   void set_link(std::uint32_t a, std::uint32_t b, bool up);
   // The next send or write posted from `ip` completes with `status` (the connection breaks).
   void fail_next(std::uint32_t ip, WcStatus status);
+  // The next `n` registrations on `ip`'s device fail (-ENOMEM: as past a locked-memory limit).
+  void fail_registrations(std::uint32_t ip, unsigned n);
   // While held, sends and writes wait on the wire (in order) until delivered; the memory
   // they read is read at delivery, as a device reads it when it gets to the work.
   void hold(bool on);

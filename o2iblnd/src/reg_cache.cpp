@@ -14,8 +14,8 @@ RegCache::~RegCache() {
 
 const MemoryRegion& RegCache::region(const Entry* e) { return e->mr; }
 
-Result<RegCache::Entry*> RegCache::get(std::uint64_t memory, const iovec& frag, bool remote_write) {
-  Key key{memory, reinterpret_cast<std::uintptr_t>(frag.iov_base), frag.iov_len, remote_write};
+Result<RegCache::Entry*> RegCache::get(std::uint64_t memory, const iovec& frag) {
+  Key key{memory, reinterpret_cast<std::uintptr_t>(frag.iov_base), frag.iov_len};
   {
     MutexLock g(mutex_);
     if (auto it = entries_.find(key); it != entries_.end()) {
@@ -25,7 +25,7 @@ Result<RegCache::Entry*> RegCache::get(std::uint64_t memory, const iovec& frag, 
       return e;
     }
   }
-  auto mr = dev_.reg(frag.iov_base, frag.iov_len, remote_write);  // no lock held: it may take a while
+  auto mr = dev_.reg(frag.iov_base, frag.iov_len, false);  // no lock of ours held: it may take a while
   if (!mr) return mr.failure();
   MutexLock g(mutex_);
   auto [it, fresh] = entries_.try_emplace(key);
@@ -74,7 +74,8 @@ void RegCache::erase(Entry* e) {
   unlink_idle(e);
   dev_.dereg(e->mr);
   md_entries_ -= std::get<0>(e->key) != kHostMemory;
-  entries_.erase(e->key);
+  Key key = e->key;  // not the entry's own: erasing destroys it
+  entries_.erase(key);
 }
 
 std::vector<std::uint64_t> RegCache::idle_memories() const {
@@ -89,12 +90,20 @@ std::vector<std::uint64_t> RegCache::idle_memories() const {
 
 void RegCache::drop_memory(std::uint64_t memory) {
   MutexLock g(mutex_);
-  auto it = entries_.lower_bound(Key{memory, 0, 0, false});
+  auto it = entries_.lower_bound(Key{memory, 0, 0});
   while (it != entries_.end() && std::get<0>(it->first) == memory) {
     Entry* e = (it++)->second.get();
     if (e->users > 0) continue;  // its transfer ends first; the next sweep takes it
     ++stats_.dropped;
     erase(e);
+  }
+}
+
+void RegCache::drop_idle() {
+  MutexLock g(mutex_);
+  while (lru_head_) {
+    ++stats_.evicted;
+    erase(lru_head_);
   }
 }
 
@@ -105,7 +114,10 @@ bool RegCache::holds_md_memory() const {
 
 void RegCache::clear() {
   MutexLock g(mutex_);
-  for (auto& [key, e] : entries_) dev_.dereg(e->mr);
+  for (auto& [key, e] : entries_) {
+    assert(e->users == 0);
+    dev_.dereg(e->mr);
+  }
   entries_.clear();
   lru_head_ = lru_tail_ = nullptr;
   md_entries_ = 0;

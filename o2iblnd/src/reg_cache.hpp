@@ -1,9 +1,10 @@
 // Registrations of memory that outlives its messages (LndMessage::memory: an MD that takes
 // operation after operation, the host's router buffers), kept for the transfers that
 // follow (docs/design/o2iblnd.md §2.3). An entry registers one whole fragment of that
-// memory, for remote writes or for local access only; a transfer holds the entries it
-// uses until it ends. Idle entries stay until the idle ones pass `max_idle` bytes (the
-// least recently used go first) or the host says their memory is gone (a sweep).
+// memory for local access only (a source the device reads: no key of it leaves this
+// node); a transfer holds the entries it uses until it ends. Idle entries stay until the
+// idle ones pass `max_idle` bytes (the least recently used go first) or the host says
+// their memory is gone (a sweep).
 //
 // Threads: any; one mutex, held for lookups and deregistrations, never while a
 // registration is made or the host is asked.
@@ -26,7 +27,7 @@
 namespace lnet::o2ib {
 
 class RegCache {
-  using Key = std::tuple<std::uint64_t, std::uintptr_t, std::size_t, bool>;  // memory, address, length, remote
+  using Key = std::tuple<std::uint64_t, std::uintptr_t, std::size_t>;  // memory, address, length
 
  public:
   // One registration (what a transfer holds: region() is all it reads).
@@ -48,7 +49,7 @@ class RegCache {
   bool takes(std::size_t len) const { return len > 0 && len <= max_idle_; }
   // The registration of all of `frag` of `memory` (non-zero), cached or made now; held
   // until put().
-  Result<Entry*> get(std::uint64_t memory, const iovec& frag, bool remote_write);
+  Result<Entry*> get(std::uint64_t memory, const iovec& frag);
   static const MemoryRegion& region(const Entry* e);
   void put(Entry* e);
 
@@ -56,6 +57,9 @@ class RegCache {
   // host about, dropping those it says are gone.
   std::vector<std::uint64_t> idle_memories() const;
   void drop_memory(std::uint64_t memory);
+  // Every idle registration dropped (a registration failed: they may hold the locked
+  // memory it needed).
+  void drop_idle();
   // Whether entries of MD memory exist (sweeps are due while they do).
   bool holds_md_memory() const;
   // Every registration dropped (at stop, none in use).

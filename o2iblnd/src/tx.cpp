@@ -111,9 +111,10 @@ int Net::send(LndMessage& msg) {
   tx->msg = &msg;
   if (Status s = build(tx, msg); !s) {
     LNET_LOG(Warn, kLogLnd, "o2ib: sending to %s: %s", msg.next_hop.to_string().c_str(), s.message().c_str());
-    if (tx->reply) host_.finalize(std::exchange(tx->reply, nullptr), s.code());
+    LndMessage* reply = std::exchange(tx->reply, nullptr);
     tx->msg = nullptr;
-    put_tx(tx);
+    put_tx(tx);  // its memory let go before the host hears
+    if (reply) host_.finalize(reply, s.code());
     return s.code();
   }
   Peer& p = *peer_of(msg.next_hop, true, msg.next_hop.addr());
@@ -283,15 +284,23 @@ Tx* Net::take_waiting(Conn& c, std::uint64_t cookie) {
 }
 
 // A registration holding `len` bytes at `at` in the fragment `frag` of the message's
-// memory, held by tx until it ends: the cached one of the whole fragment when that memory
-// outlives the message (and the cache takes it), else one made for this transfer.
+// memory, held by tx until it ends. A source of memory that outlives the message takes
+// the cached one of its whole fragment (local access only). Anything else, sinks above
+// all, is registered for this transfer over exactly its bytes: the key a peer gets lets
+// it write there and nowhere else, and is gone once the transfer ends.
 Result<MemoryRegion> Net::reg_for(Tx* tx, std::uint64_t memory, const iovec& frag, void* at, std::size_t len,
                                   bool remote_write) {
-  if (memory != 0 && cache_.takes(frag.iov_len)) {
-    auto e = cache_.get(memory, frag, remote_write);
-    if (!e) return e.failure();
-    tx->cached.push_back(*e);
-    return RegCache::region(*e);
+  if (!remote_write && memory != 0 && cache_.takes(frag.iov_len)) {
+    auto e = cache_.get(memory, frag);
+    if (e) {
+      tx->cached.push_back(*e);
+      return RegCache::region(*e);
+    }
+    // The whole fragment could not be (locked memory?): the idle ones go, and this
+    // transfer registers its piece alone.
+    LNET_LOG(Warn, kLogLnd, "o2ib: %s: caching the registration of %zu bytes: %s; registering %zu for the transfer",
+             ni_.nid.to_string().c_str(), frag.iov_len, e.message().c_str(), len);
+    cache_.drop_idle();
   }
   n_.registrations.fetch_add(1, std::memory_order_relaxed);
   auto mr = dev_->reg(at, len, remote_write);

@@ -123,6 +123,9 @@ TEST_F(Routing, MessagesSayWhoKeepsTheirMemory) {
   ASSERT_EQ(alog.wait(EventType::Send, 2), 2u);  // the MD is idle: unlinking retires it
   std::vector<SentRecord> from_a, forwarded;
   for (const SentRecord& s : Fabric::instance().sent()) {
+    if (s.type == MsgType::Ack && s.src == gni(4, 1)) {
+      EXPECT_EQ(s.memory, 0u) << "an ACK carries no memory";
+    }
     if (s.type != MsgType::Put || s.hdr.msg.put.ptl_index != kPortal) continue;
     if (s.src == gni(1)) from_a.push_back(s);
     if (s.src == gni(3, 1)) forwarded.push_back(s);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <lnet/lnet.hpp>
@@ -363,6 +364,66 @@ TEST_F(O2ibRoguePeer, ReplyToNoMessageClosesTheConnection) {
   MsgHeader h = header(MsgType::PutDone, put_completion(slot(0), 12345, 100));
   finish(slot(0), h, false);
   send_and_expect_closed(h.nob);
+}
+
+// The key A's PUT_ACK gives the peer lets it write the sink and nothing more, also when
+// the MD lasts (its memory's registration is cached for sources only): a write past the
+// sink is refused by the device and A's memory beyond it stays as it was.
+TEST_F(O2ibRoguePeer, AWritePastTheSinkIsRefusedAlsoIntoAnMdThatLasts) {
+  constexpr std::size_t kPut = 64 * 1024, kMd = 2 * kPut;
+  std::vector<char> mem(kMd, 'm');
+  test::EventLog log;
+  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  MdDesc d;
+  d.start = mem.data();
+  d.length = kMd;
+  d.options = kMdOpPut;  // threshold infinite
+  d.handler = log.handler();
+  ASSERT_TRUE(a->md_attach(*me, d, Unlink::Retain));
+  ASSERT_TRUE(connect_properly());
+  Header lnet;
+  lnet.type = lnet::MsgType::Put;
+  lnet.dest_nid = nid(kIpA);
+  lnet.src_nid = nid(kIpC);
+  lnet.dest_pid = kPidLustre;
+  lnet.payload_length = kPut;
+  lnet.msg.put.ack_wmd = WireHandle::none();
+  lnet.msg.put.ptl_index = kPortal;
+  MsgHeader h = header(MsgType::PutReq, put_put_req(slot(0), lnet, 5));
+  finish(slot(0), h, false);
+  ASSERT_TRUE(rogue->post_send(ep, Sge{addr(0), h.nob, mr.lkey}, 1));
+  std::optional<Msg> ack;  // A's PUT_ACK, naming the sink
+  for (auto end = std::chrono::steady_clock::now() + 10s; !ack && std::chrono::steady_clock::now() < end;) {
+    Completion wc[8];
+    std::size_t k = rogue->poll(wc);
+    for (std::size_t i = 0; i < k; ++i) {
+      if (wc[i].op != WcOp::Recv || wc[i].status != WcStatus::Success) continue;
+      auto m = unpack({buf.data() + (32 + wc[i].wr_id - 100) * kMsgSize, wc[i].byte_len});
+      if (m && m->h.type == MsgType::PutAck) ack = *m;
+    }
+    if (k == 0) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(ack) << "no PUT_ACK";
+  ASSERT_EQ(ack->rd_nfrags, 1u);
+  RdmaFrag sink = ack->frag(0);
+  EXPECT_EQ(sink.nob, kPut);
+  std::vector<std::uint8_t> src(kPut + 4096, 'x');
+  MemoryRegion smr = rogue->reg(src.data(), src.size(), false).value();
+  Sge sge{reinterpret_cast<std::uint64_t>(src.data()), static_cast<std::uint32_t>(src.size()), smr.lkey};
+  ASSERT_TRUE(rogue->post_write(ep, {&sge, 1}, sink.addr, ack->rd_key, 2));
+  std::optional<Completion> done;
+  for (auto end = std::chrono::steady_clock::now() + 10s; !done && std::chrono::steady_clock::now() < end;) {
+    Completion wc[8];
+    std::size_t k = rogue->poll(wc);
+    for (std::size_t i = 0; i < k; ++i)
+      if (wc[i].wr_id == 2) done = wc[i];
+    if (k == 0) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, WcStatus::RemoteAccess);
+  EXPECT_EQ(std::count(mem.begin() + kPut, mem.end(), 'm'), static_cast<long>(kMd - kPut)) << "written past the sink";
+  rogue->dereg(smr);
 }
 
 }  // namespace
