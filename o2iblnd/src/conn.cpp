@@ -164,7 +164,12 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
   p.known = true;
   p.incarnation = v.peer_stamp;
   p.version = v.version;
-  if (p.conn && p.conn != c) close_conn(*p.conn, -ESTALE, done);  // it connects again: the old one is dead to it
+  // A peer that connects while our connection to it is up: its request crossed ours (its
+  // side keeps one of the two and closes the other), or its old connection is dead to it
+  // (the disconnect is on its way). Ours carries on until it goes; the new one takes
+  // over then (close_conn). One not yet up is replaced at once.
+  if (p.conn && p.conn->state == ConnState::Established) return;
+  if (p.conn) close_conn(*p.conn, -ESTALE, done);
   p.conn = c;
 }
 
@@ -217,6 +222,7 @@ void Net::conn_up(Conn& c, Done& done) {
   done.notices.emplace_back(p.nid, true);
   early_.insert(early_.end(), c.early.begin(), c.early.end());  // handled after this event
   c.early.clear();
+  if (!p.conn && !p.dialing) p.conn = &c;  // what it stood in for went meanwhile
   if (p.conn != &c) return;
   while (Tx* tx = p.pending.pop_front()) enqueue(c, tx);
   schedule(c, done);
@@ -283,13 +289,20 @@ void Net::close_conn(Conn& c, int rc, Done& done) {
   c.waiting.clear();
   c.held -= static_cast<int>(c.early.size());
   c.early.clear();
-  if (p.conn == &c) p.conn = nullptr;
+  if (p.conn == &c) p.conn = next_conn(p, c);
   if (p.dialing == &c) p.dialing = nullptr;
   if (was_up) {
     n_.conns_closed.fetch_add(1, std::memory_order_relaxed);
     if (rc != -ESHUTDOWN && rc != -EALREADY && !p.conn) done.notices.emplace_back(p.nid, false);
   }
   if (!p.pending.empty() && !p.conn && !p.dialing && rc != -ESHUTDOWN) request_dial(p);
+}
+
+// Another connection of the peer that is up (one it made while ours was), to carry on.
+Conn* Net::next_conn(Peer& p, const Conn& closing) {
+  for (auto& o : p.conns)
+    if (o.get() != &closing && o->state == ConnState::Established) return o.get();
+  return nullptr;
 }
 
 void Net::fail_pending(Peer& p, int rc, HealthStatus h, Done& done) {

@@ -89,7 +89,9 @@ Verdict judge_connreq(std::span<const std::uint8_t> req, const LocalNi& me, cons
     v.stale_peer = true;  // it restarted: its old connections go, and it connects again
     return refuse(v, RejectReason::ConnStale, "the peer restarted (new incarnation)");
   }
-  if (peer.known && peer.connecting && m->h.src_nid < me.nid && peer.races < kMaxConnRaces) {
+  // Known or not (a first contact, both sides dialling at once): ko2iblnd takes an unknown
+  // peer's incarnation from its request and then breaks the tie all the same.
+  if (peer.connecting && m->h.src_nid < me.nid && peer.races < kMaxConnRaces) {
     v.race = true;  // both sides connect: the higher NID's connection wins
     return refuse(v, RejectReason::ConnRace, "connection race: the higher NID's wins");
   }

@@ -212,6 +212,7 @@ class Net {
   bool post_rxs(Conn& c);
   void conn_up(Conn& c, Done& done);
   void close_conn(Conn& c, int rc, Done& done);
+  Conn* next_conn(Peer& p, const Conn& closing);
   bool reap(Conn& c, Done& done);
   void fail_pending(Peer& p, int rc, HealthStatus h, Done& done);
 

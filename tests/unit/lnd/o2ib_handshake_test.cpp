@@ -100,6 +100,11 @@ TEST(O2ibHandshake, ARaceIsWonByTheHigherNid) {
   EXPECT_TRUE(judge_connreq(connreq(a, kB, 0, ask), b, racing).accept) << "after that, the lower NID goes through";
   // A (lower) connecting to B while B's request comes: B's wins.
   EXPECT_TRUE(judge_connreq(connreq(b, kA, 0, ask), a, KnownPeer{true, 222, kVersion2, true, 0}).accept);
+  // The first contact too: neither knows the other yet, both dial at once.
+  Verdict first = judge_connreq(connreq(a, kB, 0, ask), b, KnownPeer{false, 0, 0, true, 0});
+  EXPECT_TRUE(first.race);
+  EXPECT_EQ(first.reject.why, RejectReason::ConnRace);
+  EXPECT_TRUE(judge_connreq(connreq(b, kA, 0, ask), a, KnownPeer{false, 0, 0, true, 0}).accept);
 }
 
 TEST(O2ibHandshake, WhatIsNoConnectionRequestIsRefused) {

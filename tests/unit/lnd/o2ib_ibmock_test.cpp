@@ -32,11 +32,12 @@ const NetId kNet = NetId::make(kO2ibLnd, 0);
 Nid nid(std::uint32_t ip) { return Nid::make(kNet, ip); }
 std::uint64_t counter(Instance& lnet, const std::string& name) { return test::lnd_counter(lnet, name, "o2ib"); }
 
-std::unique_ptr<Instance> make(std::uint32_t ip) {
+std::unique_ptr<Instance> make(std::uint32_t ip, long peer_credits = 0) {
   Config cfg;
   NetConfig nc;
   nc.net = kNet;
   nc.nid = nid(ip);
+  nc.tunables.peer_credits = peer_credits;
   cfg.nets.push_back(nc);
   auto r = Instance::create(cfg, kPidLustre, {make_o2ib_lnd([](std::uint32_t addr) { return open_rdma(addr); })});
   EXPECT_TRUE(r) << r.message();
@@ -131,6 +132,38 @@ TEST_F(O2ibOnIbmock, APeerThatGoesIsNoticedAndANewOneIsConnected) {
   EXPECT_TRUE(r) << r.message();
   test::put_get(*a, *b, nid(kIpB), 100000, kPortal);
   EXPECT_EQ(counter(*a, "conns_established"), 2u);
+}
+
+// B takes a queue 8 deep, A asks 16: B's reject carries its depth in its private data
+// (status 28 on the CM), and A asks again with it.
+TEST_F(O2ibOnIbmock, ARejectCarriesItsParametersAndTheConnectionIsMadeAgainWithThem) {
+  auto a = make(kIpA, 16), b = make(kIpB, 8);
+  ASSERT_TRUE(a && b);
+  auto r = a->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(ibmock::stats().rejects, 1u);
+  EXPECT_EQ(counter(*b, "conns_rejected"), 1u);
+  EXPECT_EQ(counter(*a, "conns_established"), 1u);
+  test::put_get(*a, *b, nid(kIpB), 100000, kPortal);
+}
+
+// Both ends dial at once: the CM carries both requests, the driver keeps one connection
+// per pair (the higher NID's), and both pings and the traffic after them go through.
+TEST_F(O2ibOnIbmock, BothEndsDialingAtOnceGetThrough) {
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE(round);
+    auto a = make(kIpA), b = make(kIpB);
+    ASSERT_TRUE(a && b);
+    Result<PingResult> from_b = Failure{-EINVAL, "not run"};
+    std::thread t([&] { from_b = b->ping(ProcessId{nid(kIpA), kPidLustre}, 5000ms); });
+    auto from_a = a->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms);
+    t.join();
+    EXPECT_TRUE(from_a) << from_a.message();
+    EXPECT_TRUE(from_b) << from_b.message();
+    test::put_get(*a, *b, nid(kIpB), 100000, kPortal);
+    test::put_get(*b, *a, nid(kIpA), 100000, kPortal);
+    EXPECT_EQ(counter(*a, "bad_messages") + counter(*b, "bad_messages"), 0u);
+  }
 }
 
 }  // namespace
