@@ -99,7 +99,12 @@ void Net::on_cm_event(const CmEvent& e, Done& done) {
   MutexLock g(p.mutex);
   switch (e.kind) {
     case CmEventKind::Established: on_established(*c, e, done); break;
-    case CmEventKind::Rejected: on_rejected(*c, e, done); break;
+    case CmEventKind::Rejected:  // ours refused, or (passive) the asker gave up before our answer
+      if (c->active)
+        on_rejected(*c, e, done);
+      else
+        on_gone(*c, -ECONNRESET, done);
+      break;
     case CmEventKind::Unreachable: on_gone(*c, -EHOSTUNREACH, done); break;
     default: on_gone(*c, -ECONNRESET, done); break;
   }
@@ -198,12 +203,9 @@ void Net::on_established(Conn& c, const CmEvent& e, Done& done) {
     p.incarnation = c.peer_stamp;
     p.version = c.version;
     p.retries = 0;
-    if (p.conn && p.conn->state == ConnState::Established) {  // its own connection is up already
-      close_conn(c, -EALREADY, done);
-      return;
-    }
-    if (p.conn) close_conn(*p.conn, -EALREADY, done);
-    p.conn = &c;
+    // One of the peer's is in use already (its request crossed ours): ours stays as a
+    // spare — the peer may be sending on either — and takes over if that one goes.
+    if (!p.conn || p.conn->state != ConnState::Established) p.conn = &c;
   }
   conn_up(c, done);
 }
@@ -222,7 +224,7 @@ void Net::conn_up(Conn& c, Done& done) {
   done.notices.emplace_back(p.nid, true);
   early_.insert(early_.end(), c.early.begin(), c.early.end());  // handled after this event
   c.early.clear();
-  if (!p.conn && !p.dialing) p.conn = &c;  // what it stood in for went meanwhile
+  if (!p.conn) p.conn = &c;  // what it stood in for went meanwhile
   if (p.conn != &c) return;
   while (Tx* tx = p.pending.pop_front()) enqueue(c, tx);
   schedule(c, done);
@@ -289,7 +291,10 @@ void Net::close_conn(Conn& c, int rc, Done& done) {
   c.waiting.clear();
   c.held -= static_cast<int>(c.early.size());
   c.early.clear();
-  if (p.conn == &c) p.conn = next_conn(p, c);
+  if (p.conn == &c && (p.conn = next_conn(p, c))) {
+    while (Tx* tx = p.pending.pop_front()) enqueue(*p.conn, tx);
+    schedule(*p.conn, done);
+  }
   if (p.dialing == &c) p.dialing = nullptr;
   if (was_up) {
     n_.conns_closed.fetch_add(1, std::memory_order_relaxed);

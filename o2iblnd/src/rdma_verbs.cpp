@@ -328,6 +328,7 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (rdma_resolve_route(ev->id, kResolveTimeoutMs) == 0) return false;
       out.kind = CmEventKind::Unreachable;
+      if (c) flush(*c);
       return c != nullptr;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
       if (!c) return false;
@@ -366,7 +367,13 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
       if (c) flush(*c);
       return c != nullptr;
     case RDMA_CM_EVENT_DISCONNECTED:
-    case RDMA_CM_EVENT_DEVICE_REMOVAL: out.kind = CmEventKind::Disconnected; return c != nullptr;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      // The CM tells of the peer's disconnect without touching our queue pair: our side
+      // disconnects too (answering the peer, as ko2iblnd), which moves the queue pair to
+      // the error state, so that what is posted on it completes flushed.
+      out.kind = CmEventKind::Disconnected;
+      if (c && c->id->qp) (void)rdma_disconnect(ev->id);
+      return c != nullptr;
     default: return false;  // TIMEWAIT_EXIT, ADDR_CHANGE, CONNECT_RESPONSE, ...
   }
 }

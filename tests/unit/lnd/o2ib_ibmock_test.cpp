@@ -61,6 +61,7 @@ class O2ibOnIbmock : public ::testing::Test {
     EXPECT_EQ(s.pds, 0u);
     EXPECT_EQ(s.comp_channels, 0u);
     EXPECT_EQ(s.cq_overflows, 0u);
+    EXPECT_EQ(s.misuse, 0u);
     ibmock::reset();
   }
 };
@@ -122,10 +123,13 @@ TEST_F(O2ibOnIbmock, APeerThatGoesIsNoticedAndANewOneIsConnected) {
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(a->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms));
   b.reset();  // its connection is disconnected as it goes
+  // A hears it, disconnects its side (the CM leaves A's queue pair alone until then),
+  // gets its receives back flushed, and frees the connection: no queue pair is left.
   for (auto end = std::chrono::steady_clock::now() + 10s;
-       counter(*a, "conns_closed") == 0 && std::chrono::steady_clock::now() < end;)
+       ibmock::stats().qps > 0 && std::chrono::steady_clock::now() < end;)
     std::this_thread::sleep_for(10ms);
   EXPECT_EQ(counter(*a, "conns_closed"), 1u);
+  EXPECT_EQ(ibmock::stats().qps, 0u) << "A's side of the connection B closed was never freed";
   b = make(kIpB);
   ASSERT_TRUE(b);
   auto r = a->ping(ProcessId{nid(kIpB), kPidLustre}, 5000ms);

@@ -27,6 +27,10 @@ namespace {
 
 constexpr int kRejConsumerDefined = 28;  // IB CM: a reject with the consumer's private data
 constexpr int kRejInvalidServiceId = 8;  // IB CM: no listener on that service
+constexpr int kRejTimeout = 26;          // IB CM: the other side's id went before an answer
+// The private data the CM hands up: the whole area of its message, zero-padded (a
+// request's on the TCP port space, a reply's, a reject's).
+constexpr std::size_t kReqData = 56, kRepData = 196, kRejData = 148;
 
 int mock_poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 int mock_req_notify_cq(ibv_cq* cq, int solicited_only);
@@ -56,7 +60,8 @@ struct Id {
   Channel* channel = nullptr;
   bool bound = false;
   bool listening = false;
-  bool active = false;  // it asked (rdma_connect)
+  bool active = false;     // it asked (rdma_connect)
+  Id* listener = nullptr;  // passive: the listener its request came to
   Id* peer = nullptr;
   State state = State::Idle;
 };
@@ -133,7 +138,7 @@ void drain(int fd) {
 // ---- CM events (the world's mutex held)
 
 void post_event(Id& id, rdma_cm_event_type type, int status = 0, const void* data = nullptr, std::size_t len = 0,
-                Id* listener = nullptr) {
+                Id* listener = nullptr, std::size_t area = 0) {
   Channel* ch = listener ? listener->channel : id.channel;
   auto e = std::make_unique<Event>();
   e->ev.id = &id.id;
@@ -141,8 +146,9 @@ void post_event(Id& id, rdma_cm_event_type type, int status = 0, const void* dat
   e->ev.event = type;
   e->ev.status = status;
   if (len) e->data.assign(static_cast<const std::uint8_t*>(data), static_cast<const std::uint8_t*>(data) + len);
+  if (e->data.size() < area) e->data.resize(area);
   e->ev.param.conn.private_data = e->data.empty() ? nullptr : e->data.data();
-  e->ev.param.conn.private_data_len = static_cast<std::uint8_t>(len);
+  e->ev.param.conn.private_data_len = static_cast<std::uint8_t>(e->data.size());
   ch->q.push_back(&e->ev);
   w().events[&e->ev] = std::move(e);
   signal(ch->ch.fd);
@@ -193,14 +199,31 @@ const Mr* find_mr(std::uint64_t addr, std::size_t len, std::uint32_t key, bool r
   return nullptr;
 }
 
-// Both ends of a live connection are told it is over (an end already gone is not).
+// `id` ends its live connection: its queue pair goes to the error state, and both ends
+// hear DISCONNECTED. The other end's queue pair stays as it was until that end
+// disconnects too (or moves it to the error state), as with the real CM; work posted
+// there meanwhile finds no peer.
 void break_connection(Id& id) {
+  if (Qp* q = qp_of(&id)) flush(*q);
   for (Id* end : {&id, id.peer}) {
     if (!end || end->state != State::Connected) continue;
     end->state = State::Gone;
-    if (Qp* q = qp_of(end)) flush(*q);
     post_event(*end, RDMA_CM_EVENT_DISCONNECTED);
   }
+}
+
+// Drops an id's events not yet taken (they go with it).
+void purge_events(Id& id) {
+  auto& q = id.channel->q;
+  for (auto e = q.begin(); e != q.end();) {
+    if ((*e)->id == &id.id) {
+      w().events.erase(*e);
+      e = q.erase(e);
+    } else {
+      ++e;
+    }
+  }
+  if (q.empty()) drain(id.channel->ch.fd);
 }
 
 // One send or RDMA write, carried out now. Returns the status of the requester's completion.
@@ -370,7 +393,7 @@ ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
 int ibv_dealloc_pd(ibv_pd* pd) {
   std::lock_guard g(w().m);
   for (const auto& [p, mr] : w().mrs)
-    if (mr->mr.pd == pd) return EBUSY;
+    if (mr->mr.pd == pd) return ++w().stats.misuse, EBUSY;
   w().pds.erase(pd);
   delete pd;
   return 0;
@@ -390,7 +413,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* ch) {
   std::lock_guard g(w().m);
   auto it = w().comps.find(ch);
   if (it == w().comps.end()) return EINVAL;
-  if (it->second->cq) return EBUSY;
+  if (it->second->cq) return ++w().stats.misuse, EBUSY;
   ::close(ch->fd);
   w().comps.erase(it);
   return 0;
@@ -419,7 +442,7 @@ int ibv_resize_cq(ibv_cq* cq, int cqe) {
 int ibv_destroy_cq(ibv_cq* cq) {
   std::lock_guard g(w().m);
   for (const auto& [p, q] : w().qps)
-    if (q->qp.send_cq == cq || q->qp.recv_cq == cq) return EBUSY;
+    if (q->qp.send_cq == cq || q->qp.recv_cq == cq) return ++w().stats.misuse, EBUSY;
   if (cq->channel) w().comps.at(cq->channel)->cq = nullptr;
   w().cqs.erase(cq);
   return 0;
@@ -486,6 +509,11 @@ void rdma_destroy_event_channel(rdma_event_channel* ch) {
   std::lock_guard g(w().m);
   auto it = w().channels.find(ch);
   if (it == w().channels.end()) return;
+  for (const auto& [p, id] : w().ids)
+    if (id->channel == it->second.get()) {
+      ++w().stats.misuse;  // ids still on it: kept, as the real library refuses
+      return;
+    }
   for (rdma_cm_event* e : it->second->q) w().events.erase(e);
   ::close(ch->fd);
   w().channels.erase(it);
@@ -582,7 +610,7 @@ int rdma_connect(rdma_cm_id* cm, rdma_conn_param* param) {
   auto it = w().ports.find({ip_of(dst), port_of(dst)});
   if (it == w().ports.end() || !it->second->listening) {
     ++w().stats.rejects;
-    post_event(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId);
+    post_event(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, nullptr, 0, nullptr, kRejData);
     return 0;
   }
   Id& listener = *it->second;
@@ -596,6 +624,7 @@ int rdma_connect(rdma_cm_id* cm, rdma_conn_param* param) {
   passive->id.route.addr.src_sin = listener.id.route.addr.src_sin;
   passive->id.route.addr.dst_sin = id.id.route.addr.src_sin;
   passive->bound = true;
+  passive->listener = &listener;
   passive->peer = &id;
   passive->state = State::Connecting;
   id.peer = passive.get();
@@ -603,7 +632,7 @@ int rdma_connect(rdma_cm_id* cm, rdma_conn_param* param) {
   id.active = true;
   Id& p = *passive;
   w().ids[&passive->id] = std::move(passive);
-  post_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, 0, param->private_data, param->private_data_len, &listener);
+  post_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, 0, param->private_data, param->private_data_len, &listener, kReqData);
   return 0;
 }
 
@@ -616,7 +645,7 @@ int rdma_accept(rdma_cm_id* cm, rdma_conn_param* param) {
   id.state = active.state = State::Connected;
   id.id.qp->state = active.id.qp->state = IBV_QPS_RTS;
   post_event(active, RDMA_CM_EVENT_ESTABLISHED, 0, param ? param->private_data : nullptr,
-             param ? param->private_data_len : 0);
+             param ? param->private_data_len : 0, nullptr, kRepData);
   post_event(id, RDMA_CM_EVENT_ESTABLISHED);
   return 0;
 }
@@ -631,13 +660,17 @@ int rdma_reject(rdma_cm_id* cm, const void* data, uint8_t len) {
   id.peer = nullptr;
   id.state = State::Gone;
   ++w().stats.rejects;
-  post_event(active, RDMA_CM_EVENT_REJECTED, kRejConsumerDefined, data, len);
+  post_event(active, RDMA_CM_EVENT_REJECTED, kRejConsumerDefined, data, len, nullptr, kRejData);
   return 0;
 }
 
 int rdma_disconnect(rdma_cm_id* cm) {
   std::lock_guard g(w().m);
   Id& id = id_at(cm);
+  if (id.state == State::Gone) {  // the peer's disconnect answered: our queue pair to the error state
+    if (Qp* q = qp_of(&id)) flush(*q);
+    return 0;
+  }
   if (id.state != State::Connected) return fail(EINVAL);
   break_connection(id);
   return 0;
@@ -648,31 +681,36 @@ int rdma_destroy_id(rdma_cm_id* cm) {
   auto it = w().ids.find(cm);
   if (it == w().ids.end()) return fail(EINVAL);
   Id& id = *it->second;
-  if (id.id.qp) return fail(EBUSY);  // rdma_destroy_qp first
+  if (id.id.qp) {
+    ++w().stats.misuse;
+    return fail(EBUSY);  // rdma_destroy_qp first
+  }
   if (id.state == State::Connected) {
     break_connection(id);  // the peer hears it is over, as when a node goes
   } else if (id.peer && id.peer->state == State::Connecting) {
-    // A request not yet answered: the side that asked cannot connect; the side asked
-    // hears the connection is gone.
+    // A request not yet answered: the CM rejects it for the side still waiting.
     Id& other = *id.peer;
-    other.peer = nullptr;
     other.state = State::Gone;
-    post_event(other, other.active ? RDMA_CM_EVENT_UNREACHABLE : RDMA_CM_EVENT_DISCONNECTED,
-               other.active ? -ECONNRESET : 0);
+    post_event(other, RDMA_CM_EVENT_REJECTED, kRejTimeout, nullptr, 0, nullptr, kRejData);
   }
   if (id.peer) id.peer->peer = nullptr;
-  for (auto p = w().ports.begin(); p != w().ports.end();) p = p->second == &id ? w().ports.erase(p) : std::next(p);
-  // Events for it not yet taken go with it.
-  auto& q = id.channel->q;
-  for (auto e = q.begin(); e != q.end();) {
-    if ((*e)->id == cm) {
-      w().events.erase(*e);
-      e = q.erase(e);
-    } else {
-      ++e;
+  if (id.listening) {
+    // Requests it has not handed up yet go with it: their askers are refused.
+    std::vector<Id*> unheard;
+    for (rdma_cm_event* e : id.channel->q)
+      if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST && e->listen_id == cm) unheard.push_back(&id_at(e->id));
+    for (Id* p : unheard) {
+      if (p->peer) {
+        p->peer->state = State::Gone;
+        p->peer->peer = nullptr;
+        post_event(*p->peer, RDMA_CM_EVENT_REJECTED, kRejTimeout, nullptr, 0, nullptr, kRejData);
+      }
+      purge_events(*p);
+      w().ids.erase(&p->id);
     }
   }
-  if (q.empty()) drain(id.channel->ch.fd);
+  for (auto p = w().ports.begin(); p != w().ports.end();) p = p->second == &id ? w().ports.erase(p) : std::next(p);
+  purge_events(id);
   w().ids.erase(it);
   return 0;
 }

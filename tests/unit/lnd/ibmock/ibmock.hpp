@@ -30,6 +30,7 @@ struct Stats {
   std::size_t ids = 0, channels = 0, qps = 0, cqs = 0, mrs = 0, pds = 0, comp_channels = 0;  // alive now
   std::uint64_t sends = 0, writes = 0, write_bytes = 0, rejects = 0, cq_overflows = 0, remote_access = 0;
   std::uint64_t notifications = 0;  // completion channel wake-ups (a CQ armed, then a completion)
+  std::uint64_t misuse = 0;         // calls the real libraries refuse (a busy object destroyed)
   std::uint8_t last_retry_count = 0, last_rnr_retry_count = 0;  // of the last rdma_connect
 };
 Stats stats();
