@@ -233,10 +233,13 @@ void Net::on_tx_completion(Tx* tx, bool write, const Completion& wc, Done& done)
                p.nid.to_string().c_str(), wc_status_name(wc.status));
       close_conn(c, rc, done);
     }
-  } else if (write) {
-    n_.rdma_bytes.fetch_add(wc.byte_len, std::memory_order_relaxed);
   }
-  if (finished) tx_finish(tx, done);
+  if (finished) {
+    // Its RDMA writes all went (a write's completion carries no byte count on hardware).
+    if (tx->status >= 0)
+      for (const Sge& s : tx->wsge) n_.rdma_bytes.fetch_add(s.len, std::memory_order_relaxed);
+    tx_finish(tx, done);
+  }
   if (c.state == ConnState::Established) schedule(c, done);
   reap(c, done);
 }

@@ -281,7 +281,7 @@ int mock_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
       if (Qp* pq = peer ? qp_of(peer) : nullptr; pq && st != IBV_WC_RETRY_EXC_ERR) flush(*pq);
     }
     if (st != IBV_WC_SUCCESS || (wr->send_flags & IBV_SEND_SIGNALED))
-      complete(q.qp.send_cq, wc_of(q, wr->wr_id, st, op, op == IBV_WC_RDMA_WRITE ? total : 0));
+      complete(q.qp.send_cq, wc_of(q, wr->wr_id, st, op));  // byte_len: none (mlx5 leaves it unset)
   }
   return 0;
 }
