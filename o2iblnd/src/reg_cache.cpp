@@ -57,10 +57,7 @@ void RegCache::put(Entry* e) {
   (lru_tail_ ? lru_tail_->next : lru_head_) = e;
   lru_tail_ = e;
   stats_.idle_bytes += e->len;
-  while (stats_.idle_bytes > max_idle_ && lru_head_) {
-    ++stats_.evicted;
-    erase(lru_head_);
-  }
+  while (stats_.idle_bytes > max_idle_ && lru_head_) erase(lru_head_);
 }
 
 void RegCache::unlink_idle(Entry* e) {
@@ -94,22 +91,13 @@ void RegCache::drop_memory(std::uint64_t memory) {
   while (it != entries_.end() && std::get<0>(it->first) == memory) {
     Entry* e = (it++)->second.get();
     if (e->users > 0) continue;  // its transfer ends first; the next sweep takes it
-    ++stats_.dropped;
     erase(e);
   }
 }
 
 void RegCache::drop_idle() {
   MutexLock g(mutex_);
-  while (lru_head_) {
-    ++stats_.evicted;
-    erase(lru_head_);
-  }
-}
-
-bool RegCache::holds_md_memory() const {
-  MutexLock g(mutex_);
-  return md_entries_ > 0;
+  while (lru_head_) erase(lru_head_);
 }
 
 void RegCache::clear() {

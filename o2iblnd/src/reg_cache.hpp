@@ -12,6 +12,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -60,13 +61,14 @@ class RegCache {
   // Every idle registration dropped (a registration failed: they may hold the locked
   // memory it needed).
   void drop_idle();
-  // Whether entries of MD memory exist (sweeps are due while they do).
-  bool holds_md_memory() const;
+  // Whether entries of MD memory exist (sweeps are due while they do): read without the
+  // lock, at every wake-up of the progress thread.
+  bool holds_md_memory() const { return md_entries_.load(std::memory_order_relaxed) > 0; }
   // Every registration dropped (at stop, none in use).
   void clear();
 
   struct Stats {
-    std::uint64_t hits = 0, misses = 0, evicted = 0, dropped = 0;
+    std::uint64_t hits = 0, misses = 0;
     std::size_t entries = 0, idle_bytes = 0;
   };
   Stats stats() const;
@@ -81,7 +83,7 @@ class RegCache {
   std::map<Key, std::unique_ptr<Entry>> entries_ LNET_GUARDED_BY(mutex_);
   Entry* lru_head_ LNET_GUARDED_BY(mutex_) = nullptr;  // idle, least recently used first
   Entry* lru_tail_ LNET_GUARDED_BY(mutex_) = nullptr;
-  std::size_t md_entries_ LNET_GUARDED_BY(mutex_) = 0;
+  std::atomic<std::size_t> md_entries_{0};  // written under the mutex
   Stats stats_ LNET_GUARDED_BY(mutex_);
 };
 
