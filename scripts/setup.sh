@@ -15,6 +15,7 @@ PACKAGES=(
   gnuplot-nox                                                    # lst-plot (self-test plots)
   lowdown man-db                                                 # man pages from docs/man/*.md, and man to read them
   libibverbs-dev librdmacm-dev                                   # o2ib LND (rdma-core)
+  qemu-system-x86                                                # kernel LNet nodes (../shared/kernel-lnet) in the interop suite and the cluster
 )
 
 missing=()

@@ -6,6 +6,8 @@
 
 #include <grp.h>
 
+#include <algorithm>
+
 #include <lnet/log.hpp>
 #include <lnet/o2ib/o2iblnd.hpp>
 #include <lnet/up/uplnd.hpp>
@@ -21,7 +23,8 @@ using namespace lnet;
 
 namespace {
 
-// The UP LND serves mpi nets (the proxies' bridge); its shared region holds the router
+// The UP LND serves the MPI network (the proxies' bridge): an mpi net, or a net of a
+// kernel type a site chose for it (mpi_net_type()); its shared region holds the router
 // buffers, so forwarded payloads cross the bridge without a copy.
 class UpComponent final : public Component {
  public:
@@ -56,12 +59,16 @@ class UpComponent final : public Component {
   void changed(Instance& lnet) override { up_->set_nets(routed_nets(lnet.control())); }
 
  private:
-  // The nets this lnetd reaches besides its mpi nets: its other local nets, and the nets
-  // of its routes.
+  // The nets this lnetd reaches besides the MPI network: its other local nets, and the
+  // nets of its routes. Its NIs of a type an MPI network can have are the UP LND's (no
+  // other driver of lnetd takes one), and a route to a net of that type leads back to MPI.
   static std::vector<NetId> routed_nets(Control& c) {
     std::vector<NetId> out;
-    auto add = [&out](NetId n) {
-      if (n.type() == kLoLnd || n.type() == kMpiLnd) return;
+    std::vector<std::uint32_t> mpi_types{kMpiLnd};
+    for (const NiInfo& i : c.ni_info())
+      if (mpi_net_type(i.nid.net().type())) mpi_types.push_back(i.nid.net().type());
+    auto add = [&out, &mpi_types](NetId n) {
+      if (n.type() == kLoLnd || std::find(mpi_types.begin(), mpi_types.end(), n.type()) != mpi_types.end()) return;
       for (NetId have : out)
         if (have == n) return;
       out.push_back(n);

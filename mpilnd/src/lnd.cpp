@@ -24,8 +24,8 @@ MpiLnd::~MpiLnd() = default;
 Status MpiLnd::check_config(const NetConfig& config) const {
   const LndTunables& t = config.lnd_tunables;
   std::string net = config.net.to_string();
-  if (config.net.num() != opts_.net_number)
-    return Failure{-EINVAL, "this MPI driver serves mpi" + std::to_string(opts_.net_number) + ", not " + net};
+  if (config.net != opts_.net)
+    return Failure{-EINVAL, "this MPI driver serves " + opts_.net.to_string() + ", not " + net};
   if (t.get("conns_per_peer"))
     return Failure{-EOPNOTSUPP, "not supported yet: conns_per_peer on " + net + " (MPI has no connections)"};
   if (t.get("tos")) return Failure{-EOPNOTSUPP, "not supported yet: tos on " + net + " (MPI chooses the transport)"};

@@ -6,7 +6,9 @@ namespace lnet::mpi {
 
 namespace {
 
-const EnvVar kNet{"LNET_MPI_NET", "0", "the MPI network is mpi<N>"};
+const EnvVar kNet{"LNET_MPI_NET", "mpi",
+                  "the MPI network: mpi<N>, or a net of a kernel type a site chose for it (gni<N>, kfi<N>...: "
+                  "lnet-mpi(7)); a number N is mpi<N>; unset with LNET_PROXY: the proxies' network"};
 const EnvVar kShortMax{"LNET_MPI_SHORT_MAX", "8192",
                        "largest payload sent inline in a short message (bytes, up to 1048576)"};
 const EnvVar kPool{"LNET_MPI_POOL", "64", "persistent receives for short messages"};
@@ -30,6 +32,23 @@ const EnvVar kProxy{"LNET_PROXY", "",
 const EnvVar kProxyBin{"LNET_PROXY_BIN", "lnet-proxy", "the lnet-proxy program LNET_PROXY=spawn: starts"};
 const EnvVar kProxyTimeout{"LNET_PROXY_TIMEOUT", "30", "seconds to reach the proxy and get its answer"};
 
+// LNET_MPI_NET: a net of a type an MPI network can have, or a number N for mpi<N>.
+Result<NetId> net_from_env() {
+  const char* v = kNet.value();
+  std::string_view text = v ? v : kNet.default_value();
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos) {
+    auto n = kNet.number(0, 65535);
+    if (!n) return n.failure();
+    return NetId::make(kMpiLnd, static_cast<std::uint32_t>(*n));
+  }
+  auto net = NetId::parse(text);
+  if (!net || net->is_any() || !mpi_net_type(net->type()))
+    return Failure{-EINVAL, std::string(kNet.name()) + "='" + std::string(text) +
+                                "' is not an MPI network: mpi<N>, a number N, or a net of gni, gip, ptlf, kfi, efa "
+                                "or bxi3f (types the kernel names and no driver here drives)"};
+  return *net;
+}
+
 }  // namespace
 
 Result<Options> Options::from_env() {
@@ -39,15 +58,18 @@ Result<Options> Options::from_env() {
     long lo, hi;
     long* out;
   };
-  long net, short_max, pool, credits, timeout, chunk, idle, proxy_timeout;
-  for (Num n : {Num{kNet, 0, 65535, &net}, Num{kShortMax, 0, kMaxPayload, &short_max}, Num{kPool, 1, 65536, &pool},
+  long short_max, pool, credits, timeout, chunk, idle, proxy_timeout;
+  for (Num n : {Num{kShortMax, 0, kMaxPayload, &short_max}, Num{kPool, 1, 65536, &pool},
                 Num{kCredits, 1, 255, &credits}, Num{kTimeout, 0, 3600, &timeout}, Num{kChunk, 1, INT_MAX, &chunk},
                 Num{kIdleUs, 1, 1000000, &idle}, Num{kProxyTimeout, 1, 3600, &proxy_timeout}}) {
     auto v = n.var.number(n.lo, n.hi);
     if (!v) return v.failure();
     *n.out = *v;
   }
-  o.net_number = static_cast<unsigned>(net);
+  auto net = net_from_env();
+  if (!net) return net.failure();
+  o.net = *net;
+  o.net_given = kNet.value() != nullptr;
   o.short_max = static_cast<std::uint32_t>(short_max);
   o.pool_depth = static_cast<unsigned>(pool);
   o.credits = static_cast<int>(credits);

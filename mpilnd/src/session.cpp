@@ -34,24 +34,29 @@ Status add_proxy_routes(Instance& lnet, const proxy::Table& t) {
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::start(MPI_Comm comm, Config cfg, Options opts) {
-  NetId net = NetId::make(kMpiLnd, opts.net_number);
-  for (const NetConfig& nc : cfg.nets)
-    if (nc.net == net) return Failure{-EINVAL, net.to_string() + " is configured already: the session adds it"};
   auto group = Group::create(comm);
   if (!group) return group.failure();
   std::unique_ptr<Session> s(new Session);
   s->group_ = std::move(*group);
-  s->net_ = opts.net_number;
   s->pid_ = s->group_->pid();
   if (!opts.proxy.empty()) {
     auto link = ProxyLink::open(*s->group_, opts);
     if (!link) return Failure{link.code(), "cannot start LNet over MPI: " + link.message()};
     s->link_ = std::move(*link);
-    // Every rank has the same table: every rank fails alike.
-    for (Nid p : s->link_->table().proxies)
-      if (p.net() != net)
+    // The job is on its proxies' network (their lnetds chose it) unless LNET_MPI_NET
+    // names one; every rank has the same table, so every rank fails alike.
+    const std::vector<Nid>& proxies = s->link_->table().proxies;
+    if (!opts.net_given && !proxies.empty()) opts.net = proxies.front().net();
+    for (Nid p : proxies)
+      if (p.net() != opts.net)
         return Failure{-EINVAL, "cannot start LNet over MPI: the proxy's lnetds are on " + p.net().to_string() +
-                                    ", this job on " + net.to_string() + " (LNET_MPI_NET)"};
+                                    ", this job on " + opts.net.to_string() + " (LNET_MPI_NET)"};
+  }
+  NetId net = opts.net;
+  s->net_ = net;
+  for (const NetConfig& nc : cfg.nets)
+    if (nc.net == net) return Failure{-EINVAL, net.to_string() + " is configured already: the session adds it"};
+  if (s->link_) {
     s->pid_ = s->link_->table().pid;
     s->lnd_ = std::make_shared<MpiLnd>(s->link_->merged(), s->link_->nids(net, s->group_->size()), opts);
     s->lnd_->on_poll(&ProxyLink::poll, s->link_.get());  // heartbeats without a thread of their own
@@ -95,7 +100,7 @@ Session::~Session() {
   link_.reset();  // the goodbye, and the proxy's communicators
 }
 
-Nid Session::nid(int rank) const { return Nid::make(NetId::make(kMpiLnd, net_), static_cast<std::uint32_t>(rank)); }
+Nid Session::nid(int rank) const { return Nid::make(net_, static_cast<std::uint32_t>(rank)); }
 
 std::vector<Nid> Session::proxies() const { return link_ ? link_->table().proxies : std::vector<Nid>{}; }
 

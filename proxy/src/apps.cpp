@@ -178,7 +178,7 @@ ProxyRank::PidTaken ProxyRank::take_pid(App& a) {
   auto timeout = std::chrono::seconds(opts_.timeout);
   PidTaken mine;
   if (rank_ == 0) {
-    auto r = up_->call(up::PidNew{}, timeout);
+    auto r = up_->call(up::PidNew{0, static_cast<std::uint32_t>(a.ranks)}, timeout);
     if (r && r->status == 0) {
       a.pid = r->pid;
       mine.nid = r->nid.value();
@@ -190,7 +190,7 @@ ProxyRank::PidTaken ProxyRank::take_pid(App& a) {
   mine.pid = a.pid;
   MPI_Bcast(&mine.pid, 1, MPI_UNSIGNED, 0, comm_);
   if (rank_ != 0 && mine.pid != 0) {
-    auto r = up_->call(up::PidRegister{0, mine.pid}, timeout);
+    auto r = up_->call(up::PidRegister{0, mine.pid, static_cast<std::uint32_t>(a.ranks)}, timeout);
     if (r && r->status == 0) {
       a.pid = mine.pid;
       mine.nid = r->nid.value();

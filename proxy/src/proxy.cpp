@@ -145,9 +145,11 @@ Status ProxyRank::open_port() {
 }
 
 Status ProxyRank::open_doorbell() {
-  // The UP NI's NID prints as <IPv4>@mpi<N>.
-  std::string nid = up_->welcome().nid.to_string();
-  std::string ip = opts_.doorbell_ip.empty() ? nid.substr(0, nid.find('@')) : opts_.doorbell_ip;
+  // The UP NI's address is its node's IPv4 (whatever the MPI network's type prints).
+  std::uint32_t a = up_->welcome().nid.addr();
+  std::string ip = opts_.doorbell_ip.empty() ? std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." +
+                                                   std::to_string((a >> 8) & 255) + "." + std::to_string(a & 255)
+                                             : opts_.doorbell_ip;
   auto fd = mp::listen_doorbell(ip, &doorbell_);
   if (!fd) return fd.failure();
   listen_fd_ = *fd;

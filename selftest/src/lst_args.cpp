@@ -209,11 +209,9 @@ Result<std::vector<ProcessId>> parse_ids(std::string_view text, const PidDefault
   auto nids = detail::expand(*pat);
   if (!nids) return nids.failure();
   std::vector<ProcessId> out;
-  // The job's pid for its ranks (numbers on its net); a dotted address there is a proxy
-  // or an lnetd, whose pid is LNet's.
-  auto rank_of_job = [&](Nid n) {
-    return dflt.job_net && n.net() == *dflt.job_net && !mpi_ip_form(n.net().type(), n.addr());
-  };
+  // The job's pid for its ranks (addresses below 2^24 on its net); a node's address
+  // there is a proxy's or an lnetd's, whose pid is LNet's.
+  auto rank_of_job = [&](Nid n) { return dflt.job_net && n.net() == *dflt.job_net && !mpi_node_address(n.addr()); };
   for (Nid n : *nids) out.push_back(ProcessId{n, pid ? *pid : rank_of_job(n) ? dflt.job_pid : kPidLustre});
   return out;
 }

@@ -4,7 +4,8 @@
 # fabrics of its description (each fabric a Linux bridge in the cluster's own
 # namespace), and its own lnetd on port 988 where its role needs one. MPI jobs span the
 # nodes through a launch agent that enters a node as ssh would. Nodes can be powered off
-# (frozen, links dropped), rebooted and partitioned. User guide: lnet-cluster(8)
+# (frozen, links dropped), rebooted and partitioned. A node of kind=kernel is a qemu guest
+# running the kernel's LNet (kernel.sh). User guide: lnet-cluster(8)
 # (docs/man/lnet-cluster.8.md); design: docs/design/cluster.md. Front end:
 # scripts/cluster.sh. Needs root.
 set -euo pipefail
@@ -28,6 +29,7 @@ usage: cluster.sh [--cluster NAME] COMMAND [ARGS...]
   mpirun [--from NODE] ARGS...     Open MPI's mpirun on the job's first node (default hosts: the compute nodes)
   mpiexec.mpich [--from NODE] ARGS...   MPICH's mpiexec (hydra), likewise
   poweroff NODE                    freeze every process of NODE and drop its links (peers see silence)
+  resume NODE                      thaw a node powered off: its processes go on, its links come back
   reboot NODE                      kill everything on NODE, links down and up, its daemons started again
   partition NODE FABRIC            cut NODE's link to FABRIC (nothing is killed)
   heal [NODE [FABRIC]]             restore the links partition cut
@@ -35,7 +37,7 @@ usage: cluster.sh [--cluster NAME] COMMAND [ARGS...]
                                    the standing lnet-proxy jobs (one per proxy line, named by its first node)
   addr NODE [FABRIC]               NODE's address (on FABRIC, default: its first)
   hostfile ROLE [--mpich]          the path of a hostfile of the nodes with ROLE
-  log NODE [NAME]                  the path of NODE's log directory (or of its log NAME)
+  log NODE [NAME]                  the path of NODE's log directory (or of its log NAME; a kernel node's serial console: console)
   pids NODE                        the processes running on NODE
 
 NAME defaults to \$LNET_CLUSTER, else the only cluster that is up. State lives in
@@ -49,6 +51,8 @@ die() {
 }
 note() { echo "cluster: $*"; }
 now_ms() { date +%s%3N; }
+# shellcheck source=tests/cluster/kernel.sh
+. "$SRC/tests/cluster/kernel.sh"
 
 need_root() {
   [ "$(id -u)" = 0 ] || die "needs root (network namespaces, port 988)"
@@ -141,12 +145,15 @@ node_env() {
 # enter NODE: the command prefix that runs inside NODE's namespaces.
 enter() {
   local h
+  is_kernel "$1" && die "node '$1' is a kernel node: only exec, poweroff, resume, reboot, partition and heal act on it"
   h=$(holder "$1")
   [ -n "$h" ] && kill -0 "$h" 2>/dev/null || die "node '$1' is not running (state: $(node_state "$1"))"
   ENTER=(nsenter -t "$h" --net --uts --ipc --mount --)
 }
 
-node_pids() { ip netns pids "$(node_ns "$1")" 2>/dev/null || true; }
+node_pids() {
+  if is_kernel "$1"; then kernel_qemu_pid "$1" || true; else ip netns pids "$(node_ns "$1")" 2>/dev/null || true; fi
+}
 
 # ---- making a cluster -------------------------------------------------------------------
 
@@ -339,8 +346,17 @@ cmd_up() {
   done
   declare -gA NODE_INDEX=()
   for n in "${CL_NODES[@]}"; do NODE_INDEX[$n]=$i; i=$((i + 1)); done
-  for n in "${CL_NODES[@]}"; do make_node "$n"; done
-  for n in "${CL_NODES[@]}"; do start_node "$n"; done
+  # Kernel nodes boot meanwhile (tens of seconds); their LNet comes up last, when the
+  # lnetds they route through already run.
+  if has_kernel_nodes; then
+    local why
+    why=$(kernel_missing)
+    [ -z "$why" ] || die "cannot start the kernel nodes: $why"
+    for n in "${CL_NODES[@]}"; do is_kernel "$n" && kernel_boot "$n"; done
+  fi
+  for n in "${CL_NODES[@]}"; do is_kernel "$n" || make_node "$n"; done
+  for n in "${CL_NODES[@]}"; do is_kernel "$n" || start_node "$n"; done
+  for n in "${CL_NODES[@]}"; do is_kernel "$n" && kernel_ready "$n"; done
   local j
   for j in "${CL_PROXY_JOBS[@]}"; do proxy_start "$j"; done
   note "cluster $NAME is up: ${#CL_NODES[@]} nodes, ${#CL_FABRICS[@]} fabrics ($(($(now_ms) - t0)) ms)"
@@ -407,6 +423,10 @@ cmd_exec() {
   shift
   must_node "$node"
   [ "$(node_state "$node")" = on ] || die "node $node is powered off"
+  if is_kernel "$node"; then
+    kernel_exec "$node" "$@"
+    exit $?
+  fi
   enter "$node"
   node_env "$node" 1
   exec "${ENTER[@]}" "${ENV[@]}" "$@"
@@ -434,6 +454,10 @@ cmd_agent() {
   fi
   if [ "$(node_state "$host")" != on ]; then
     echo "ssh: connect to host $host port 22: No route to host" >&2
+    exit 255
+  fi
+  if is_kernel "$host"; then
+    echo "ssh: connect to host $host port 22: Connection refused (a kernel node runs no MPI)" >&2
     exit 255
   fi
   enter "$host"
@@ -695,6 +719,14 @@ cmd_reboot() {
   t0=$(now_ms)
   echo off >"$CL/nodes/$node/state"
   ports "$node" down
+  if is_kernel "$node"; then
+    rm -f "$CL/nodes/$node"/cut.*
+    kernel_stop "$node"
+    kernel_boot "$node"
+    kernel_ready "$node"
+    note "node $node rebooted in $(($(now_ms) - t0)) ms"
+    return 0
+  fi
   kill_ns "$(node_ns "$node")"
   rm -f "$CL/nodes/$node"/cut.* "$CL/nodes/$node/pids"/*
   node_links "$node" down
@@ -716,6 +748,29 @@ cmd_reboot() {
     done
   done
   note "node $node rebooted in $(($(now_ms) - t0)) ms"
+}
+
+# resume NODE: a node powered off comes back as a hung machine does: its processes go on
+# where they stopped (their timers see the time that passed), its links come back (not
+# those partition cut).
+cmd_resume() {
+  [ $# = 1 ] || die "usage: cluster.sh resume NODE"
+  pick_cluster
+  must_node "$1"
+  need_root
+  lock
+  [ "$(node_state "$1")" = off ] || die "node $1 is not powered off"
+  local p a f n=0
+  for p in $(node_pids "$1"); do
+    kill -CONT "$p" 2>/dev/null || true
+    n=$((n + 1))
+  done
+  for a in ${CL_ADDRS[$1]}; do
+    f=${a%%=*}
+    [ -e "$CL/nodes/$1/cut.$f" ] || ports "$1" up "$f"
+  done
+  echo on >"$CL/nodes/$1/state"
+  note "node $1 resumed at $(date +%s.%N | cut -c1-14): $n processes thawed, links up"
 }
 
 cmd_partition() {
@@ -761,6 +816,9 @@ show_status() {
       p=$(cat "$d")
       if kill -0 "$p" 2>/dev/null; then what+="${d##*/}($p) "; else what+="${d##*/}(exited) "; fi
     done
+    if is_kernel "$n"; then
+      if p=$(kernel_qemu_pid "$n"); then what+="qemu($p) kernel LNet"; else what+="qemu(exited)"; fi
+    fi
     cut=""
     for d in "$CL/nodes/$n"/cut.*; do [ -e "$d" ] && cut+=" cut:${d##*/cut.}"; done
     printf '%-10s %-16s %-4s %-34s %s%s\n' "$n" "${CL_ROLES[$n]}" "$(node_state "$n")" "${CL_ADDRS[$n]}" "$what" "$cut"
@@ -805,6 +863,7 @@ cmd_log() {
   [ $# -ge 1 ] || die "usage: cluster.sh log NODE [NAME]"
   pick_cluster
   must_node "$1"
+  if is_kernel "$1" && [ "${2:-}" = console ]; then echo "$CL/kn/$1/console.log"; return 0; fi
   if [ -n "${2:-}" ]; then echo "$CL/nodes/$1/log/$2.log"; else echo "$CL/nodes/$1/log"; fi
 }
 
@@ -843,6 +902,7 @@ main() {
     mpirun) cmd_mpirun "$@" ;;
     mpiexec.mpich) cmd_mpiexec_mpich "$@" ;;
     poweroff) cmd_poweroff "$@" ;;
+    resume) cmd_resume "$@" ;;
     reboot) cmd_reboot "$@" ;;
     partition) cmd_partition "$@" ;;
     heal) cmd_heal "$@" ;;

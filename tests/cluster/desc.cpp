@@ -154,22 +154,34 @@ class Parser {
     return {};
   }
 
+  // fabric NAME SUBNET [net=NET]: NET defaults to NAME. Two fabrics of one tcp net give
+  // a node on both two NIs in it (multi-rail); one fabric carries the MPI network.
   Status fabric(const std::vector<std::string_view>& w) {
-    if (w.size() != 3) return bad("usage: fabric NAME SUBNET (e.g. fabric tcp0 10.90.1.0/24)");
+    if (w.size() != 3 && w.size() != 4)
+      return bad(
+          "usage: fabric NAME SUBNET [net=NET] (e.g. fabric tcp0 10.90.1.0/24, fabric mpi 10.90.0.0/24 net=gni)");
     if (d_.fabrics.size() == kMaxFabrics) return bad("more than " + std::to_string(kMaxFabrics) + " fabrics");
     std::string_view name = w[1];
-    auto net = NetId::parse(name);
-    if (!net || name.size() > 15 || !good_name(name, 15))
-      return bad("bad fabric name " + q(name) + ": a network name, mpi or tcp, tcp0, tcp1...");
+    if (name.size() > 15 || !good_name(name, 15))
+      return bad("bad fabric name " + q(name) + ": 1 to 15 of a-z, 0-9 and '-', starting with a letter");
+    std::string_view net_text = name;
+    if (w.size() == 4) {
+      if (!w[3].starts_with("net=")) return bad("bad " + q(w[3]) + ": net=NET (the fabric's LNet network)");
+      net_text = w[3].substr(4);
+    }
+    auto net = NetId::parse(net_text);
+    if (!net || net->is_any())
+      return bad("fabric " + q(name) + " names no network (" + q(net_text) +
+                 "): give net=NET, a tcp network (tcp, tcp0, tcp1...) or the MPI network (mpi, or gni, kfi...)");
     if (net->type() == kO2ibLnd) return bad("not supported yet: fabric " + q(name) + " (o2ib: no RDMA device here)");
-    if (net->type() != kSockLnd && net->type() != kMpiLnd)
-      return bad("bad fabric name " + q(name) + ": a fabric carries mpi or a tcp network (tcp, tcp0, tcp1...)");
+    if (net->type() != kSockLnd && !mpi_net_type(net->type()))
+      return bad("fabric " + q(name) + " carries " + net->to_string() +
+                 ": a fabric carries a tcp network (tcp, tcp0, tcp1...) or the MPI network (mpi, or a type the "
+                 "kernel names that nothing here drives: gni, gip, ptlf, kfi, efa, bxi3f)");
     for (const Fabric& f : d_.fabrics) {
-      if (f.net == *net)
-        return bad("fabric " + q(name) + " is network " + net->to_string() + ", as fabric " + q(f.name) + " of line " +
-                   std::to_string(f.line) + " is");
-      if (f.is_mpi() && net->type() == kMpiLnd)
-        return bad("a second mpi fabric " + q(name) + " (line " + std::to_string(f.line) + " has one)");
+      if (f.is_mpi() && mpi_net_type(net->type()))
+        return bad("a second MPI fabric " + q(name) + " (fabric " + q(f.name) + " of line " + std::to_string(f.line) +
+                   " is one)");
     }
     auto slash = w[2].find('/');
     std::uint32_t ip = 0;
@@ -241,7 +253,8 @@ class Parser {
   }
 
   Status node(const std::vector<std::string_view>& w) {
-    if (w.size() < 3) return bad("usage: node NAME ROLE[,ROLE...] FABRIC=HOST... [slots=N] [lnetd=yes|no]");
+    if (w.size() < 3)
+      return bad("usage: node NAME ROLE[,ROLE...] FABRIC=HOST... [slots=N] [lnetd=yes|no] [kind=namespace|kernel]");
     if (w.size() == 3) return bad("node " + q(w[1]) + " is on no fabric (give FABRIC=HOST, e.g. mpi=11)");
     if (d_.nodes.size() == kMaxNodes) return bad("more than " + std::to_string(kMaxNodes) + " nodes");
     Node n;
@@ -261,7 +274,8 @@ class Parser {
     for (std::size_t i = 3; i < w.size(); ++i) {
       std::size_t eq = w[i].find('=');
       if (eq == std::string_view::npos || eq == 0)
-        return bad("bad " + q(w[i]) + ": FABRIC=HOST (e.g. mpi=11 or mpi=10.90.0.11), slots=N or lnetd=yes|no");
+        return bad("bad " + q(w[i]) +
+                   ": FABRIC=HOST (e.g. mpi=11 or mpi=10.90.0.11), slots=N, lnetd=yes|no or kind=namespace|kernel");
       std::string_view key = w[i].substr(0, eq), value = w[i].substr(eq + 1);
       if (key == "slots") {
         unsigned long v = 0;
@@ -275,10 +289,15 @@ class Parser {
         lnetd = value == "yes";
         continue;
       }
+      if (key == "kind") {
+        if (value != "namespace" && value != "kernel") return bad("bad kind " + q(value) + " (namespace or kernel)");
+        n.kernel = value == "kernel";
+        continue;
+      }
       int f = fabric_index(key);
       if (f < 0)
         return bad("unknown fabric " + q(key) + " of node " + q(n.name) +
-                   " (fabric lines come before the nodes on them; options are slots= and lnetd=)");
+                   " (fabric lines come before the nodes on them; options are slots=, lnetd= and kind=)");
       const Fabric& fab = d_.fabrics[static_cast<std::size_t>(f)];
       if (n.ip_on(static_cast<std::size_t>(f))) return bad("node " + q(n.name) + " is on fabric " + q(key) + " twice");
       std::uint32_t host_max = ~mask_of(fab.prefix);
@@ -312,9 +331,11 @@ class Parser {
     if (n.has(kLogin) && d_.login >= 0)
       return bad("a second login node " + q(n.name) + " (node " + q(d_.nodes[static_cast<std::size_t>(d_.login)].name) +
                  " is one)");
+    if (n.kernel)
+      if (Status s = check_kernel_node(n, lnetd, slots_given); !s) return s;
     if (!slots_given && n.has(kCompute)) n.slots = 2;
-    n.lnetd = lnetd >= 0 ? lnetd == 1 : n.has(kServer) || n.has(kRouter);
-    if (n.has(kRouter) && !n.lnetd)
+    n.lnetd = !n.kernel && (lnetd >= 0 ? lnetd == 1 : n.has(kServer) || n.has(kRouter));
+    if (n.has(kRouter) && !n.lnetd && !n.kernel)
       return bad("router " + q(n.name) + " with lnetd=no: a router forwards in its lnetd");
     if (n.has(kRouter) && nets_of(n) < 2)
       return bad("router " + q(n.name) + " is on " + std::to_string(nets_of(n)) +
@@ -324,10 +345,30 @@ class Parser {
     return {};
   }
 
+  // A kernel node (a guest of ../shared/kernel-lnet) is a server or a router of tcp
+  // networks: the kernel has no MPI and cannot be on the MPI network.
+  Status check_kernel_node(const Node& n, int lnetd, bool slots_given) const {
+    if (n.has(kCompute) || n.has(kLogin))
+      return bad("kernel node " + q(n.name) + " is a " + (n.has(kCompute) ? "compute" : "login") +
+                 " node: a kernel node is a server or a router (no MPI runs there)");
+    if (lnetd == 1) return bad("kernel node " + q(n.name) + " with lnetd=yes: its LNet is the kernel's");
+    if (slots_given) return bad("kernel node " + q(n.name) + " with slots=: no MPI job runs there");
+    for (const Address& a : n.addrs)
+      if (d_.fabrics[a.fabric].is_mpi())
+        return bad("kernel node " + q(n.name) + " is on the MPI fabric " + q(d_.fabrics[a.fabric].name) +
+                   ": the kernel has no MPI network (it routes to it through an lnetd router)");
+    if (n.addrs.size() > 4) return bad("kernel node " + q(n.name) + " is on more than 4 fabrics (its NICs)");
+    return {};
+  }
+
+  // The LNet networks of the node (two fabrics of one net are one network).
   int nets_of(const Node& n) const {
-    int count = 0;
-    for (const Address& a : n.addrs) count += !d_.fabrics[a.fabric].is_mpi() || n.lnetd;
-    return count;
+    std::vector<NetId> nets;
+    for (const Address& a : n.addrs) {
+      const Fabric& f = d_.fabrics[a.fabric];
+      if ((!f.is_mpi() || n.lnetd) && std::find(nets.begin(), nets.end(), f.net) == nets.end()) nets.push_back(f.net);
+    }
+    return static_cast<int>(nets.size());
   }
 
   // The node's LNet networks (an mpi NI when it runs lnetd on the mpi fabric).
@@ -337,17 +378,20 @@ class Parser {
     return false;
   }
 
-  Result<std::size_t> lnetd_node(std::string_view name, const char* what) const {
+  // A node with an LNet of its own: its lnetd, or a kernel node's (`kernel` allows it).
+  Result<std::size_t> lnetd_node(std::string_view name, const char* what, bool kernel = false) const {
     int i = node_index(name);
     if (i < 0) return bad(std::string(what) + " " + q(name) + " is not a node defined above");
-    if (!d_.nodes[static_cast<std::size_t>(i)].lnetd)
+    const Node& n = d_.nodes[static_cast<std::size_t>(i)];
+    if (n.kernel && !kernel) return bad(std::string(what) + " " + q(name) + " is a kernel node (it runs no lnetd)");
+    if (!n.lnetd && !n.kernel)
       return bad(std::string(what) + " " + q(name) + " runs no lnetd (it is not a server or router, or has lnetd=no)");
     return static_cast<std::size_t>(i);
   }
 
   Status route(const std::vector<std::string_view>& w) {
     if (w.size() < 4) return bad("usage: route NODE NET GATEWAY... (e.g. route s1 mpi r1 r2)");
-    auto node = lnetd_node(w[1], "node");
+    auto node = lnetd_node(w[1], "node", true);
     if (!node) return node.failure();
     const Node& n = d_.nodes[*node];
     auto net = NetId::parse(w[2]);
@@ -360,7 +404,7 @@ class Parser {
     r.net = *net;
     r.line = line_;
     for (std::size_t i = 3; i < w.size(); ++i) {
-      auto gw = lnetd_node(w[i], "gateway");
+      auto gw = lnetd_node(w[i], "gateway", true);
       if (!gw) return gw.failure();
       const Node& g = d_.nodes[*gw];
       if (!g.has(kRouter)) return bad("gateway " + q(g.name) + " is not a router (its lnetd does not forward)");
@@ -420,6 +464,8 @@ class Parser {
     if (w.size() < 3) return bad("usage: daemon NODE COMMAND... (started at up and after a reboot)");
     int node = node_index(w[1]);
     if (node < 0) return bad("node " + q(w[1]) + " is not a node defined above");
+    if (d_.nodes[static_cast<std::size_t>(node)].kernel)
+      return bad("node " + q(w[1]) + " is a kernel node: it runs no daemon of this project");
     std::string_view cmd = rest_after(line, 2);
     std::string out;
     for (std::size_t i = 0; i < cmd.size(); ++i) {
@@ -554,7 +600,7 @@ std::string lnetd_yaml(const Description& d, const Node& n) {
     const Fabric& f = d.fabrics[a.fabric];
     y << "    - net type: " << f.net.to_string() << "\n      local NI(s):\n";
     if (f.is_mpi())
-      y << "        - nid: " << ip_string(a.ip) << "@" << f.net.to_string() << "\n";  // the UP LND's NI
+      y << "        - nid: " << Nid::make(f.net, a.ip).to_string() << "\n";  // the UP LND's NI
     else
       y << "        - interfaces:\n              0: " << f.name << "\n";
   }
@@ -573,6 +619,56 @@ std::string lnetd_yaml(const Description& d, const Node& n) {
   return y.str();
 }
 
+// The description's globals the kernel's lnetctl does not take (module parameters of lnet).
+bool kernel_module_global(std::string_view key) {
+  return key == "alive_router_check_interval" || key == "router_ping_timeout";
+}
+
+std::string kernel_yaml(const Description& d, const Node& n) {
+  std::ostringstream y;
+  y << "# kernel node " << n.name << " (" << role_names(n.roles)
+    << "): what its lnetctl imports at boot, made by the cluster tool from the description\n";
+  y << "net:\n";
+  for (std::size_t i = 0; i < n.addrs.size(); ++i)
+    y << "    - net type: " << d.fabrics[n.addrs[i].fabric].net.to_string()
+      << "\n      local NI(s):\n        - interfaces:\n              0: eth" << i << "\n";
+  bool routes = false;
+  for (const Route& r : d.routes) {
+    if (&d.nodes[r.node] != &n) continue;
+    if (!routes) y << "route:\n";
+    routes = true;
+    for (std::size_t i = 0; i < r.gateways.size(); ++i)
+      y << "    - net: " << r.net.to_string() << "\n      gateway: " << ip_string(r.gateway_ips[i]) << "@"
+        << r.gateway_nets[i].to_string() << "\n";
+  }
+  if (n.has(kRouter)) y << "routing:\n    enable: 1\n";
+  bool global = false;
+  for (const auto& [k, v] : d.globals) {
+    if (kernel_module_global(k)) continue;
+    if (!global) y << "global:\n";
+    global = true;
+    y << "    " << k << ": " << v << "\n";
+  }
+  return y.str();
+}
+
+std::string kernel_modprobe(const Description& d, const Node& n) {
+  std::string lnet;
+  for (const auto& [k, v] : d.globals)
+    if (kernel_module_global(k)) lnet += " " + k + "=" + std::to_string(v);
+  // A router's buffers within a small guest (the default pools take more than 1 GiB).
+  if (n.has(kRouter)) lnet += " tiny_router_buffers=512 small_router_buffers=1024 large_router_buffers=128";
+  std::string out = "# kernel node " + n.name + ": its modules' parameters, made by the cluster tool\n";
+  if (!lnet.empty()) out += "options lnet" + lnet + "\n";
+  return out;
+}
+
+std::string kernel_nets(const Description& d, const Node& n) {
+  std::string out;
+  for (const Address& a : n.addrs) out += (out.empty() ? "" : ",") + d.fabrics[a.fabric].net.to_string();
+  return out;
+}
+
 std::string hosts_file(const Description& d) {
   std::string out = "# /etc/hosts of virtual cluster " + d.name +
                     "'s nodes\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
@@ -586,8 +682,8 @@ std::string hosts_file(const Description& d) {
 
 std::string hostfile(const Description& d, Role r, bool mpich) {
   std::string out;
-  for (const Node& n : d.nodes)
-    if (n.has(r)) out += n.name + (mpich ? ":" : " slots=") + std::to_string(n.slots) + "\n";
+  for (const Node& n : d.nodes)  // MPI's hosts: a kernel node runs no MPI
+    if (n.has(r) && !n.kernel) out += n.name + (mpich ? ":" : " slots=") + std::to_string(n.slots) + "\n";
   return out;
 }
 
@@ -623,6 +719,11 @@ std::string shell_plan(const Description& d) {
   for (const Node& n : d.nodes) s << " [" << n.name << "]=" << role_names(n.roles);
   s << " )\ndeclare -gA CL_LNETD=(";
   for (const Node& n : d.nodes) s << " [" << n.name << "]=" << (n.lnetd ? 1 : 0);
+  s << " )\ndeclare -gA CL_KIND=(";
+  for (const Node& n : d.nodes) s << " [" << n.name << "]=" << (n.kernel ? "kernel" : "namespace");
+  s << " )\ndeclare -gA CL_KNET=(";
+  for (const Node& n : d.nodes)
+    if (n.kernel) s << " [" << n.name << "]=" << kernel_nets(d, n);
   s << " )\ndeclare -gA CL_SLOTS=(";
   for (const Node& n : d.nodes) s << " [" << n.name << "]=" << n.slots;
   s << " )\n# FABRIC=ADDRESS/PREFIX of each node, in the order written\ndeclare -gA CL_ADDRS=(";

@@ -20,11 +20,12 @@ enum Role : unsigned { kLogin = 1, kCompute = 2, kServer = 4, kRouter = 8 };
 
 struct Fabric {
   std::string name;  // as written: the nodes' interface on it has this name
-  NetId net;         // tcp, tcpN or mpi
+  NetId net;         // its name's, unless net= says: tcp, tcpN, or the MPI network (mpi, gni...)
   std::uint32_t base = 0;
   int prefix = 24;
   int line = 0;
-  bool is_mpi() const { return net.type() == kMpiLnd; }
+  // The MPI fabric: its net is the MPI network (mpi, or a kernel type a site chose).
+  bool is_mpi() const { return mpi_net_type(net.type()); }
 };
 
 struct Address {
@@ -35,9 +36,10 @@ struct Address {
 struct Node {
   std::string name;
   unsigned roles = 0;
-  std::vector<Address> addrs;  // in the order written
+  std::vector<Address> addrs;  // in the order written (a kernel node's eth0, eth1...)
   int slots = 1;               // MPI slots (compute: 2 unless given)
   bool lnetd = false;          // server or router, unless lnetd= says otherwise
+  bool kernel = false;         // kind=kernel: a kernel LNet node (a qemu guest of the kit)
   int line = 0;
   bool has(Role r) const { return (roles & r) != 0; }
   // The node's address on `fabric`, or 0.
@@ -102,6 +104,14 @@ std::string ip_string(std::uint32_t ip);
 std::string role_names(unsigned roles);
 // The lnetd configuration (lnetctl export's YAML) of a node that runs lnetd.
 std::string lnetd_yaml(const Description& d, const Node& n);
+// A kernel node's configuration: what its lnetctl imports at boot (its NICs are eth0,
+// eth1... in the order of its addresses), and the modprobe.conf of its modules (the
+// router buffers of a router, the description's globals the kernel takes as module
+// parameters).
+std::string kernel_yaml(const Description& d, const Node& n);
+std::string kernel_modprobe(const Description& d, const Node& n);
+// The LNet net of each NIC of a kernel node, comma-separated (the kit's KN_NET).
+std::string kernel_nets(const Description& d, const Node& n);
 // The cluster's /etc/hosts: every node by its first address on the mpi fabric, else its
 // first address.
 std::string hosts_file(const Description& d);

@@ -23,8 +23,9 @@ void usage(FILE* f) {
                "  Checks a virtual cluster's description (lnet-cluster(8)): every error names its line and\n"
                "  nothing is written. With --out, writes into DIR (which must exist): plan.sh, hosts,\n"
                "  hostfile.ROLE and hostfile-mpich.ROLE, and nodes/NODE/lnet.conf for every node that runs\n"
-               "  lnetd. Without it, prints the nodes. --name overrides the cluster line; --etc-hosts\n"
-               "  is the file whose loopback names a node may not take (default /etc/hosts).\n");
+               "  lnetd or is a kernel node (with its modprobe.conf). Without it, prints the nodes. --name\n"
+               "  overrides the cluster line; --etc-hosts is the file whose loopback names a node may not\n"
+               "  take (default /etc/hosts).\n");
 }
 
 bool write(const std::string& path, const std::string& text) {
@@ -49,6 +50,8 @@ bool write_all(const Description& d, const std::string& dir) {
       return false;
     }
     if (ok && n.lnetd) ok = write(nd + "/lnet.conf", lnetd_yaml(d, n));
+    if (ok && n.kernel)
+      ok = write(nd + "/lnet.conf", kernel_yaml(d, n)) && write(nd + "/modprobe.conf", kernel_modprobe(d, n));
   }
   return ok;
 }
@@ -59,6 +62,7 @@ void print(const Description& d) {
     std::printf("  %-12s %-20s", n.name.c_str(), role_names(n.roles).c_str());
     for (const Address& a : n.addrs) std::printf(" %s=%s", d.fabrics[a.fabric].name.c_str(), ip_string(a.ip).c_str());
     if (n.lnetd) std::printf("  lnetd");
+    if (n.kernel) std::printf("  kernel");
     std::printf("\n");
   }
   for (const ProxyJob& j : d.proxies) {

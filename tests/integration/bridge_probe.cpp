@@ -131,7 +131,7 @@ int forged(const std::string& path) {
   refused(Send{}, "lnetd's to send", "SEND, which only lnetd sends");
 
   // Its own pid, then a PARSE over the payload limit and one claiming another source.
-  if (Status s = b.send(PidNew{7}); !s) return check(false, "PID_NEW: " + s.message()), 1;
+  if (Status s = b.send(PidNew{7, 2}); !s) return check(false, "PID_NEW: " + s.message()), 1;
   Pid own = 0;
   for (;;) {
     auto m = b.receive(10000);
@@ -147,7 +147,7 @@ int forged(const std::string& path) {
 
   // Frames that do not decode: a length field that lies, a packet over the limit.
   std::uint8_t frame[kMaxFrame];
-  std::size_t len = encode(PidNew{8}, std::span<std::uint8_t, kMaxFrame>(frame, kMaxFrame));
+  std::size_t len = encode(PidNew{8, 2}, std::span<std::uint8_t, kMaxFrame>(frame, kMaxFrame));
   frame[8] ^= 0x40;  // the frame length
   (void)!::send(b.fd(), frame, len, MSG_NOSIGNAL);
   std::string text = next_error(b);

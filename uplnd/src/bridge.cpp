@@ -16,7 +16,7 @@ namespace {
 // Body sizes; an ERROR's is the minimum (its text follows).
 constexpr std::size_t kHelloSize = 16;
 constexpr std::size_t kWelcomeSize = 32 + 4 * kMaxNets;
-constexpr std::size_t kPidNewSize = 8;
+constexpr std::size_t kPidNewSize = 16;
 constexpr std::size_t kPidRegisterSize = 16;
 constexpr std::size_t kPidReleaseSize = 16;
 constexpr std::size_t kPidReplySize = 24;
@@ -153,25 +153,22 @@ Result<Message> read_welcome(Reader& r, Type t) {
   return Message{b};
 }
 
-void put(Writer& w, const PidNew& b) { w.u64(b.cookie); }
+void put(Writer& w, const PidNew& b) { w.u64(b.cookie).u32(b.ranks).pad(4); }
 Result<Message> read_pid_new(Reader& r) {
   PidNew b;
-  r.u64(b.cookie);
+  r.u64(b.cookie).u32(b.ranks).pad(4);
   return Message{b};
 }
 
-// PID_REGISTER and PID_RELEASE.
-template <class B>
-void put_pid(Writer& w, const B& b) {
-  w.u64(b.cookie).u32(b.pid).pad(4);
-}
-void put(Writer& w, const PidRegister& b) { put_pid(w, b); }
-void put(Writer& w, const PidRelease& b) { put_pid(w, b); }
+// PID_REGISTER (with the ranks) and PID_RELEASE (padding there).
+void put(Writer& w, const PidRegister& b) { w.u64(b.cookie).u32(b.pid).u32(b.ranks); }
+void put(Writer& w, const PidRelease& b) { w.u64(b.cookie).u32(b.pid).pad(4); }
 Result<Message> read_pid(Reader& r, Type t) {
   std::uint64_t cookie;
   Pid pid;
-  r.u64(cookie).u32(pid).pad(4);
-  if (t == Type::PidRegister) return Message{PidRegister{cookie, pid}};
+  std::uint32_t ranks;
+  r.u64(cookie).u32(pid).u32(ranks);
+  if (t == Type::PidRegister) return Message{PidRegister{cookie, pid, ranks}};
   return Message{PidRelease{cookie, pid}};
 }
 

@@ -32,6 +32,8 @@ UpLnd::~UpLnd() {
 
 std::uint32_t UpLnd::net_type() const { return kMpiLnd; }
 
+bool UpLnd::serves(std::uint32_t type) const { return mpi_net_type(type); }
+
 Status UpLnd::check_config(const NetConfig& config) const {
   if (config.lnd_tunables.get_or("timeout", 0) != 0)
     return Failure{-EOPNOTSUPP,
@@ -72,7 +74,7 @@ int UpLnd::startup(NetInterface& ni) {
     if (!ip) return fail_startup(ni, ip.code(), ip.message());
     ni.nid = Nid::make(ni.config.net, *ip);
   }
-  if (!mpi_ip_form(kMpiLnd, ni.nid.addr()))
+  if (!mpi_node_address(ni.nid.addr()))
     return fail_startup(ni, -EINVAL, ni.nid.to_string() + " is an application's address, not an IPv4 one");
   if (ni.config.tunables.peer_credits == 0) ni.config.tunables.peer_credits = 32;
   auto* u = new UpNi(ni, *memory_->region, opts_);

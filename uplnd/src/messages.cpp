@@ -149,13 +149,21 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
   std::string why;
   {
     MutexLock g(mu_);
+    std::uint32_t ranks = 0;
     if (const PidNew* n = std::get_if<PidNew>(&m)) {
       r.cookie = n->cookie;
-      r.status = fresh_pid_locked(&r.pid);
+      ranks = n->ranks;
+      if (ranks == 0 || ranks > kMaxRanks)
+        why = "PID_NEW for " + std::to_string(ranks) + " ranks (1.." + std::to_string(kMaxRanks) + ")";
+      else
+        r.status = fresh_pid_locked(&r.pid);
     } else if (const PidRegister* rg = std::get_if<PidRegister>(&m)) {
       r.cookie = rg->cookie;
       r.pid = rg->pid;
-      if (!(rg->pid & kPidUserFlag) || rg->pid == kPidAny) {
+      ranks = rg->ranks;
+      if (ranks == 0 || ranks > kMaxRanks) {
+        why = "PID_REGISTER for " + std::to_string(ranks) + " ranks (1.." + std::to_string(kMaxRanks) + ")";
+      } else if (!(rg->pid & kPidUserFlag) || rg->pid == kPidAny) {
         why = "PID_REGISTER of " + pid_text(rg->pid) + ", not an application pid";
       } else if (auto it = apps_.find(rg->pid); it != apps_.end()) {
         r.status = -EEXIST;
@@ -174,6 +182,8 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
         App& a = apps_[r.pid];
         a.pid = r.pid;
         a.owner = &c;
+        a.ranks = ranks;
+        a.serial = ++app_serial_;
         c.pids.insert(r.pid);
       }
       reply_locked(c, r);
@@ -196,7 +206,10 @@ bool UpNi::on_parse(Conn& c, const Parse& p) {
   if (!c.pids.count(p.pid)) return refuse(c, "PARSE for " + pid_text(p.pid) + ", which this proxy did not register");
   if (p.from.net() != ni_.nid.net())
     return refuse(c, "PARSE from " + p.from.to_string() + ", not on " + ni_.nid.net().to_string());
-  if (p.hdr.src_pid != p.pid)
+  // An application answers as LNet's pid only what was sent to that pid at its rank (the
+  // REPLY and ACK of app_for_locked()'s messages): nothing else may claim it.
+  bool answer = p.hdr.src_pid == kPidLustre && (p.hdr.type == MsgType::Reply || p.hdr.type == MsgType::Ack);
+  if (p.hdr.src_pid != p.pid && !answer)
     return refuse(c, "PARSE of a message from " + pid_text(p.hdr.src_pid) + " for " + pid_text(p.pid));
   if (p.hdr.payload_length > kMaxPayload)
     return refuse(c, "PARSE of a " + std::to_string(p.hdr.payload_length) + "-byte payload (at most 1 MiB)");

@@ -24,11 +24,26 @@ constexpr std::uint32_t kLargeBounce = 1u << 20;
 
 // ---------------------------------------------------------------- the host's calls
 
+// Every application of the MPI network has ranks 0..N-1 there, so a rank's NID names no
+// application: the pid does. LNet's own pid at a rank's NID is what a peer's LNet sends
+// to the node behind that NID (a discovery ping or push, a self-test console's RPC to a
+// node it names by NID): the application registered first that has the rank answers, as
+// the only LNet instance at that NID would (docs/design/bridge.md).
+App* UpNi::app_for_locked(Pid pid, Nid nid) {
+  auto it = apps_.find(pid);
+  if (it != apps_.end()) return it->second.owner ? &it->second : nullptr;
+  if (pid != kPidLustre || nid.is_large() || mpi_node_address(nid.addr())) return nullptr;
+  App* first = nullptr;
+  for (auto& [p, a] : apps_)
+    if (a.owner && a.ranks > nid.addr() && (!first || a.serial < first->serial)) first = &a;
+  return first;
+}
+
 int UpNi::send(LndMessage& msg) {
   MutexLock g(mu_);
-  auto it = apps_.find(msg.hdr.dest_pid);
-  if (it == apps_.end() || !it->second.owner) return -EHOSTUNREACH;
-  App& app = it->second;
+  App* found = app_for_locked(msg.hdr.dest_pid, msg.hdr.dest_nid);
+  if (!found) return -EHOSTUNREACH;
+  App& app = *found;
   Desc* d = new_desc_locked(Desc::Kind::Send, app.owner, app.pid);
   d->msg = &msg;
   d->mlen = msg.len;

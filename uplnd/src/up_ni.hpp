@@ -75,7 +75,9 @@ struct Desc : FifoLink {
 struct App {
   Pid pid = 0;
   Conn* owner = nullptr;
-  Fifo<Desc> pending;  // descriptors waiting to go to the proxy, in order
+  std::uint32_t ranks = 0;   // its NIDs on the MPI network are 0..ranks-1
+  std::uint64_t serial = 0;  // the order in which this lnetd's proxies registered it
+  Fifo<Desc> pending;        // descriptors waiting to go to the proxy, in order
 };
 
 struct Conn {
@@ -126,6 +128,9 @@ class UpNi {
   bool on_hello(Conn& c, const Hello& h);
   bool on_pid(Conn& c, const Message& m);
   int fresh_pid_locked(Pid* pid) LNET_REQUIRES(mu_);  // -EAGAIN: every pid in use
+  // The application a message for `pid` at `nid` goes to: its own, or for LNet's pid at
+  // a rank's NID the first registered that has that rank; nullptr when none.
+  App* app_for_locked(Pid pid, Nid nid) LNET_REQUIRES(mu_);
   bool on_parse(Conn& c, const Parse& p);
   bool on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health);
   bool refuse(Conn& c, const std::string& why);
@@ -170,6 +175,7 @@ class UpNi {
   std::map<Pid, App> apps_ LNET_GUARDED_BY(mu_);
   std::map<int, std::unique_ptr<Conn>> conns_ LNET_GUARDED_BY(mu_);
   Pid next_pid_ LNET_GUARDED_BY(mu_) = 1;
+  std::uint64_t app_serial_ LNET_GUARDED_BY(mu_) = 0;
   Bounce* free_small_ LNET_GUARDED_BY(mu_) = nullptr;
   Bounce* free_large_ LNET_GUARDED_BY(mu_) = nullptr;
   unsigned small_made_ LNET_GUARDED_BY(mu_) = 0;

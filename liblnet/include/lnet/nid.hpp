@@ -36,9 +36,17 @@ inline constexpr Pid kPidReserved = 0xF0000000u;
 const char* lnd_type_name(std::uint32_t type);
 // Whether addresses of this LND type are dotted IPv4 (tcp, o2ib, gip, efa).
 bool lnd_type_uses_ip(std::uint32_t type);
-// The mpi net has two address forms: an application rank (a number below 2^24) and a
-// proxy's or lnetd's static <primary IPv4> (seed 002 §1.2.2), written and read dotted.
-constexpr bool mpi_ip_form(std::uint32_t type, std::uint32_t addr) { return type == kMpiLnd && addr >= (1u << 24); }
+// The net types an MPI network can have (docs/design/mpi-net-type.md): `mpi`, this
+// project's own, which only userspace nodes can name; or one the kernel names but no
+// driver of this project drives (gni, gip, ptlf, kfi, efa, bxi3f), chosen by a site so
+// that its Lustre servers can route to the MPI network.
+bool mpi_net_type(std::uint32_t type);
+// On an MPI network an address from 2^24 up is a node's (a proxy's or an lnetd's static
+// <primary IPv4>, seed 002 §1.2.2); one below is an application rank.
+constexpr bool mpi_node_address(std::uint32_t addr) { return addr >= (1u << 24); }
+// The mpi type writes and reads a node's address dotted; the kernel's types write theirs
+// as they always do (a number on gni, dotted on gip).
+constexpr bool mpi_ip_form(std::uint32_t type, std::uint32_t addr) { return type == kMpiLnd && mpi_node_address(addr); }
 
 // A network: (type << 16) | number.
 class NetId {

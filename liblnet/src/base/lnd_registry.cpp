@@ -38,6 +38,9 @@ std::vector<LndTunableSpec> lnd_tunables_of(std::uint32_t net_type) {
   Registry& r = registry();
   MutexLock g(r.mutex);
   auto it = r.tunables.find(net_type);
+  // A type an MPI network can have takes the mpi type's keys unless its own driver is
+  // here and declared its own (docs/design/mpi-net-type.md).
+  if (it == r.tunables.end() && mpi_net_type(net_type)) it = r.tunables.find(kMpiLnd);
   return it == r.tunables.end() ? std::vector<LndTunableSpec>{} : it->second;
 }
 

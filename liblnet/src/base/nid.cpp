@@ -52,6 +52,19 @@ const char* lnd_type_name(std::uint32_t type) {
   return l ? l->name : nullptr;
 }
 
+bool mpi_net_type(std::uint32_t type) {
+  switch (type) {
+    case kMpiLnd:
+    case kGniLnd:
+    case kGipLnd:
+    case kPtl4Lnd:
+    case kKfiLnd:
+    case kEfaLnd:
+    case kBxi3Lnd: return true;
+    default: return false;
+  }
+}
+
 bool lnd_type_uses_ip(std::uint32_t type) {
   const LndName* l = find_type(type);
   return l && l->ip;

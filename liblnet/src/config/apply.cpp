@@ -145,6 +145,11 @@ class Adder {
     }
     if (cfg.buffers)
       if (Status s = buffers(*cfg.buffers); !s) return s;
+    // Routing on before the nets come up: a router's first ping reply already says it
+    // routes (a kernel peer that reads RTE_DISABLED there keeps its routes through this
+    // node down until its next router check).
+    if (cfg.routing && *cfg.routing)
+      if (Status s = routing(true); !s) return s;
     for (const auto& nc : cfg.nets)
       if (Status s = net(nc); !s) return s;
     // Peers before routes: the gateways an export lists among the peers keep their place.
@@ -154,8 +159,8 @@ class Adder {
       if (Status s = route(rt); !s) return s;
     for (const auto& u : cfg.udsp)
       if (Status s = udsp(u); !s) return s;
-    if (cfg.routing)
-      if (Status s = routing(*cfg.routing); !s) return s;
+    if (cfg.routing && !*cfg.routing)
+      if (Status s = routing(false); !s) return s;
     for (const FaultRule& f : cfg.faults) {  // last: checked when parsed
       if (Status s = c_.add_fault(f); !s) return s;
       undo_.push_back([this, f] { (void)c_.del_faults(f.delay, f.source, f.dest); });

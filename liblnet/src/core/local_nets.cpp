@@ -67,13 +67,13 @@ Result<Lnd*> LocalNets::driver_for(const NetConfig& nc) {
   std::uint32_t type = nc.net.type();
   auto it = lnds_.find(type);
   if (it != lnds_.end()) return it->second.get();
-  std::unique_ptr<Lnd> lnd = make_lnd(type);
-  if (!lnd) {
-    const char* name = lnd_type_name(type);
-    return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
-                                         std::string(name ? name : std::to_string(type)) + "' in this process"};
-  }
-  return lnds_.emplace(type, std::move(lnd)).first->second.get();
+  // A driver registered for the type, else one the program gave that serves it too.
+  if (std::unique_ptr<Lnd> lnd = make_lnd(type)) return lnds_.emplace(type, std::move(lnd)).first->second.get();
+  for (const auto& [given_type, lnd] : lnds_)
+    if (lnd->serves(type)) return lnds_.emplace(type, lnd).first->second.get();
+  const char* name = lnd_type_name(type);
+  return Failure{-EPROTONOSUPPORT, "not supported: no driver for network type '" +
+                                       std::string(name ? name : std::to_string(type)) + "' in this process"};
 }
 
 void LocalNets::share_credits(Ni& ni) const {
@@ -224,7 +224,9 @@ Result<bool> LocalNets::set_globals(const GlobalTunables& next) {
 std::vector<LndCounters> LocalNets::lnd_counters() {
   std::vector<LndCounters> out;
   MutexLock g(mutex_);
+  std::set<const Lnd*> seen;  // a driver serving several types counts once
   for (const auto& [type, lnd] : lnds_) {
+    if (!seen.insert(lnd.get()).second) continue;
     std::string name = lnd->counters_name();
     auto counters = lnd->counters();
     if (!name.empty() && !counters.empty()) out.push_back(LndCounters{std::move(name), std::move(counters)});

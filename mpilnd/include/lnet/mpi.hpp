@@ -47,7 +47,8 @@ enum class OnError { Return, Abort };
 
 // Tunables of the MPI LND; from_env() reads LNET_MPI_* over these defaults.
 struct Options {
-  unsigned net_number = 0;                     // LNET_MPI_NET: the network is mpi<N>
+  NetId net = NetId::make(kMpiLnd, 0);         // LNET_MPI_NET: the MPI network (mpi<N>, or gni<N>, kfi<N>...)
+  bool net_given = false;                      // LNET_MPI_NET is set (else a proxy's network is taken)
   std::uint32_t short_max = 8192;              // LNET_MPI_SHORT_MAX: largest payload sent inline
   unsigned pool_depth = 64;                    // LNET_MPI_POOL: persistent short-message receives
   int credits = 32;                            // LNET_MPI_CREDITS: short messages a peer may have in flight to us
@@ -121,8 +122,8 @@ Result<MPI_Comm> spawn_proxies(const std::string& program,
 
 // The driver for the mpi<N> network over one communicator, for any host. It does not
 // own the communicator, which must stay valid until its NI is shut down. Rank r of the
-// communicator is r@mpi<opts.net_number>, or, with a NID table, nids[r] (a proxy's
-// <IPv4>@mpi among the ranks of an application, say); the NI's NID is its own rank's.
+// communicator is r@<opts.net>, or, with a NID table, nids[r] (a proxy's <IPv4>@mpi
+// among the ranks of an application, say); the NI's NID is its own rank's.
 // One NI per driver object.
 class MpiLnd final : public Lnd {
  public:
@@ -131,7 +132,7 @@ class MpiLnd final : public Lnd {
   MpiLnd(MPI_Comm comm, std::vector<Nid> nids, const Options& opts);
   ~MpiLnd() override;
 
-  std::uint32_t net_type() const override { return kMpiLnd; }
+  std::uint32_t net_type() const override { return opts_.net.type(); }
   // Takes the LND tunable `timeout` (seconds for a handshake or a credit); nothing else.
   Status check_config(const NetConfig& config) const override;
   // Sets the NID, and peer_credits (when left at 0) to the credits the driver grants.
@@ -215,12 +216,13 @@ class Group {
 class Session {
  public:
   // Collective over `comm`, after MPI_Init[_thread]: a Group, an MpiLnd for its communicator,
-  // and LNet brought up with `cfg` plus the NI <rank>@mpi<net_number>. Fails (on every
-  // rank alike) with a message naming the problem.
+  // and LNet brought up with `cfg` plus the NI <rank>@<opts.net>. Fails (on every rank
+  // alike) with a message naming the problem.
   // With opts.proxy (LNET_PROXY) the job also connects to that parallel proxy: the
   // MPI LND runs over the job's ranks and the proxy's (the proxies' NIDs are their
-  // lnetds' <IPv4>@mpi), the pid is the one the proxy's lnetds gave the job, and every
-  // net those lnetds reach is routed through each proxy rank (lnet-proxy(8)).
+  // lnetds' <IPv4>@mpi), on the proxies' network unless opts.net_given names another
+  // (which fails), the pid is the one the proxy's lnetds gave the job, and every net
+  // those lnetds reach is routed through each proxy rank (lnet-proxy(8)).
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm, Config cfg, Options opts);
   // The same with the LNET_* and LNET_MPI_* environment variables.
   static Result<std::unique_ptr<Session>> start(MPI_Comm comm = MPI_COMM_WORLD);
@@ -235,7 +237,7 @@ class Session {
   int rank() const { return group_->rank(); }
   int size() const { return group_->size(); }
   Pid pid() const { return pid_; }
-  Nid nid(int rank) const;  // <rank>@mpi<N>
+  Nid nid(int rank) const;  // <rank>@<the job's net>
   // The proxy ranks' NIDs (empty without LNET_PROXY).
   std::vector<Nid> proxies() const;
   ProcessId id(int rank) const { return ProcessId{nid(rank), pid()}; }
@@ -252,7 +254,7 @@ class Session {
   std::shared_ptr<MpiLnd> lnd_;
   std::unique_ptr<Instance> lnet_;
   std::unique_ptr<ProxyLink> link_;  // with LNET_PROXY
-  unsigned net_ = 0;
+  NetId net_;
   Pid pid_ = 0;
 };
 

@@ -117,6 +117,61 @@ TEST(ClusterDesc, HostsAndHostfiles) {
   EXPECT_NE(plan.find("[r1]='mpi=10.90.0.21/24 tcp0=10.90.1.21/24'"), std::string::npos) << plan;
 }
 
+// The MPI network on a kernel type (net=gni), two fabrics of one tcp net (multi-rail),
+// and kernel nodes: what their lnetctl imports, their modules' parameters, their NICs'
+// nets; they are in no MPI hostfile.
+TEST(ClusterDesc, KernelNodesAndTheMpiNetworkOnAKernelType) {
+  auto d = parse_text(R"(fabric mpi  10.90.0.0/24 net=gni
+fabric tcp0 10.90.1.0/24
+fabric rail 10.90.2.0/24 net=tcp
+fabric tcp1 10.90.3.0/24
+node c1 compute       mpi=11
+node r1 server,router mpi=21 tcp0=21
+node k1 server        tcp0=41 rail=41 kind=kernel
+node kr router        tcp0=42 tcp1=42 kind=kernel
+node s3 server        tcp1=43
+route k1 gni r1
+route s3 gni kr
+route r1 tcp1 kr
+global transaction_timeout 10
+global router_ping_timeout 2
+)");
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_TRUE(d->fabrics[0].is_mpi());
+  EXPECT_EQ(d->fabrics[0].net.to_string(), "gni");
+  EXPECT_EQ(d->fabrics[2].net.to_string(), "tcp");
+  const Node& r1 = d->nodes[1];
+  const Node& k1 = d->nodes[2];
+  const Node& kr = d->nodes[3];
+  EXPECT_TRUE(k1.kernel && kr.kernel && !k1.lnetd && !kr.lnetd);
+  std::string ry = lnetd_yaml(*d, r1);
+  EXPECT_NE(ry.find("net type: gni\n      local NI(s):\n        - nid: 173670421@gni"), std::string::npos) << ry;
+  EXPECT_NE(ry.find("- net: tcp1\n      gateway: 10.90.1.42@tcp"), std::string::npos) << ry;
+  std::string ky = kernel_yaml(*d, k1);
+  EXPECT_NE(ky.find("net type: tcp\n      local NI(s):\n        - interfaces:\n              0: eth0\n    - net type: "
+                    "tcp\n      local NI(s):\n        - interfaces:\n              0: eth1"),
+            std::string::npos)
+      << ky;
+  EXPECT_NE(ky.find("route:\n    - net: gni\n      gateway: 10.90.1.21@tcp"), std::string::npos) << ky;
+  EXPECT_NE(ky.find("global:\n    transaction_timeout: 10\n"), std::string::npos) << ky;
+  EXPECT_EQ(ky.find("router_ping_timeout"), std::string::npos) << ky;  // a module parameter there
+  EXPECT_EQ(kernel_yaml(*d, kr).find("routing:\n    enable: 1"), kernel_yaml(*d, kr).find("routing:"));
+  std::string km = kernel_modprobe(*d, kr);
+  EXPECT_NE(km.find("options lnet router_ping_timeout=2 tiny_router_buffers="), std::string::npos) << km;
+  EXPECT_EQ(kernel_modprobe(*d, k1).find("router_buffers"), std::string::npos);
+  EXPECT_EQ(kernel_nets(*d, k1), "tcp,tcp");
+  EXPECT_EQ(kernel_nets(*d, kr), "tcp,tcp1");
+  EXPECT_EQ(hostfile(*d, kServer, false), "r1 slots=1\ns3 slots=1\n");
+  std::string plan = shell_plan(*d);
+  EXPECT_NE(plan.find("[k1]=kernel"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("CL_KNET=( [k1]=tcp,tcp [kr]=tcp,tcp1 )"), std::string::npos) << plan;
+  // What lnetd reads takes every lnetd's configuration here.
+  for (const Node& n : d->nodes) {
+    if (!n.lnetd) continue;
+    EXPECT_TRUE(dlc::parse_config(lnetd_yaml(*d, n))) << n.name;
+  }
+}
+
 TEST(ClusterDesc, DaemonCommandsAreQuotedForTheShell) {
   auto d = parse_text(kFabrics + "node a server tcp0=1\ndaemon a echo 'it''s' \"$HOME\"\n");
   ASSERT_TRUE(d) << d.message();
@@ -156,10 +211,19 @@ TEST(ClusterDesc, BadDescriptionsAreRefusedNamingTheLine) {
       {kFabrics + "node r1 router,server mpi=3 tcp0=3 lnetd=no\n", "t.cluster:3:", "lnetd=no"},
       {kFabrics + "node l1 login mpi=3\nnode l2 login mpi=4\n", "t.cluster:4:", "a second login node"},
       {"fabric mpi 10.90.0.0/24\nfabric tcp 10.90.0.128/25\n", "t.cluster:2:", "overlaps fabric 'mpi'"},
-      {"fabric tcp 10.90.0.0/24\nfabric tcp0 10.91.0.0/24\n", "t.cluster:2:", "is network tcp"},
-      {"fabric mpi 10.90.0.0/24\nfabric mpi1 10.91.0.0/24\n", "t.cluster:2:", "a second mpi fabric"},
+      {"fabric tcp0 10.90.0.0/24 net=lo\n", "t.cluster:1:", "fabric 'tcp0' carries lo"},
+      {"fabric a 10.90.0.0/24 lnet=tcp\n", "t.cluster:1:", "bad 'lnet=tcp': net=NET"},
+      {"fabric mpi 10.90.0.0/24\nfabric mpi1 10.91.0.0/24\n", "t.cluster:2:", "a second MPI fabric"},
+      {"fabric mpi 10.90.0.0/24\nfabric x 10.91.0.0/24 net=gni\n", "t.cluster:2:", "a second MPI fabric 'x'"},
       {"fabric o2ib0 10.90.0.0/24\n", "t.cluster:1:", "not supported yet: fabric 'o2ib0'"},
-      {"fabric eth0 10.90.0.0/24\n", "t.cluster:1:", "bad fabric name 'eth0'"},
+      {"fabric eth0 10.90.0.0/24\n", "t.cluster:1:", "fabric 'eth0' names no network"},
+      {"fabric Eth0 10.90.0.0/24 net=tcp\n", "t.cluster:1:", "bad fabric name 'Eth0'"},
+      {kFabrics + "node k1 compute mpi=3 kind=kernel\n", "t.cluster:3:", "a kernel node is a server or a router"},
+      {kFabrics + "node k1 server mpi=3 kind=kernel\n", "t.cluster:3:", "is on the MPI fabric 'mpi'"},
+      {kFabrics + "node k1 server tcp0=3 kind=kernel lnetd=yes\n", "t.cluster:3:", "its LNet is the kernel's"},
+      {kFabrics + "node k1 server tcp0=3 kind=vm\n", "t.cluster:3:", "bad kind 'vm'"},
+      {kFabrics + "node k1 server tcp0=3 kind=kernel\nproxy k1\n", "t.cluster:4:", "is a kernel node"},
+      {kFabrics + "node k1 server tcp0=3 kind=kernel\ndaemon k1 run\n", "t.cluster:4:", "is a kernel node"},
       {"fabric tcp 10.90.0.1/24\n", "t.cluster:1:", "host bits are set"},
       {"fabric tcp 127.0.0.0/24\n", "t.cluster:1:", "not a unicast network"},
       {"fabric tcp 10.90.0.0/31\n", "t.cluster:1:", "8..30"},

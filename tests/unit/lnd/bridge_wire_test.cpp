@@ -40,14 +40,16 @@ std::string refused(const Frame& f) {
 }
 
 TEST(BridgeWire, FrameHeaderIsLittleEndianMagicVersionTypeLength) {
-  Frame f = frame(PidNew{0x0102030405060708ULL});
-  ASSERT_EQ(f.size(), kFrameHdrSize + 8);
-  const std::uint8_t want[] = {0x4c, 0x4e, 0x55, 0x42,  // "LNUB"
-                               1,    0,                 // version
-                               3,    0,                 // PID_NEW
-                               24,   0,    0,    0,     // whole frame
-                               0,    0,    0,    0,     // reserved
-                               8,    7,    6,    5,    4, 3, 2, 1};
+  Frame f = frame(PidNew{0x0102030405060708ULL, 0x0a0b0c0d});
+  ASSERT_EQ(f.size(), kFrameHdrSize + 16);
+  const std::uint8_t want[] = {0x4c, 0x4e, 0x55, 0x42,              // "LNUB"
+                               2,    0,                             // version
+                               3,    0,                             // PID_NEW
+                               32,   0,    0,    0,                 // whole frame
+                               0,    0,    0,    0,                 // reserved
+                               8,    7,    6,    5,    4, 3, 2, 1,  // cookie
+                               0x0d, 0x0c, 0x0b, 0x0a,              // ranks
+                               0,    0,    0,    0};
   EXPECT_EQ(f, Frame(std::begin(want), std::end(want)));
 }
 
@@ -82,8 +84,8 @@ TEST(BridgeWire, EveryTypeRoundTrips) {
   s.hdr = put_header();
   const Message all[] = {Hello{1, 3, 4242},
                          w,
-                         PidNew{5},
-                         PidRegister{6, kPidUserFlag | 9},
+                         PidNew{5, 64},
+                         PidRegister{6, kPidUserFlag | 9, 64},
                          PidRelease{7, kPidUserFlag | 9},
                          PidReply{8, -EEXIST, kPidUserFlag | 9, *Nid::parse("10.1.2.3@mpi2")},
                          p,
@@ -124,8 +126,8 @@ TEST(BridgeWire, RefusesMalformedFramesNamingTheFault) {
   EXPECT_NE(refused(Frame(good.begin(), good.begin() + 10)).find("shorter than a header"), std::string::npos);
   EXPECT_NE(refused(with(0, 0xdeadbeef)).find("magic"), std::string::npos);
   Frame v = good;
-  wire::put_le16(v.data() + 4, 2);
-  EXPECT_NE(refused(v).find("version 2"), std::string::npos);
+  wire::put_le16(v.data() + 4, 1);  // the version before PID_NEW carried the ranks
+  EXPECT_NE(refused(v).find("version 1"), std::string::npos);
   Frame t = good;
   wire::put_le16(t.data() + 6, 99);
   EXPECT_NE(refused(t).find("unknown type 99"), std::string::npos);

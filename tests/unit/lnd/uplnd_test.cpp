@@ -93,7 +93,7 @@ class UpLndTest : public ::testing::Test {
     return *m;
   }
   Pid new_pid() {
-    client->send(PidNew{11}).or_throw();
+    client->send(PidNew{11, 4}).or_throw();
     auto r = next(Type::PidReply);
     if (!r) return 0;
     const PidReply& p = std::get<PidReply>(*r);
@@ -151,13 +151,13 @@ TEST_F(UpLndTest, PidsAreFreshUserPidsOwnedByOneProxy) {
   // Another proxy (another rank of the job) registers what rank 0 got; a third may not.
   auto other = BridgeClient::connect(opts.bridge, 1, 5s).value();
   Pid fresh = kPidUserFlag | 4000;
-  other->send(PidRegister{1, fresh}).or_throw();
+  other->send(PidRegister{1, fresh, 4}).or_throw();
   auto r = other->receive(5000);
   ASSERT_TRUE(r);
   EXPECT_EQ(std::get<PidReply>(*r).status, 0);
-  client->send(PidRegister{2, fresh}).or_throw();
+  client->send(PidRegister{2, fresh, 4}).or_throw();
   EXPECT_EQ(std::get<PidReply>(*next(Type::PidReply)).status, -EEXIST);
-  client->send(PidRegister{3, kPidLustre}).or_throw();  // not an application pid
+  client->send(PidRegister{3, kPidLustre, 4}).or_throw();  // not an application pid
   EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("not an application pid"), std::string::npos);
   EXPECT_EQ(up->stats().pids, 3u);
   other.reset();  // its pid goes with it
@@ -166,6 +166,52 @@ TEST_F(UpLndTest, PidsAreFreshUserPidsOwnedByOneProxy) {
   client->send(PidRelease{4, a}).or_throw();
   EXPECT_EQ(std::get<PidReply>(*next(Type::PidReply)).status, 0);
   EXPECT_EQ(up->stats().pids, 1u);
+}
+
+// The MPI network on a type the kernel names (a site's choice, so that its Lustre servers
+// can route to it): the UP LND serves it as it serves mpi, and an application's rank
+// there reaches lnetd.
+TEST_F(UpLndTest, ServesAnMpiNetworkOfAKernelType) {
+  const NetId kfi9 = *NetId::parse("kfi9");
+  const Nid up_nid = Nid::make(kfi9, 0x7f000002), rank0 = Nid::make(kfi9, 0);
+  up = std::make_shared<UpLnd>(opts);
+  Config c;
+  NetConfig n;
+  n.net = kfi9;
+  n.nid = up_nid;
+  c.nets.push_back(n);
+  lnetd = Instance::create(c, kPidLustre, {up}).value();
+  EXPECT_EQ(up_nid.to_string(), "2130706434@kfi9");
+  client = BridgeClient::connect(opts.bridge, 0, 5s).value();
+  EXPECT_EQ(client->welcome().nid, up_nid);
+  client->send(PidNew{11, 4}).or_throw();
+  auto r = next(Type::PidReply);
+  ASSERT_TRUE(r);
+  Pid pid = std::get<PidReply>(*r).pid;
+  std::vector<char> buf(4096, 0);
+  EventLog log;
+  MdHandle md = sink(*lnetd, buf, log);
+  Header h = put_header(up_nid, kPidLustre, pid, 100);
+  h.src_nid = rank0;
+  client->send(Parse{78, pid, 0, rank0, h}).or_throw();
+  auto m = next(Type::Recv);
+  ASSERT_TRUE(m);
+  const Recv& rv = std::get<Recv>(*m);
+  std::memset(client->region().at(rv.offset, rv.mlen), 'k', rv.mlen);
+  client->send(RecvDone{rv.desc, 0, 0}).or_throw();
+  ASSERT_TRUE(log.wait_unlinked(md));
+  auto put = log.find(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->initiator, (ProcessId{rank0, pid}));
+  EXPECT_EQ(buf[99], 'k');
+  // Its tunables are the mpi type's (the LND timeout is shown, not taken).
+  NetConfig timed;
+  timed.net = NetId::make(kKfiLnd, 10);
+  timed.lnd_tunables.values["timeout"] = 5;
+  auto refused = lnetd->control().add_ni(timed);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("not supported yet: an LND timeout on kfi10"), std::string::npos)
+      << refused.message();
 }
 
 // A PUT from an application to lnetd's own MD: the payload comes through a bounce buffer.
@@ -222,7 +268,7 @@ TEST_F(UpLndTest, InlineParseIsReceivedWithoutARecv) {
   EXPECT_EQ(put->mlength, 12u);
   EXPECT_EQ(std::string(buf.data(), 12), "twelve bytes");
   // Had a RECV gone out, it would come before this answer.
-  client->send(PidNew{5}).or_throw();
+  client->send(PidNew{5, 4}).or_throw();
   auto m = client->receive(5000);
   ASSERT_TRUE(m);
   EXPECT_EQ(type_of(*m), Type::PidReply);
@@ -231,7 +277,7 @@ TEST_F(UpLndTest, InlineParseIsReceivedWithoutARecv) {
   EXPECT_EQ(s.copies, 0u);
   // One that nothing matches is dropped the same way, with nothing to answer.
   client->send(p).or_throw();
-  client->send(PidNew{6}).or_throw();
+  client->send(PidNew{6, 4}).or_throw();
   m = client->receive(5000);
   ASSERT_TRUE(m);
   EXPECT_EQ(type_of(*m), Type::PidReply);
@@ -272,6 +318,57 @@ TEST_F(UpLndTest, NoProxyOwnsThePidTheSendFails) {
   (void)lnetd->put(Nid::any(), md, AckReq::NoAck, ProcessId{kRank0, kPidUserFlag | 999}, kPortal, 0, 0, 0);
   ASSERT_TRUE(log.wait_unlinked(md));
   EXPECT_NE(log.find(EventType::Send)->status, 0);
+}
+
+// LNet's pid at a rank's NID (what a kernel peer's discovery ping or push is sent to) goes
+// to the first application registered that has the rank; one that has not is not found.
+// The application answers those as LNet's pid (REPLY, ACK), and may claim it for nothing else.
+TEST_F(UpLndTest, LnetsPidAtARanksNidGoesToTheFirstApplicationWithThatRank) {
+  start();
+  GlobalTunables g = lnetd->control().globals();
+  g.discovery = 0;  // the PUTs themselves, no discovery ping before them
+  ASSERT_TRUE(lnetd->control().set_globals(g));
+  client->send(PidNew{21, 2}).or_throw();
+  Pid two = std::get<PidReply>(*next(Type::PidReply)).pid;
+  client->send(PidNew{22, 4}).or_throw();
+  Pid four = std::get<PidReply>(*next(Type::PidReply)).pid;
+  auto data = pattern(64, 'p');
+  auto send_to = [&](std::uint32_t rank) {
+    EventLog log;
+    MdHandle md = source(*lnetd, data, log);
+    Nid to = Nid::make(kMpi, rank);
+    EXPECT_EQ(lnetd->put(Nid::any(), md, AckReq::NoAck, ProcessId{to, kPidLustre}, kPortal, 0, 0, 0), 0);
+    Pid got = 0;
+    if (rank < 4) {
+      auto m = next(Type::Send);
+      if (m) {
+        got = std::get<Send>(*m).pid;
+        EXPECT_EQ(std::get<Send>(*m).target, (ProcessId{to, kPidLustre}));
+        client->send(SendDone{std::get<Send>(*m).desc, 0, 0}).or_throw();
+      }
+    }
+    EXPECT_TRUE(log.wait_unlinked(md));
+    if (rank >= 4) {
+      EXPECT_NE(log.find(EventType::Send)->status, 0) << "rank " << rank << " is no application's";
+    }
+    return got;
+  };
+  EXPECT_EQ(send_to(1), two);
+  EXPECT_EQ(send_to(3), four);
+  EXPECT_EQ(send_to(5), 0u);
+  // The answers: a PUT from LNet's pid is refused, an ACK is taken (lnetd drops this one,
+  // which answers nothing of its: the proxy is told to discard it).
+  client->send(Parse{2, two, 0, kRank0, put_header(kUpNid, kPidLustre, kPidLustre, 0)}).or_throw();
+  std::string why = std::get<Error>(*next(Type::Error)).text;
+  EXPECT_NE(why.find("PARSE of a message from pid 12345"), std::string::npos) << why;
+  Header ack = put_header(kUpNid, kPidLustre, kPidLustre, 0);
+  ack.type = MsgType::Ack;
+  ack.msg.ack.dst_wmd = WireHandle::none();
+  client->send(Parse{1, two, 0, kRank0, ack}).or_throw();
+  ASSERT_TRUE(next(Type::Recv));
+  // A registration must say how many ranks the application has.
+  client->send(PidNew{23, 0}).or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("PID_NEW for 0 ranks"), std::string::npos);
 }
 
 // The proxy dies with a message of lnetd's in its hands: it fails, the pid is released.

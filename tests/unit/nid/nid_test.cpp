@@ -105,6 +105,25 @@ TEST(Nid, MpiAddressesAboveTwoToThe24ArePrintedAsIpv4) {
   EXPECT_NE(low.message().find("below 1.0.0.0"), std::string::npos) << low.message();
 }
 
+// An MPI network of a type the kernel names (docs/design/mpi-net-type.md): its NIDs are
+// written and read as the kernel writes and reads that type's, a node's <IPv4> address
+// too (a number on gni, dotted on gip), so that a NID copied from one side works on the
+// other.
+TEST(Nid, MpiNetworksOfTheKernelsTypesAreWrittenAsTheKernelWritesThem) {
+  for (std::uint32_t t : {kMpiLnd, kGniLnd, kGipLnd, kPtl4Lnd, kKfiLnd, kEfaLnd, kBxi3Lnd})
+    EXPECT_TRUE(mpi_net_type(t)) << t;
+  for (std::uint32_t t : {kSockLnd, kO2ibLnd, kLoLnd, 17u, 65u}) EXPECT_FALSE(mpi_net_type(t)) << t;
+  NetId gni = *NetId::parse("gni"), gip3 = *NetId::parse("gip3");
+  EXPECT_EQ(Nid::make(gni, 0x0A5A0015).to_string(), "173670421@gni");  // lnetd's 10.90.0.21
+  EXPECT_EQ(Nid::make(gni, 5).to_string(), "5@gni");                   // rank 5
+  EXPECT_EQ(Nid::make(gip3, 5).to_string(), "0.0.0.5@gip3");
+  EXPECT_EQ(Nid::make(gip3, 0x0A5A0015).to_string(), "10.90.0.21@gip3");
+  EXPECT_FALSE(Nid::parse("10.90.0.21@gni"));  // the kernel refuses these too
+  EXPECT_FALSE(Nid::parse("5@gip3"));
+  EXPECT_TRUE(mpi_node_address(0x0A5A0015));
+  EXPECT_FALSE(mpi_node_address(5));
+}
+
 TEST(Nid, TcpIsTcp0AndBareAddressIsTcp) {
   EXPECT_EQ(*Nid::parse("10.0.0.1@tcp0"), *Nid::parse("10.0.0.1@tcp"));
   EXPECT_EQ(*Nid::parse("10.0.0.1"), *Nid::parse("10.0.0.1@tcp"));

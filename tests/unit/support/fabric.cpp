@@ -39,6 +39,9 @@ Fabric& Fabric::instance() {
 
 void Fabric::install() {
   register_lnd(kGniLnd, [] { return std::unique_ptr<Lnd>(new FabricLnd); });
+  // A driver with no LND tunables of its own: without this, gni (a type an MPI network
+  // can have) would take the mpi type's.
+  register_lnd_tunables(kGniLnd, {});
 }
 
 int Fabric::attach(NetInterface& ni) {

@@ -173,6 +173,10 @@ class Lnd {
  public:
   virtual ~Lnd() = default;
   virtual std::uint32_t net_type() const = 0;
+  // Whether the driver also brings up NIs of another net type when no driver is
+  // registered for it (the MPI network's drivers take any type an MPI network can have:
+  // mpi_net_type()).
+  virtual bool serves(std::uint32_t type) const { return type == net_type(); }
   // Whether this driver can bring up an NI with `config`. An LND tunable the driver does
   // not take (or a value it cannot honour) fails, naming it: "not supported yet: ...".
   // The host asks before startup(). By default every LND tunable must be left alone.

@@ -7,7 +7,8 @@
 //   proxy -> lnetd                          lnetd -> proxy
 //   HELLO          version, rank, os pid    WELCOME       NID, pid, region size, nets (+ fd)
 //   PID_NEW        a fresh application pid  PID_REPLY     status, pid, NID
-//   PID_REGISTER   a pid rank 0 got
+//                  (and its job's ranks)
+//   PID_REGISTER   a pid rank 0 got (ranks)
 //   PID_RELEASE    an application is gone
 //   PARSE          an LNet header arrived   RECV          where its payload goes (or comes from)
 //                  (a small payload inline: no RECV, no RECV_DONE)
@@ -29,10 +30,12 @@
 namespace lnet::up {
 
 inline constexpr std::uint32_t kBridgeMagic = 0x42554e4c;  // "LNUB"
-inline constexpr std::uint16_t kBridgeVersion = 1;
+// 2: PID_NEW and PID_REGISTER carry the application's number of ranks.
+inline constexpr std::uint16_t kBridgeVersion = 2;
 inline constexpr std::size_t kFrameHdrSize = 16;
-inline constexpr std::size_t kMaxNets = 16;        // nets a WELCOME lists
-inline constexpr std::size_t kMaxErrorText = 240;  // bytes of an ERROR's text
+inline constexpr std::size_t kMaxNets = 16;           // nets a WELCOME lists
+inline constexpr std::size_t kMaxErrorText = 240;     // bytes of an ERROR's text
+inline constexpr std::uint32_t kMaxRanks = 1u << 24;  // an application's ranks (its NIDs are below 2^24)
 // No message is longer (the largest is a full ERROR).
 inline constexpr std::size_t kMaxFrame = 512;
 
@@ -76,12 +79,17 @@ struct Welcome {
   NetId nets[kMaxNets] = {};  // the other nets of that lnetd (what it routes to)
 };
 
+// `ranks`: the application's ranks (its NIDs on the MPI network are 0..ranks-1), so that
+// a message for LNet's pid at a rank's NID (a kernel peer's discovery ping or push, a
+// console's RPC) reaches an application that has that rank.
 struct PidNew {
   std::uint64_t cookie = 0;  // echoed in the PID_REPLY
+  std::uint32_t ranks = 0;
 };
 struct PidRegister {
   std::uint64_t cookie = 0;
   Pid pid = 0;
+  std::uint32_t ranks = 0;
 };
 struct PidRelease {
   std::uint64_t cookie = 0;

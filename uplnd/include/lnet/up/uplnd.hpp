@@ -54,6 +54,8 @@ class UpLnd final : public Lnd {
   ~UpLnd() override;
 
   std::uint32_t net_type() const override;
+  // Any type an MPI network can have: mpi, or the kernel's type a site chose for it.
+  bool serves(std::uint32_t type) const override;
   int startup(NetInterface& ni) override;
   void shutdown(NetInterface& ni) override;
   int send(NetInterface& ni, LndMessage& msg) override;
