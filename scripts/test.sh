@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs the test suite: the format check, clang's
-# thread-safety analysis (a build: the tsa preset), the plain build, the ASan+UBSan
-# build, the TSan build, and the MPI LND against MPICH (each its own preset and build
-# directory); then, when the run has taken less than LNET_CLUSTER_BUDGET_MIN minutes
+# thread-safety analysis (a build: the tsa preset), the plain build, the interop suite
+# against the kernel's LNet (the kernel preset: qemu guests beside lnetds), the
+# ASan+UBSan build, the TSan build, and the MPI LND against MPICH (each its own preset
+# and build directory); then, when the run has taken less than LNET_CLUSTER_BUDGET_MIN minutes
 # (default 45, so that .ci/run stays within its hour), the failure test plan on the
 # virtual cluster (the cluster preset: label cluster, about 7 minutes). Before that, the
 # Debian packages: built, installed on this machine, used and removed (about 5 minutes).
 #   scripts/test.sh              all of them
-#   scripts/test.sh default      just one preset (tsa | default | asan | tsan | mpich | cluster),
+#   scripts/test.sh default      just one preset (tsa | default | kernel | asan | tsan | mpich | cluster),
 #                                or package (the packages' step alone)
 #   scripts/test.sh fuzz         long libFuzzer runs (clang), not part of the default run
 set -euo pipefail
@@ -16,7 +17,7 @@ scripts/setup.sh
 presets=("$@")
 all=0
 if ((${#presets[@]} == 0)); then
-  presets=(tsa default asan tsan mpich)
+  presets=(tsa default kernel asan tsan mpich)
   all=1
   echo "=== format check"
   scripts/format.sh --check
@@ -24,7 +25,7 @@ fi
 for p in "${presets[@]}"; do
   [ "$p" = package ] && continue  # below
   echo "=== build: $p"
-  if [ "$p" = cluster ]; then scripts/build.sh default; else scripts/build.sh "$p"; fi
+  if [ "$p" = cluster ] || [ "$p" = kernel ]; then scripts/build.sh default; else scripts/build.sh "$p"; fi
   [ "$p" = tsa ] && continue  # the analysis runs in the compiler; its build has no tests
   echo "=== test: $p"
   ctest --preset "$p"

@@ -2,7 +2,8 @@
 # Checks that the test suite leaves nothing behind: network namespaces, veth links,
 # daemons (lnetd), MPI jobs (mpirun, orted, hydra, ompi-server and the test programs
 # they run), packet captures, temporary directories with control sockets, MPI
-# shared-memory segments, and the virtual cluster's nodes and state (tests/cluster/).
+# shared-memory segments, and the virtual cluster's nodes and state (tests/cluster/; its
+# kernel nodes are qemu guests).
 # CTest runs "snapshot" before every other test and "check"
 # after all of them (a fixture); what appeared in between and is still there fails the
 # check, is listed, and is then removed so the next run starts clean.
@@ -17,7 +18,7 @@ state() {
   ip netns list 2>/dev/null | awk '{print "netns " $1}'
   ip -o link show type veth 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print "veth " $2}'
   # comm is cut to 15 characters by the kernel.
-  ps -eo pid=,comm= | awk '$2 ~ /^(lnetd|lnetctl|lnet-xfer|mpirun|orterun|orted|mpiexec.*|hydra_pmi_proxy|ompi-server|lnet_mpi_test|lnet_mpi_capi_t|lnet_mpi_host_t|mpi_ping|bench_mpi|tshark|dumpcap|lnet-proxy|proxy_demo|lnet_mpi_stream)$/ {print "process " $1 " " $2}'
+  ps -eo pid=,comm= | awk '$2 ~ /^(lnetd|lnetctl|lnet-xfer|mpirun|orterun|orted|mpiexec.*|hydra_pmi_proxy|ompi-server|lnet_mpi_test|lnet_mpi_capi_t|lnet_mpi_host_t|mpi_ping|bench_mpi|tshark|dumpcap|lnet-proxy|proxy_demo|lnet_mpi_stream|qemu-system-x86)$/ {print "process " $1 " " $2}'
   # Anything still running with an integration test's scratch directory in its arguments.
   pgrep -f 'lnet-it\.' 2>/dev/null | while read -r p; do
     [ "$p" = "$$" ] || echo "process $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"

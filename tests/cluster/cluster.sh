@@ -25,7 +25,7 @@ usage: cluster.sh [--cluster NAME] COMMAND [ARGS...]
   check DESCRIPTION                check a description and print its nodes
   status                           nodes, their state, daemons and the proxy job
   list                             the clusters that are up
-  exec NODE COMMAND...             run COMMAND on NODE (as ssh NODE would; LNET_* variables pass)
+  exec NODE COMMAND...             run COMMAND on NODE (as ssh NODE would: one word is a script; LNET_* variables pass)
   mpirun [--from NODE] ARGS...     Open MPI's mpirun on the job's first node (default hosts: the compute nodes)
   mpiexec.mpich [--from NODE] ARGS...   MPICH's mpiexec (hydra), likewise
   poweroff NODE                    freeze every process of NODE and drop its links (peers see silence)
@@ -429,6 +429,8 @@ cmd_exec() {
   fi
   enter "$node"
   node_env "$node" 1
+  # One word is a script for the node's shell (as ssh NODE 'a | b' runs one).
+  [ $# = 1 ] && set -- /bin/sh -c "$1"
   exec "${ENTER[@]}" "${ENV[@]}" "$@"
 }
 
