@@ -24,8 +24,14 @@ fail() {
   exit 1
 }
 
-# on NODE COMMAND...: COMMAND on NODE (one word: a script for its shell), 90 s at most.
-on() { timeout 90 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" exec "$@"; }
+# on NODE COMMAND...: COMMAND on NODE (one word: a script for its shell), 90 s at most
+# (a command that takes longer says so: a guest starved of CPU, a hang).
+on() {
+  local rc=0
+  timeout 90 "$CLUSTER_SH" --cluster "$LNET_CLUSTER" exec "$@" || rc=$?
+  [ $rc = 124 ] && echo "[$T_NAME] '$*' took more than 90 s" >&2
+  return $rc
+}
 cl() { "$CLUSTER_SH" --cluster "$LNET_CLUSTER" "$@"; }
 # klst NODE ARGS...: the kernel's lst on NODE, in the case's session.
 klst() {
@@ -102,7 +108,7 @@ route_is() { [ "$(route_state "$1" "$2" "$3")" = "$4" ]; }
 kbrw() {
   local node=$1 from=$2 to=$3
   shift 3
-  klst "$node" new_session --timeout 120 interop >/dev/null || fail "lst new_session on $node"
+  klst "$node" new_session --force --timeout 120 interop >/dev/null || fail "lst new_session on $node"
   klst "$node" add_group from "$from" >"$T_DIR/kbrw.out" || fail "lst add_group from $from: $(cat "$T_DIR/kbrw.out")"
   klst "$node" add_group to "$to" >"$T_DIR/kbrw.out" || fail "lst add_group to $to: $(cat "$T_DIR/kbrw.out")"
   klst "$node" add_batch b >/dev/null
@@ -114,7 +120,7 @@ kbrw() {
     sleep 1
   done
   klst "$node" query b | grep -q "stopped" || fail "the batch on $node did not end within 120 s"
-  klst "$node" show_error from to | tee "$T_DIR/kbrw.out" >/dev/null
+  klst "$node" show_error --session from to | tee "$T_DIR/kbrw.out" >/dev/null
   klst "$node" end_session >/dev/null || true
   grep -q "Total 0 error nodes in from" "$T_DIR/kbrw.out" && grep -q "Total 0 error nodes in to" "$T_DIR/kbrw.out" ||
     fail "lst on $node, $* from $from to $to: $(cat "$T_DIR/kbrw.out")"
@@ -125,7 +131,7 @@ ubrw() {
   local node=$1 from=$2 to=$3
   shift 3
   local lst=(env LST_SESSION=4243 lst)
-  on "$node" "${lst[@]}" new_session --timeout 120 interop >/dev/null || fail "lst new_session on $node"
+  on "$node" "${lst[@]}" new_session --force --timeout 120 interop >/dev/null || fail "lst new_session on $node"
   on "$node" "${lst[@]}" add_group from "$from" >"$T_DIR/ubrw.out" || fail "lst add_group from $from: $(cat "$T_DIR/ubrw.out")"
   on "$node" "${lst[@]}" add_group to "$to" >"$T_DIR/ubrw.out" || fail "lst add_group to $to: $(cat "$T_DIR/ubrw.out")"
   on "$node" "${lst[@]}" add_batch b >/dev/null
@@ -137,7 +143,7 @@ ubrw() {
     on "$node" "${lst[@]}" query b | grep -q "stopped" && break
     sleep 1
   done
-  on "$node" "${lst[@]}" show_error from to >"$T_DIR/ubrw.out"
+  on "$node" "${lst[@]}" show_error --session from to >"$T_DIR/ubrw.out"
   on "$node" "${lst[@]}" end_session >/dev/null || true
   grep -q "Total 0 error nodes in from" "$T_DIR/ubrw.out" && grep -q "Total 0 error nodes in to" "$T_DIR/ubrw.out" ||
     fail "lst on $node, $* from $from to $to: $(cat "$T_DIR/ubrw.out")"

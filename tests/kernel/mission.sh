@@ -25,7 +25,7 @@ add_test --batch bulk --loop 8 --concurrency 2 --from ranks --to lustre brw read
 add_test --batch bulk --loop 20 --from ranks --to lustre ping
 run bulk
 query --loop 120 --delay 1 bulk
-show_error ranks lustre
+show_error --session ranks lustre
 end_session
 LST
 before=$(stat_of k1 recv_length)
@@ -38,7 +38,7 @@ got=$(($(stat_of k1 recv_length) - before))
 log "ranks -> proxy -> r1 -> k1: lst-node brw write and read 1M check=full and ping, no error; k1 received $((got >> 20)) MiB"
 
 # k1's console drives the ranks: they join its session.
-klst k1 new_session --timeout 120 kconsole >/dev/null || fail "lst new_session on k1"
+klst k1 new_session --force --timeout 120 kconsole >/dev/null || fail "lst new_session on k1"
 undo "klst k1 end_session"
 klst k1 add_group lustre "$K1" >/dev/null || fail "lst add_group on k1"
 job lst-node --join ranks --console "$K1" >"$T_DIR/join.log" 2>&1 &
@@ -53,7 +53,7 @@ klst k1 add_test --batch b --loop 8 --concurrency 2 --from ranks --to lustre brw
 klst k1 run b >/dev/null
 stopped() { klst k1 query b | grep -q stopped; }
 wait_until 120 "k1's batch ends" stopped
-klst k1 show_error ranks lustre >"$T_DIR/kerr.out"
+klst k1 show_error --session ranks lustre >"$T_DIR/kerr.out"
 grep -q "Total 0 error nodes in ranks" "$T_DIR/kerr.out" || fail "errors on the ranks (k1's console): $(cat "$T_DIR/kerr.out")"
 klst k1 end_session >/dev/null
 wait $joined || fail "the joined ranks did not end with k1's session: $(tail -n 5 "$T_DIR/join.log")"
