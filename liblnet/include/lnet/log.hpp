@@ -2,6 +2,8 @@
 // masks), one line per event, lower-case text with the exact cause.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdint>
 #include <functional>
@@ -52,6 +54,20 @@ void set_log_target(LogTarget t);                           // replaces a sink s
 int log_syslog_priority(LogLevel l);
 
 void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Lines of one kind that a peer can make us repeat (a message after message) are logged
+// at most once per interval: allow() says whether this one goes, and how many were held
+// back since the last that went (for the line to say so).
+class LogLimiter {
+ public:
+  explicit LogLimiter(std::chrono::seconds interval) : interval_ns_(interval.count() * 1000000000LL) {}
+  bool allow(std::uint64_t* held_back);
+
+ private:
+  std::int64_t interval_ns_;
+  std::atomic<std::int64_t> last_ns_{0};
+  std::atomic<std::uint64_t> held_{0};
+};
 
 }  // namespace lnet
 

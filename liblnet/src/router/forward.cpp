@@ -172,8 +172,24 @@ void Router::forward_received(Message* msg) {
   msg->len = msg->hdr.payload_length;
   if (int rc = host_.send(Nid::any(), msg, msg->hdr.dest_nid)) {
     if (msg->health == HealthStatus::Ok) msg->health = HealthStatus::LocalNoRoute;
+    if (rc == -EHOSTUNREACH) no_route_onward(*msg);
     host_.finalize(msg, rc);
   }
+}
+
+// A peer routes a net through us that we cannot reach (its route table names a net we
+// have no NI on and no route to: a kernel peer's route to a net we cannot name, say).
+// Nothing tells the sender; this line tells the operator, at most every ten seconds.
+void Router::no_route_onward(const Message& msg) {
+  static LogLimiter limit(std::chrono::seconds(10));
+  std::uint64_t held = 0;
+  if (!limit.allow(&held)) return;
+  std::string also = held ? " (" + std::to_string(held) + " more like it since the last line)" : "";
+  LNET_LOG(Warn, kLogRouter,
+           "dropped a %s from %s for %s: this router reaches no %s (no NI there, no route), yet %s "
+           "sent it here to be routed%s",
+           msg_type_name(msg.hdr.type), msg.hdr.src_nid.to_string().c_str(), msg.target.to_string().c_str(),
+           msg.hdr.dest_nid.net().to_string().c_str(), msg.from.to_string().c_str(), also.c_str());
 }
 
 void Router::release_resources(Message* msg) {

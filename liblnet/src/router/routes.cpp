@@ -251,6 +251,15 @@ void Router::update_routes_locked(const Peer* gw, const PingInfo& info) {
       listed = true;
       up_there = up_there || info.nis[k].status == kNiStatusUp;
     }
+    // A gateway without an NI on this project's own type cannot be a kernel's router
+    // for it: a kernel cannot name mpi, so the route works only if the gateway is an
+    // lnetd that routes it on. Said once, when the gateway's word first comes.
+    if (!listed && e.cfg.net.type() == kMpiLnd && !e.state->told_private.exchange(true))
+      LNET_LOG(Warn, kLogRouter,
+               "route to %s via %s: the gateway has no NI on %s, so it must route it on; a kernel "
+               "LNet router cannot (it cannot name %s, a type only userspace nodes know: docs/design/mpi-net-type.md)",
+               e.cfg.net.to_string().c_str(), e.cfg.gateway.to_string().c_str(), e.cfg.net.to_string().c_str(),
+               lnd_type_name(kMpiLnd));
     e.state->single_hop.store(listed);
     bool up = routes_through && (!listed || e.cfg.hops > 1 || up_there);
     if (e.state->up.exchange(up) != up) {

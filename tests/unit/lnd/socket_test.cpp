@@ -6,10 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include <lnet/lnd/header.hpp>
 #include <lnet/lnet.hpp>
@@ -202,6 +205,112 @@ void add_put(std::vector<std::uint8_t>& out, Nid from, Nid to, std::uint32_t pay
   put.msg.put.ptl_index = kPortal;
   encode_header(put, std::span<std::uint8_t, kHeaderSize>(frame + sock::kMsgHdrSize, kHeaderSize));
   out.insert(out.end(), frame, frame + sizeof frame);
+}
+
+// A raw acceptor at `ip`: answers every connection made to it with `answer` (given the
+// connection's socket, once the acceptor request and HELLO came), until destroyed.
+class RawAcceptor {
+ public:
+  RawAcceptor(const std::string& ip, std::function<void(int)> answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(kPort);
+    inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        std::uint8_t in[sock::kConnReqSize + 56];  // the request and a V3 HELLO without IPs
+        std::size_t have = 0;
+        for (int i = 0; i < 50 && have < sizeof in; ++i) {
+          pollfd q{c, POLLIN, 0};
+          if (::poll(&q, 1, 100) <= 0) continue;
+          ssize_t n = ::recv(c, in + have, sizeof in - have, 0);
+          if (n <= 0) break;
+          have += static_cast<std::size_t>(n);
+        }
+        answer_(c);
+        ::close(c);
+      }
+    });
+  }
+  ~RawAcceptor() {
+    stop_.store(true);
+    thread_.join();
+    ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+  std::function<void(int)> answer_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// What the LND logged while `f` ran.
+std::string logged_during(const std::function<void()>& f) {
+  auto lines = std::make_shared<std::string>();
+  auto mutex = std::make_shared<std::mutex>();
+  set_log_sink([lines, mutex](LogLevel, std::string_view l) {
+    std::lock_guard g(*mutex);
+    *lines += std::string(l) + "\n";
+  });
+  f();
+  set_log_sink(nullptr);
+  std::lock_guard g(*mutex);
+  return *lines;
+}
+
+// The peer we dial closes the connection without answering our HELLO (a kernel with
+// accept=secure does so to an unprivileged source port, and to a NID that is not one of
+// its NIs): the failure names both causes, the port ours.
+TEST(SocketHandshake, APeerThatClosesBeforeItsHelloIsNamed) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(5);
+  RawAcceptor peer(ip_c, [](int) {});
+  auto a = make(ip_a.c_str(), [](SocketParams& p) { p.privileged_ports = false; });
+  ASSERT_TRUE(a);
+  std::string log = logged_during([&] {
+    auto r = a->ping(ProcessId{tcp(ip_c.c_str()), kPidLustre}, std::chrono::milliseconds(3000));
+    EXPECT_FALSE(r);
+  });
+  EXPECT_NE(log.find(ip_c + "@tcp closed the connection without answering our HELLO: it refuses our source port "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("accept=secure, the kernel's default"), std::string::npos) << log;
+  set_socket_params(SocketParams{});
+}
+
+// The peer we dial answers as another NID: refused, naming both.
+TEST(SocketHandshake, APeerThatAnswersAsAnotherNidIsRefused) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(5);
+  Nid other = tcp(test_ip(6).c_str());
+  RawAcceptor peer(ip_c, [&](int c) {
+    sock::Hello h;
+    h.src_nid = other;
+    h.dst_nid = tcp(ip_a.c_str());
+    h.src_pid = h.dst_pid = kPidLustre;
+    h.src_incarnation = 7;
+    h.ctype = sock::ConnType::Control;
+    auto bytes = sock::encode_hello(h);
+    (void)::send(c, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    ::usleep(100000);
+  });
+  auto a = make(ip_a.c_str());
+  ASSERT_TRUE(a);
+  std::string log = logged_during([&] {
+    auto r = a->ping(ProcessId{tcp(ip_c.c_str()), kPidLustre}, std::chrono::milliseconds(3000));
+    EXPECT_FALSE(r);
+  });
+  EXPECT_NE(log.find("connected to " + ip_c + "@tcp but it claimed to be " + other.to_string()), std::string::npos)
+      << log;
+  set_socket_params(SocketParams{});
 }
 
 // A peer that stops half-way through a message (its path cut, say, while the rest is in

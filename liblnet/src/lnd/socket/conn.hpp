@@ -67,6 +67,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void start_connect(const IpAddr& ip, int port);
   void connected();
   bool read_exact(std::size_t need);  // handshake bytes into hs_in_
+  void refused_in_handshake();        // the peer we dialled closed before its HELLO
   void send_acceptor_version();
   bool read_accept_request();
   bool accept_target(Nid target);  // the acceptor request's NID: ours, or another NI's on the address

@@ -212,12 +212,39 @@ bool Conn::read_exact(std::size_t need) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return false;
     int err = n == 0 ? ECONNRESET : errno;
+    if (active_ && (err == ECONNRESET || err == EPIPE)) {
+      refused_in_handshake();
+      return false;
+    }
     close_now(-err, health_of_errno(err),
               std::string("handshake with ") + (peer_ip_.any() && peer_ ? peer_->ip : peer_ip_).to_string() + ": " +
                   (n == 0 ? "closed by peer" : std::strerror(err)));
     return false;
   }
   return true;
+}
+
+// The peer we dialled closed the connection before answering our HELLO: an LNet
+// acceptor does so for a source port it does not take (accept=secure, the kernel's
+// default, takes only privileged ones) or a NID that is none of its NIs. Named, since a
+// kernel peer says nothing to us.
+void Conn::refused_in_handshake() {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  int port = 0;
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+    port = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
+                                             : reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+  std::string nid = peer_ ? peer_->nid.to_string() : peer_ip_.to_string();
+  std::string why = nid + " closed the connection without answering our HELLO: ";
+  if (port > 1023)
+    why += "it refuses our source port " + std::to_string(port) +
+           " if it accepts only privileged ports (accept=secure, the kernel's default: run as root or with "
+           "CAP_NET_BIND_SERVICE), or it has no NI " +
+           nid;
+  else
+    why += "it has no NI " + nid + " (its NI on that address is on another net?)";
+  close_now(-ECONNREFUSED, HealthStatus::RemoteError, why);
 }
 
 // Our acceptor magic and version: the answer to a probe or to a request of another version.
@@ -285,8 +312,9 @@ bool Conn::accept_target(Nid target) {
   SockNi* other = lnd_.ni_for_accept(sni_->ip, target);
   if (!other) {
     close_now(-EPERM, HealthStatus::Ok,
-              "refused " + peer_ip_.to_string() + " for " + target.to_string() + ": no matching NI on " +
-                  sni_->ip.to_string());
+              "refused " + peer_ip_.to_string() + ", which asked for " + target.to_string() + ": no NI of ours is " +
+                  target.to_string() + " (this address is " + sni_->ni->nid.to_string() +
+                  ": is the peer configured for another net?)");
     return false;
   }
   rehome(*other);

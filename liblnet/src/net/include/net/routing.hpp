@@ -23,7 +23,8 @@ namespace lnet::net {
 // the gateway's first answer (check_routers_before_use 0).
 struct RouteState {
   std::atomic<bool> up{true};
-  std::atomic<bool> single_hop{true};  // the gateway lists an NI on the route's net
+  std::atomic<bool> single_hop{true};     // the gateway lists an NI on the route's net
+  std::atomic<bool> told_private{false};  // logged: a route to mpi through a gateway without an mpi NI
 };
 
 struct RouteEntry {

@@ -109,6 +109,7 @@ class Router {
   void checker_loop();
   void switch_routing_locked(bool on) LNET_REQUIRES(mutex_);
   void forward(Message* msg);
+  void no_route_onward(const Message& msg);  // logs a message we were sent to route but cannot
   // Takes the router credit, then a buffer; false: the message waits for one of them.
   bool take_resources_locked(Message* msg);
   void recv(Message* msg);  // hand the payload to its buffer
