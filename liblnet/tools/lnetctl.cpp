@@ -75,12 +75,14 @@ int group_help(const std::vector<std::string>& args, std::size_t i) {
   std::vector<const dlc::CommandSpec*> group;
   for (const dlc::CommandSpec& c : dlc::commands())
     if (std::string(c.name).rfind(args[i] + " ", 0) == 0) group.push_back(&c);
-  if (group.empty()) {
-    std::string what = args[i] + (i + 1 < args.size() && args[i + 1][0] != '-' ? " " + args[i + 1] : "");
-    LNET_LOG(Error, kLogConfig, "unknown command '%s' (lnetctl --list-commands)", what.c_str());
-    return 2;
-  }
+  // An unknown word: lnetctl's words for it, and its status.
+  auto not_valid = [](const std::string& word) {
+    std::fprintf(stderr, "lnetctl: '%s' is not a valid command. See 'lnetctl --list-commands'.\n", word.c_str());
+    return 255;
+  };
+  if (group.empty()) return not_valid(args[i]);
   bool help = i + 1 >= args.size() || args[i + 1] == "--help" || args[i + 1] == "-h";
+  if (!help && args[i + 1][0] != '-') return not_valid(args[i + 1]);
   if (!help) LNET_LOG(Error, kLogConfig, "unknown command '%s %s'", args[i].c_str(), args[i + 1].c_str());
   std::FILE* out = help ? stdout : stderr;
   std::fprintf(out, "%s commands:\n", args[i].c_str());
@@ -270,8 +272,12 @@ int ask_lnetd(const std::string& socket_path, const dlc::Request& req, const std
     }
     return 0;
   }
-  std::fputs(resp.text.c_str(), resp.rc == 0 ? stdout : stderr);
-  return resp.rc == 0 ? 0 : 1;
+  // As lnetctl 2.17: ping and discover write what failed with what answered (stdout) and
+  // exit 255; another command's failure goes to stderr with status 234.
+  bool probe = req.command == "ping" || req.command == "discover";
+  std::fputs(resp.text.c_str(), resp.rc == 0 || probe ? stdout : stderr);
+  if (resp.rc == 0) return 0;
+  return probe ? 255 : 234;
 }
 
 }  // namespace

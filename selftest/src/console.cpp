@@ -66,6 +66,7 @@ Message Console::join(const RpcNode::Request& r) {
   if (!q.sid.is_invalid() && q.sid != session_->info.sid) return answer(kStatusEbusy);
   if (q.group.empty()) return answer(kStatusEinval);
   Group& grp = groups_[q.group];  // made if new
+  if (grp.seq == 0) grp.seq = ++next_group_;
   if (grp.tests) return answer(kStatusEbusy);
   for (auto& n : grp.nodes)
     if (n->id == r.peer) return answer(kStatusEexist);
@@ -306,6 +307,7 @@ Result<std::vector<NodeStatus>> Console::add_group(const std::string& name, cons
     if (!session_) return Failure{-ESRCH, "no session"};
     if (name.empty() || name.size() >= kNameSize) return Failure{-EINVAL, "bad group name '" + name + "'"};
     Group& grp = groups_[name];
+    if (grp.seq == 0) grp.seq = ++next_group_;
     std::set<std::pair<std::uint64_t, Pid>> have;
     for (auto& n : grp.nodes) have.insert(key_of(n->id));
     for (const auto& id : ids) {
@@ -414,8 +416,11 @@ Status Console::remove_nodes(const std::string& name, const std::vector<ProcessI
 
 std::vector<std::string> Console::groups() {
   std::lock_guard g(mu_);
+  std::vector<std::pair<std::uint64_t, std::string>> made;
+  for (auto& [name, grp] : groups_) made.emplace_back(grp.seq, name);
+  std::sort(made.begin(), made.end());
   std::vector<std::string> out;
-  for (auto& [name, grp] : groups_) out.push_back(name);
+  for (auto& [seq, name] : made) out.push_back(name);
   return out;
 }
 

@@ -97,9 +97,24 @@ Status Console::add_batch(const std::string& name) {
 
 std::vector<std::string> Console::batches() {
   std::lock_guard g(mu_);
+  std::vector<std::pair<std::uint64_t, std::string>> made;
+  for (auto& [name, b] : batches_) made.emplace_back(b.bid.id, name);
+  std::sort(made.begin(), made.end());
   std::vector<std::string> out;
-  for (auto& [name, b] : batches_) out.push_back(name);
+  for (auto& [id, name] : made) out.push_back(name);
   return out;
+}
+
+void Console::set_running(const std::string& batch, bool running) {
+  std::lock_guard g(mu_);
+  if (auto it = batches_.find(batch); it != batches_.end()) it->second.running = running;
+}
+
+Result<bool> Console::batch_running(const std::string& batch) {
+  std::lock_guard g(mu_);
+  auto it = batches_.find(batch);
+  if (it == batches_.end()) return Failure{-ENOENT, "no batch '" + batch + "'"};
+  return it->second.running;
 }
 
 Result<std::vector<Console::TestInfo>> Console::batch_tests(const std::string& batch) {
@@ -230,7 +245,9 @@ Result<std::vector<NodeReply>> Console::run_batch(const std::string& batch, std:
   if (auto down = not_active(bn->nodes); !down.empty())
     return Failure{-ENETDOWN, "nodes not active: " + list_ids(down)};
   // The node ignores the timeout RUN carries, as the kernel's does.
-  return batch_op(*bn, BatchOp::Run, 0, static_cast<std::uint32_t>(timeout.count()), kTransTimeout);
+  auto r = batch_op(*bn, BatchOp::Run, 0, static_cast<std::uint32_t>(timeout.count()), kTransTimeout);
+  if (r) set_running(batch, true);
+  return r;
 }
 
 Result<std::vector<NodeReply>> Console::stop_batch(const std::string& batch, bool force) {
@@ -239,7 +256,9 @@ Result<std::vector<NodeReply>> Console::stop_batch(const std::string& batch, boo
   if (!bn) return bn.failure();
   auto down = not_active(bn->nodes);  // skipped: they run nothing of this session
   std::erase_if(bn->nodes, [&](const ProcessId& id) { return std::find(down.begin(), down.end(), id) != down.end(); });
-  return batch_op(*bn, BatchOp::Stop, 0, force ? 1u : 0u, kTransTimeout);
+  auto r = batch_op(*bn, BatchOp::Stop, 0, force ? 1u : 0u, kTransTimeout);
+  set_running(batch, false);
+  return r;
 }
 
 Result<std::vector<NodeReply>> Console::query_batch(const std::string& batch, unsigned test, bool server,

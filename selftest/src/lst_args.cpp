@@ -142,6 +142,18 @@ Result<TestSpec> test_spec(const dlc::Request& r) {
     t.service = Service::Brw;
     for (std::size_t i = 1; i < args.size(); ++i)
       if (Status s = brw_param(args[i], t); !s) return s.failure();
+    // Sizes a kernel node's lnet_selftest takes (lst does not check them; the kernel
+    // asserts on the others, and the node panics): a multiple of 8, and the offset
+    // within the pages of the size.
+    if (t.size % 8 != 0)
+      return Failure{-EINVAL, "bad brw size " + std::to_string(t.size) +
+                                  ": not a multiple of 8 (a kernel node asserts that it is)"};
+    auto pages = [](std::uint64_t n) { return (n + kPageSize - 1) / kPageSize; };
+    if (pages(std::uint64_t{t.offset} + t.size) > pages(t.size))
+      return Failure{-EINVAL, "bad brw off=" + std::to_string(t.offset) + " with size=" + std::to_string(t.size) +
+                                  ": they span " + std::to_string(pages(std::uint64_t{t.offset} + t.size)) +
+                                  " pages, the size " + std::to_string(pages(t.size)) +
+                                  " (a kernel node asserts that they fit)"};
   } else {
     return Failure{-EINVAL, "unknown test '" + args[0] + "' (ping or brw)"};
   }

@@ -463,11 +463,20 @@ dlc::Response list_batch(const Call& k) {
   std::vector<std::string> names = values(k.req, "name");
   if (names.empty()) names = k.c.batches();
   YAML::Node list(YAML::NodeType::Sequence);
+  const std::string* only = k.req.arg("test");
   for (const auto& b : names) {
     auto tests = k.c.batch_tests(b);
     if (!tests) return fail(tests.failure());
+    auto running = k.c.batch_running(b);
+    if (!running) return fail(running.failure());
+    if (only) {
+      auto n = number(*only, "--test", 1, 0xFFFFFFFF);
+      if (!n) return fail(n.failure());
+      if (*n > tests->size()) return fail(-ENOENT, "batch '" + b + "' has no test " + *only);
+    }
     YAML::Node n;
     n["name"] = b;
+    n["state"] = *running ? "running" : "idle";
     YAML::Node ts(YAML::NodeType::Sequence);
     for (const auto& t : *tests) ts.push_back(test_yaml(k.c, t));
     n["tests"] = ts;

@@ -70,7 +70,7 @@ void print_row(std::FILE* out, const StatView& v, const char* tag, const Column&
   if (v.avg) one("Avg", c.avg);
   if (v.min) one("Min", c.min);
   if (v.max) one("Max", c.max);
-  std::fprintf(out, "\n");
+  std::fprintf(out, integer ? "\n" : " \n");  // (lst ends its bandwidth rows with a space)
 }
 
 YAML::Node column_yaml(const Column& c) {
@@ -153,8 +153,7 @@ int run_stat(const dlc::Request& req, const Exec& exec, Io io) {
     if (round > 0) std::this_thread::sleep_for(std::chrono::seconds(delay));
     dlc::Response r = exec(req);
     if (r.rc != 0) {
-      print_failure(io, "stat", r);
-      return 1;
+      return print_failure(io, "stat", r);
     }
     YAML::Node doc = YAML::Load(r.text);
     double t = std::chrono::duration<double>(Clock::now() - start).count();

@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <cli/cli.hpp>
 #include <selftest/lst.hpp>
@@ -22,19 +27,9 @@ int main(int argc, char** argv) {
       socket_path = args[++i];
     } else if (args[i].rfind("--socket=", 0) == 0) {
       socket_path = args[i].substr(9);
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      selftest::lst::usage(stdout);
-      return 0;
-    } else if (args[i] == "--list-commands") {
-      for (const auto& c : selftest::lst::commands()) std::printf("%s\n", c.name);
-      return 0;
     } else {
       break;
     }
-  }
-  if (i >= args.size()) {
-    selftest::lst::usage(stderr);
-    return 2;
   }
   std::optional<std::uint32_t> key;
   if (const char* k = std::getenv("LST_SESSION"); k && *k) {  // (empty: not set)
@@ -43,7 +38,7 @@ int main(int argc, char** argv) {
     unsigned long v = std::strtoul(k, &end, 10);
     if (errno || end == k || *end || v > 0xFFFFFFFFul) {
       std::fprintf(stderr, "Can't find env LST_SESSION or value is not valid (LST_SESSION='%s' is not a number)\n", k);
-      return 2;
+      return 255;  // as lst
     }
     key = static_cast<std::uint32_t>(v);
   }
@@ -57,5 +52,23 @@ int main(int argc, char** argv) {
                   "\n"};
     return resp;
   };
-  return selftest::lst::run(std::vector<std::string>(args.begin() + static_cast<long>(i), args.end()), exec, key);
+  if (i < args.size())
+    return selftest::lst::run(std::vector<std::string>(args.begin() + static_cast<long>(i), args.end()), exec, key);
+  // No command: interactive, as lst: a command a line (a prompt when the input is a
+  // terminal) until quit, exit or the end of the input; the status is the last one's.
+  const bool tty = isatty(STDIN_FILENO) != 0;
+  int rc = 0;
+  std::string line;
+  for (;;) {
+    if (tty) std::fputs("lst > ", stdout), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    std::istringstream words(line);
+    std::vector<std::string> cmd{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (cmd.empty()) continue;
+    if (cmd[0] == "quit" || cmd[0] == "exit") break;
+    rc = selftest::lst::run(cmd, exec, key);
+    std::fflush(stdout);
+  }
+  if (tty) std::fputs("\n", stdout);
+  return rc;
 }

@@ -39,7 +39,7 @@ log "up: a, r (routing tcp <-> tcp1), b"
 # ---- the interface down and up ------------------------------------------------------
 cl exec a ip link set tcp0 down
 wait_until 10 "a's NI down with its interface" ni_is a "$A" down
-cl exec a lnetctl net show -v | grep -q "fatal_error: 1" || fail "net show -v: no fatal_error 1 on a link that is down"
+cl exec a lnetctl net show -v 2 | grep -q "fatal_error: 1" || fail "net show -v 2: no fatal_error 1 on a link that is down"
 cl exec a ip link set tcp0 up
 wait_until 10 "a's NI up with its interface" ni_is a "$A" up
 cl exec a lnetctl ping "$R0" >/dev/null || fail "a cannot ping r once its interface is back"
@@ -77,6 +77,6 @@ ni_is r "$R1" up || fail "health 1000: NI not up"
 wait_until 20 "a's route to tcp1 through r up (health 1000)" route_is a tcp1 "$R0" up
 cl exec r lnetctl set health_sensitivity 0 || fail "set health_sensitivity 0"
 cl exec r lnetctl net set --nid "$R1" --health 0 || fail "net set --health 0 (health off)"
-cl exec r lnetctl net show -v | grep -A40 "nid: $R1\$" | grep -q "health value: 0" || fail "health off: health is not 0"
+cl exec r lnetctl net show -v 2 | grep -A40 "nid: $R1\$" | grep -q "health value: 0" || fail "health off: health is not 0"
 ni_is r "$R1" up || fail "health 0 with health off: NI down"
 log "net set --health 0 (health on): NI down, the route through it down; 1000: up; health off: health 0 stays up"

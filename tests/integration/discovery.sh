@@ -21,15 +21,15 @@ lnetd_start "$B" b "$(two_nis)"
 
 # The GETs A has sent (pings are GETs): summed over its NIs' sent_stats.
 gets_sent() {
-  ctl a net show -v | awk '/sent_stats:/ {s = 1; next} s && /get:/ {n += $2; s = 0} END {print n + 0}'
+  ctl a net show -v 2 | awk '/sent_stats:/ {s = 1; next} s && /get:/ {n += $2; s = 0} END {print n + 0}'
 }
 # The peer state of A's peer of B.
-peer_state() { ctl a peer show -v --nid 10.82.1.2@tcp | awk '/peer state:/ {print $3}'; }
+peer_state() { ctl a peer show -v 3 --nid 10.82.1.2@tcp | awk '/peer state:/ {print $3}'; }
 
 log "A discovers B through 10.82.2.2@tcp"
 ctl a discover 10.82.2.2@tcp | tee "$T_DIR/discover.out"
 grep -q "primary nid: 10.82.1.2@tcp" "$T_DIR/discover.out" || fail "the primary is not B's first NI"
-grep -q "Multi-Rail: True" "$T_DIR/discover.out" || fail "B is not multi-rail"
+grep -q "Multi-Rail: true" "$T_DIR/discover.out" || fail "B is not multi-rail"
 for nid in 10.82.1.2@tcp 10.82.2.2@tcp; do grep -q "nid: $nid" "$T_DIR/discover.out" || fail "discover lacks $nid"; done
 ctl a peer show -v | tee "$T_DIR/peers.out"
 [ "$(grep -c 'primary nid:' "$T_DIR/peers.out")" = 1 ] || fail "B is not one peer"
@@ -42,7 +42,7 @@ ctl b peer show | grep -q "nid: 10.82.2.1@tcp" || fail "B did not learn A's seco
 log "pings of B go over both of its NIs"
 for _ in $(seq 8); do ctl a ping 10.82.1.2@tcp >/dev/null || fail "ping"; done
 ctl a peer show -v --nid 10.82.1.2@tcp >"$T_DIR/peer2.out"
-awk '/- nid:/ {nid = $3} /send_count:/ && nid {print nid, $2; nid = ""}' "$T_DIR/peer2.out" | tee "$T_DIR/sends.out"
+awk '/-  *nid:/ {nid = $NF} /send_count:/ && nid {print nid, $2; nid = ""}' "$T_DIR/peer2.out" | tee "$T_DIR/sends.out"
 [ "$(awk '$2 > 0' "$T_DIR/sends.out" | wc -l)" = 2 ] || fail "not both of B's NIs carried pings"
 
 log "B brings up a third NI: A learns it from B's push, with no new ping"

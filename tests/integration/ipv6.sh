@@ -55,7 +55,7 @@ for n in 2001:db8:1::2@tcp 2001:db8:2::2@tcp1 10.81.1.2@tcp2; do
 done
 out=$(ctl a peer show --nid 2001:db8:1::2@tcp)
 echo "$out" | grep -q "primary nid: 2001:db8:1::2@tcp" || fail "peer show: $out"
-echo "$out" | grep -q "Multi-Rail: True" || fail "R is not multi-rail to A: $out"
+echo "$out" | grep -q "Multi-Rail: true" || fail "R is not multi-rail to A: $out"
 
 log "the IPv4 net beside them speaks V3"
 ctl a ping --timeout 5 10.81.1.2@tcp2 >/dev/null || fail "ping over IPv4"

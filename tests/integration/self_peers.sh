@@ -61,7 +61,7 @@ ctl a peer del --prim_nid "$nid2" --force || fail "peer del --force"
 ctl a udsp add --dst tcp --prio 1 || fail "udsp add"
 ctl a discover "$nid1" >/dev/null || fail "discover $nid1"
 ctl a peer show -v 5 | tee "$T_DIR/u.out" >/dev/null
-awk '/- nid:/ {nid = $NF} /net priority:/ {print nid, $NF}' "$T_DIR/u.out" | tee "$T_DIR/prio.out"
+awk '/-  *nid:/ {nid = $NF} /net priority:/ {print nid, $NF}' "$T_DIR/u.out" | tee "$T_DIR/prio.out"
 grep -q "^$nid1 1$" "$T_DIR/prio.out" || fail "$nid1 lacks net priority 1"
 grep -q "^$nid2 -1$" "$T_DIR/prio.out" || fail "$nid2 (net tcp1) has a net priority"
 log "ok"

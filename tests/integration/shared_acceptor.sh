@@ -41,7 +41,7 @@ le64() { le32 $(($1 & 0xffffffff)); le32 $((($1 >> 32) & 0xffffffff)); }
 # 10.84.1.1@tcp3: net type 2 (tcp), number 3.
 ip netns exec "$B" timeout 15 bash -c "exec 3<>/dev/tcp/10.84.1.1/988; printf '$(le32 0xacce7100)$(le32 1)$(le64 0x000200030A540101)' >&3; timeout 10 cat <&3 >/dev/null" \
   2>/dev/null || true
-wait_for_log a "refused 10.84.1.2 for 10.84.1.1@tcp3: no matching NI on 10.84.1.1"
+wait_for_log a "refused 10.84.1.2, which asked for 10.84.1.1@tcp3: no NI of ours is 10.84.1.1@tcp3"
 ctl b ping --timeout 5 10.84.1.1@tcp2 >/dev/null || fail "A stopped serving tcp2 after the bad request"
 
 log "deleting tcp keeps the acceptor for tcp2; deleting both frees port 988"

@@ -108,7 +108,9 @@ grep -q 'CPT: "\[1\]"' "$T_DIR/cpt_show.out" || fail "tcp on eth0 is not shown o
 ctl a net show --net tcp1 -v | grep -q 'CPT: "\[0,1\]"' || fail "tcp1 on eth2 is not shown on both CPTs"
 ctl a net add --net tcp3 --if eth1 --cpt 1 || fail "net add --cpt 1"
 ctl a net show --net tcp3 -v | grep -q 'CPT: "\[1\]"' || fail "net add --cpt 1 did not put the NI on CPT 1"
-ctl a export --backup | grep -c 'CPT: ' | grep -qx 3 || fail "export does not list the CPTs of the three NIs on one CPT"
+# lnetctl export --backup lists the CPTs of every NI, all of them too.
+ctl a export --backup | grep -c 'CPT: ' | grep -qx 4 || fail "export does not list the CPTs of the four NIs"
+ctl a export --backup | grep -q 'CPT: "\[0,1\]"' || fail "export does not list tcp1 on eth2 on both CPTs"
 if ctl a net add --net tcp4 --if eth2 --cpt "[0,2]" 2>"$T_DIR/cpt.err"; then fail "CPT 2 of 2 accepted"; fi
 grep -q "CPT 2 of tcp4 is not one of the 2 CPTs" "$T_DIR/cpt.err" || fail "CPT 2 error: $(cat "$T_DIR/cpt.err")"
 

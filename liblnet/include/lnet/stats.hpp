@@ -57,11 +57,18 @@ struct LndCounters {
   std::vector<std::pair<std::string, std::uint64_t>> counters;
 };
 
-// Round trips of the pings (GETs of ping info) answered through an NI or by a peer NI,
-// in microseconds (`net show -v 4`, `peer show -v 4`: get_rtt_*); count 0: none yet.
-struct RttFigures {
-  std::uint64_t count = 0;
-  std::uint64_t last_us = 0, min_us = 0, max_us = 0, avg_us = 0;
+// How long operations of one kind took through an NI or with a peer NI, in nanoseconds
+// (`net show -v`, `peer show -v`: put_egress_*, get_rtt_*, put_ack_*, as LNet 2.17):
+// samples, and the least, greatest and mean of them (all 0 without a sample).
+struct LatencyFigures {
+  std::uint64_t samples = 0;
+  std::uint64_t min_ns = 0, max_ns = 0, avg_ns = 0;
+};
+// The three LNet 2.17 counts: a PUT of ours from LNetPut until its send completed
+// (egress), a GET until its REPLY came (round trip), a PUT asking for an ACK until the ACK
+// came. Each on the NI and the peer NI the message went through.
+struct OpLatencies {
+  LatencyFigures put_egress, get_rtt, put_ack;
 };
 
 struct NiInfo {
@@ -87,7 +94,7 @@ struct NiInfo {
   int tx_credits = 0;                         // available now, summed over CPTs
   int min_tx_credits = 0;                     // lowest seen, summed over CPTs
   MsgTypeStats sent, received, dropped;
-  RttFigures get_rtt;  // pings answered through it (a self-ping: by it)
+  OpLatencies latency;
 };
 
 struct PeerNiInfo {
@@ -112,7 +119,10 @@ struct PeerNiInfo {
   std::vector<Nid> preferred_sources;           // NID-pair rules: local NIs it prefers
   std::vector<std::string> preferred_gateways;  // router rules: gateway patterns it prefers
   MsgTypeStats sent, received, dropped;
-  RttFigures get_rtt;  // pings it answered
+  OpLatencies latency;
+  // References to it: its peer's, and one per message holding or waiting for one of its
+  // credits (send or router credits).
+  int refcount = 1;
 };
 
 struct RouteInfo {

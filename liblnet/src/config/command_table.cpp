@@ -359,8 +359,24 @@ Response import_yaml(Instance& lnet, const Request& r, const Hooks& hooks) {
   return Response{0, shown, cfg->warnings};
 }
 
-Response export_yaml(Instance& lnet, const Request& r, const Hooks&) {
-  return Response{0, config_to_yaml(export_config(lnet), r.flag("backup"))};
+// export --backup: the configuration to load again. export: the state, as lnetctl 2.17
+// writes it: net show -v 3, route show -v, peer show -v 3, routing show, global show
+// (and the selection and fault rules), one after the other.
+Response export_yaml(Instance& lnet, const Request& r, const Hooks& hooks) {
+  if (r.flag("backup")) return Response{0, config_to_yaml(export_config(lnet), true)};
+  auto shown = [&](Response (*show)(Instance&, const Request&, const Hooks&), const char* verbose) {
+    Request q;
+    if (verbose) q.args["verbose"] = {verbose};
+    Response s = show(lnet, q, hooks);
+    return s.rc == 0 ? s.text : std::string();
+  };
+  std::string out = shown(net_show, "3") + shown(route_show, "1") + shown(peer_show, "3") +
+                    shown(routing_show, nullptr) + shown(global_show, nullptr);
+  SystemConfig rules;
+  rules.udsp = lnet.control().udsp_rules();
+  for (bool delay : {false, true})
+    for (const FaultRuleInfo& i : lnet.control().faults(delay)) rules.faults.push_back(i.rule);
+  return Response{0, out + config_to_yaml(rules, false)};
 }
 
 }  // namespace lnet::dlc

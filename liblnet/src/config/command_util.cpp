@@ -12,26 +12,35 @@ const std::string* Request::arg(const std::string& name) const {
   return it == args.end() || it->second.empty() ? nullptr : &it->second.front();
 }
 
+// As lnetctl 2.17 writes an error: the object with no value, its errno and descr beside
+// it ("- route:\n  errno: -22\n  descr: ...").
 YAML::Node error_item(const std::string& object, int rc, const std::string& descr) {
-  YAML::Node inner;
-  inner["errno"] = int_node(rc);
+  YAML::Node item;
+  item[object] = YAML::Node(YAML::NodeType::Null);
+  item["errno"] = int_node(rc);
   YAML::Node d(descr);
   d.SetTag("!quoted");
-  inner["descr"] = d;
-  YAML::Node item;
-  item[object] = inner;
+  item["descr"] = d;
   return item;
 }
 
+// As lnetctl 2.17 writes a failed command: a YAML document of its own ("---" ... "..."),
+// the netlink layout, the description as `! "..."`.
 Response error_block(const std::string& verb, const std::string& object, int rc, const std::string& descr) {
+  YAML::Node item = error_item(object, rc, descr);
+  item["descr"].SetTag("!tag-dq");
   YAML::Node list(YAML::NodeType::Sequence);
-  list.push_back(error_item(object, rc, descr));
+  list.push_back(item);
   YAML::Node root;
   root[verb] = list;
-  return Response{rc < 0 ? rc : -rc, print_yaml(root)};
+  return Response{rc < 0 ? rc : -rc, "---\n" + print_yaml_netlink(root) + "...\n"};
 }
 
 Response ok(const YAML::Node& root) { return Response{0, root.IsNull() ? std::string() : print_yaml(root)}; }
+
+Response ok_netlink(const YAML::Node& root) {
+  return Response{0, root.IsNull() ? std::string() : print_yaml_netlink(root)};
+}
 
 Result<long> int_arg(const Request& r, const std::string& name, long def, long lo, long hi) {
   const std::string* v = r.arg(name);

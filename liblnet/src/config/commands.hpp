@@ -21,6 +21,8 @@ Response error_block(const std::string& verb, const std::string& object, int rc,
 // One entry of such a block: "<object>:\n    errno: rc\n    descr: ...".
 YAML::Node error_item(const std::string& object, int rc, const std::string& descr);
 Response ok(const YAML::Node& root);
+// The same in the netlink layout (net, peer and route show, export: lnetctl 2.17's).
+Response ok_netlink(const YAML::Node& root);
 
 // ---- arguments ----
 // --name as a number in [lo, hi], `def` when absent; a failure names the option.

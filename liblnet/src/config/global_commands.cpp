@@ -66,6 +66,8 @@ Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
   put("remote_error_count", k.remote_error_count);
   put("remote_timeout_count", k.remote_timeout_count);
   put("network_timeout_count", k.network_timeout_count);
+  put("failed_resends", k.failed_resends);
+  put("successful_resends", k.successful_resends);
   put("recv_count", k.recv_count);
   put("route_count", k.route_count);
   put("drop_count", k.drop_count);
@@ -73,8 +75,6 @@ Response stats_show(Instance& lnet, const Request&, const Hooks& hooks) {
   put("recv_length", k.recv_length);
   put("route_length", k.route_length);
   put("drop_length", k.drop_length);
-  put("failed_resends", k.failed_resends);
-  put("successful_resends", k.successful_resends);
   YAML::Node root;
   root["statistics"] = n;
   YAML::Node drivers;  // each driver's own counters (Lnd::counters())

@@ -10,10 +10,8 @@ namespace lnet::dlc {
 
 namespace {
 
-// The detail of `net show -v` for one NI: statistics, health, tunables, CPTs.
-void verbose_ni(YAML::Node& ni, const NiInfo& i) {
-  put_traffic(ni, i.sent, i.received, i.dropped);
-  // Health, the failures that lowered it, and recovery.
+// `health stats` of an NI: its health, the failures that lowered it, and recovery.
+void health_ni(YAML::Node& ni, const NiInfo& i) {
   YAML::Node h;
   h["fatal_error"] = int_node(i.fatal_error ? 1 : 0);
   h["health value"] = int_node(i.health);
@@ -26,8 +24,20 @@ void verbose_ni(YAML::Node& ni, const NiInfo& i) {
   h["ping_count"] = int_node(static_cast<long>(i.ping_count));
   h["next_ping"] = int_node(static_cast<long>(i.next_ping));
   ni["health stats"] = h;
+}
+
+// The detail of `net show -v N` for one NI, as lnetctl 2.17 prints it: statistics with
+// the latencies (1), udsp info (4), the counts by message type and health (2),
+// tunables, lnd tunables, dev cpt and CPT (1).
+void verbose_ni(YAML::Node& ni, const NiInfo& i, long verbose) {
+  put_statistics(ni, i.sent, i.received, i.dropped, i.latency);
+  if (verbose > 3) ni["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, {}, {});
+  if (verbose > 1) {
+    put_type_stats(ni, i.sent, i.received, i.dropped);
+    health_ni(ni, i);
+  }
+  ni["tunables"] = tunables_node(i.tunables);
   if (!i.nid.is_lo()) {
-    ni["tunables"] = tunables_node(i.tunables);
     YAML::Node lt = lnd_tunables_node(i.nid.net(), i.lnd_tunables);
     if (lt.size() > 0) ni["lnd tunables"] = lt;
   }
@@ -60,16 +70,7 @@ Response net_show(Instance& lnet, const Request& r, const Hooks&) {
     ni["nid"] = i.nid.to_string();
     ni["status"] = i.up ? "up" : "down";
     if (!i.interfaces.empty()) ni["interfaces"] = interfaces_node(i.interfaces);
-    if (*verbose > 0) verbose_ni(ni, i);
-    if (*verbose > 3) {
-      put_rtt(ni, i.get_rtt);
-      ni["udsp info"] = udsp_info_node(i.net_priority, i.selection_priority, {}, {});
-    }
-    if (*verbose > 1) {
-      ni["max_tx_credits"] = int_node(i.max_tx_credits);
-      ni["available_tx_credits"] = int_node(i.tx_credits);
-      ni["min_tx_credits"] = int_node(i.min_tx_credits);
-    }
+    if (*verbose > 0) verbose_ni(ni, i, *verbose);
     groups[id].push_back(ni);
   }
   if (filter && order.empty()) return error_block("show", "net", -ENOENT, "no network " + filter->to_string());

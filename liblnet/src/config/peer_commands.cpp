@@ -11,6 +11,9 @@ namespace lnet::dlc {
 
 namespace {
 
+// A peer NI as `peer show -v N` prints it (lnetctl 2.17): udsp info (4), state; its
+// credits, refcount and statistics with the latencies (1); the counts by message type
+// and health (2).
 YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
   YAML::Node e;
   e["nid"] = i.nid.to_string();
@@ -24,8 +27,11 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
     e["tx_q_num_of_buf"] = int_node(static_cast<long>(i.tx_q_nob));
     e["available_rtr_credits"] = int_node(i.rtr_credits);
     e["min_rtr_credits"] = int_node(i.min_rtr_credits);
-    put_traffic(e, i.sent, i.received, i.dropped);
-    if (verbose > 3) put_rtt(e, i.get_rtt);
+    e["refcount"] = int_node(i.refcount);
+    put_statistics(e, i.sent, i.received, i.dropped, i.latency);
+  }
+  if (verbose > 1) {
+    put_type_stats(e, i.sent, i.received, i.dropped);
     // Health, the failures that lowered it, and recovery.
     YAML::Node h;
     h["health value"] = int_node(i.health);
@@ -43,28 +49,38 @@ YAML::Node peer_ni_node(const PeerNiInfo& i, int verbose) {
 YAML::Node peer_node(const PeerInfo& p, int verbose) {
   YAML::Node n;
   n["primary nid"] = p.primary_nid.to_string();
-  n["Multi-Rail"] = p.multi_rail ? "True" : "False";
-  if (verbose > 0) n["peer state"] = int_node(static_cast<long>(p.state));
+  n["Multi-Rail"] = p.multi_rail ? "true" : "false";
+  if (verbose > 2) n["peer state"] = int_node(static_cast<long>(p.state));
   YAML::Node nis(YAML::NodeType::Sequence);
   for (const PeerNiInfo& i : p.nis) nis.push_back(peer_ni_node(i, verbose));
   n["peer ni"] = nis;
   return n;
 }
 
-// The `what:` list of the answers and the `manage:` list of the failures.
+// The `what:` list of the answers and the `manage:` list of the failures, in ping's and
+// discover's compact layout (each failure's descr as lnetctl writes it: `! '...'`).
 Response list_response(const char* what, const YAML::Node& list, const YAML::Node& errors, int rc) {
   std::string text;
   if (list.size() > 0) {
     YAML::Node root;
     root[what] = list;
-    text = print_yaml(root);
+    text = print_yaml_compact(root);
   }
   if (errors.size() > 0) {
+    for (YAML::Node item : errors) item["descr"].SetTag("!tag-sq");
     YAML::Node root;
     root["manage"] = errors;
-    text += print_yaml(root);
+    text += print_yaml_compact(root);
   }
   return Response{rc, text};
+}
+
+// Whether LNet holds the peer of `nid` for multi-rail (what ping and discover say).
+bool multi_rail_peer(Instance& lnet, Nid nid) {
+  for (const PeerInfo& p : lnet.control().peer_info())
+    for (const PeerNiInfo& n : p.nis)
+      if (n.nid == nid) return p.multi_rail;
+  return false;
 }
 
 // --nid of peer add/del: NIDs and NID ranges, expanded in LNet's order (at most the
@@ -124,14 +140,16 @@ Response ping_nids(Instance& lnet, const Request& r) {
     const PingInfo& info = res->info;
     YAML::Node p;
     p["primary nid"] = (info.nis.size() > 1 ? info.nis[1].nid : id->nid).to_string();
-    p["Multi-Rail"] = (info.features & kPingFeatMultiRail) ? "True" : "False";
+    // As lnetctl: multi-rail when LNet holds the peer so (discovery says it), not what
+    // the reply's features offer.
+    p["Multi-Rail"] = multi_rail_peer(lnet, id->nid) ? "true" : "false";
     YAML::Node pnis(YAML::NodeType::Sequence);
     for (std::size_t i = 1; i < info.nis.size(); ++i) {
       YAML::Node e;
       e["nid"] = info.nis[i].nid.to_string();
       pnis.push_back(e);
     }
-    p["peer ni"] = pnis;
+    p["peer_ni"] = pnis;
     list.push_back(p);
   }
   return list_response("ping", list, errors, first_rc);
@@ -163,14 +181,14 @@ Response discover_nids(Instance& lnet, const Request& r) {
     }
     YAML::Node p;
     p["primary nid"] = res->primary_nid.to_string();
-    p["Multi-Rail"] = res->multi_rail ? "True" : "False";
+    p["Multi-Rail"] = res->multi_rail ? "true" : "false";
     YAML::Node pnis(YAML::NodeType::Sequence);
     for (const PeerNiInfo& n : res->nis) {
       YAML::Node e;
       e["nid"] = n.nid.to_string();
       pnis.push_back(e);
     }
-    p["peer ni"] = pnis;
+    p["peer_ni"] = pnis;
     list.push_back(p);
   }
   return list_response("discover", list, errors, first_rc);
@@ -198,9 +216,10 @@ Response peer_show(Instance& lnet, const Request& r, const Hooks&) {
   }
   if (filter && list.size() == 0)
     return error_block("show", "peer", -ENOENT, "no peer with NID " + filter->to_string());
+  if (list.size() == 0) return ok(YAML::Node());  // no peer: nothing, as lnetctl
   YAML::Node root;
   root["peer"] = list;
-  return ok(root);
+  return ok_netlink(root);
 }
 
 Response peer_list(Instance& lnet, const Request&, const Hooks&) {
@@ -212,7 +231,7 @@ Response peer_list(Instance& lnet, const Request&, const Hooks&) {
   }
   YAML::Node root;
   root["peer list"] = list;
-  return ok(root);
+  return ok_netlink(root);
 }
 
 Response peer_add(Instance& lnet, const Request& r, const Hooks&) {
@@ -299,7 +318,7 @@ Response debug_peer(Instance& lnet, const Request& r, const Hooks&) {
     // What peer show -v 4 says of it, line by line, into the log (nothing on stdout).
     YAML::Node root;
     root["peer"].push_back(peer_node(p, 4));
-    std::string dump = print_yaml(root);
+    std::string dump = print_yaml_netlink(root);
     std::size_t at = 0;
     while (at < dump.size()) {
       std::size_t nl = dump.find('\n', at);

@@ -54,16 +54,19 @@ Response route_show(Instance& lnet, const Request& r, const Hooks&) {
     if (*verbose > 0) {
       e["hop"] = int_node(ri.hops);
       e["priority"] = int_node(ri.priority);
-      e["health_sensitivity"] = int_node(ri.health_sensitivity);
       e["state"] = ri.up ? "up" : "down";
       e["type"] = ri.multi_hop ? "multi-hop" : "single-hop";
+    }
+    if (*verbose > 3) {  // ours besides lnetctl's (docs/interop.md)
+      e["health_sensitivity"] = int_node(ri.health_sensitivity);
       e["gateway health"] = int_node(ri.gateway_health);
     }
     list.push_back(e);
   }
+  if (list.size() == 0) return ok(YAML::Node());  // no route: nothing, as lnetctl
   YAML::Node root;
   root["route"] = list;
-  return ok(root);
+  return ok_netlink(root);
 }
 
 Response route_add(Instance& lnet, const Request& r, const Hooks&) {
@@ -113,6 +116,7 @@ Response route_del(Instance& lnet, const Request& r, const Hooks&) {
 
 Response routing_show(Instance& lnet, const Request&, const Hooks&) {
   const Control& c = lnet.control();
+  if (!c.routing()) return ok(YAML::Node());  // not a router: nothing, as lnetctl
   YAML::Node list(YAML::NodeType::Sequence);
   auto pools = c.router_pools();
   static const char* names[] = {"tiny", "small", "large"};

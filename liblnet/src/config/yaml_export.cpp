@@ -59,14 +59,14 @@ YAML::Node route_node(const RouteConfig& r) {
   n["gateway"] = r.gateway.to_string();
   n["hop"] = int_node(r.hops);
   n["priority"] = int_node(r.priority);
-  n["health_sensitivity"] = int_node(r.health_sensitivity);
+  if (r.health_sensitivity != 1) n["health_sensitivity"] = int_node(r.health_sensitivity);  // ours, when set
   return n;
 }
 
 YAML::Node peer_node(const PeerConfig& p) {
   YAML::Node n;
   n["primary nid"] = p.primary.to_string();
-  n["Multi-Rail"] = p.multi_rail ? "True" : "False";
+  n["Multi-Rail"] = p.multi_rail ? "true" : "false";
   YAML::Node nis(YAML::NodeType::Sequence);
   YAML::Node first;
   first["nid"] = p.primary.to_string();
@@ -112,11 +112,19 @@ YAML::Node sequence(const std::vector<T>& items, F node) {
 
 }  // namespace
 
+// Each section as lnetctl 2.17 prints it: net, route and peer in the netlink layout, the
+// rest (mappings, and udsp and fault lists) in the classic one.
 std::string config_to_yaml(const SystemConfig& cfg, bool backup) {
+  std::string out;
+  auto section = [&out](const char* key, const YAML::Node& v, bool netlink) {
+    YAML::Node root;
+    root[key] = v;
+    out += netlink ? print_yaml_netlink(root) : print_yaml(root);
+  };
+  if (!cfg.nets.empty()) section("net", nets_node(cfg.nets, backup), true);
+  if (!cfg.routes.empty()) section("route", sequence(cfg.routes, route_node), true);
+  if (!cfg.peers.empty()) section("peer", sequence(cfg.peers, peer_node), true);
   YAML::Node root;
-  if (!cfg.nets.empty()) root["net"] = nets_node(cfg.nets, backup);
-  if (!cfg.routes.empty()) root["route"] = sequence(cfg.routes, route_node);
-  if (!cfg.peers.empty()) root["peer"] = sequence(cfg.peers, peer_node);
   if (cfg.routing) {
     YAML::Node r;
     r["enable"] = int_node(*cfg.routing ? 1 : 0);
@@ -134,17 +142,14 @@ std::string config_to_yaml(const SystemConfig& cfg, bool backup) {
     for (const FaultRule& r : cfg.faults) f[r.delay ? "delay" : "drop"].push_back(fault_rule_node(r));
     root["fault"] = f;
   }
-  return print_yaml(root);
+  if (root.size() > 0) out += print_yaml(root);
+  return out;
 }
 
 SystemConfig export_config(Instance& lnet) {
   const Control& c = lnet.control();
   SystemConfig cfg;
   cfg.nets = c.net_configs();
-  // An NI on every CPT is what `net add` without --cpt makes: exported the same way,
-  // whether or not the configuration listed them; a list of some CPTs is exported.
-  for (NetConfig& nc : cfg.nets)
-    if (nc.cpts.size() == c.cpt_count()) nc.cpts.clear();
   // The driver's timeout each NI runs with (read-only: export shows it, backup leaves it).
   // Each configuration takes the first NI not yet taken that it describes (one without
   // interfaces or NID: the NI its driver chose on that net).
@@ -156,36 +161,27 @@ SystemConfig export_config(Instance& lnet) {
       bool same = nc.nid ? *nc.nid == i.nid : nc.interfaces.empty() || i.interfaces == nc.interfaces;
       if (taken[k] || i.nid.net() != nc.net || !same) continue;
       nc.lnd_tunables = i.lnd_tunables;  // the values in effect (what the drivers made of 0s)
+      nc.cpts = i.cpts;                  // the CPTs it is on, listed as lnetctl lists them
       taken[k] = true;
       break;
     }
   cfg.routes = c.route_configs();
-  cfg.peers = c.configured_peers();
-  // The gateways of routes are peers too (route add makes them): exported as lnetctl
-  // does, after the configured ones, so that an import brings them back as they were.
-  std::vector<PeerInfo> all;
-  for (const RouteConfig& r : cfg.routes) {
-    bool listed = false;
-    for (const PeerConfig& p : cfg.peers)
-      listed = listed || p.primary == r.gateway || std::find(p.nids.begin(), p.nids.end(), r.gateway) != p.nids.end();
-    if (listed) continue;
-    if (all.empty()) all = c.peer_info();
-    PeerConfig gw{r.gateway, false, {}, false};
-    for (const PeerInfo& p : all) {
-      bool has = false;
-      for (const PeerNiInfo& n : p.nis) has = has || n.nid == r.gateway;
-      if (!has) continue;
-      gw.primary = p.primary_nid;
-      gw.multi_rail = p.multi_rail;
+  // Every peer LNet holds, as lnetctl exports them (met and discovered ones too), in the
+  // order it holds them; a configured peer's NIDs as configured.
+  std::vector<PeerConfig> configured = c.configured_peers();
+  for (const PeerInfo& p : c.peer_info()) {
+    PeerConfig pc{p.primary_nid, p.multi_rail, {}, false};
+    for (const PeerConfig& k : configured)
+      if (k.primary == p.primary_nid) pc = k;
+    if (pc.nids.empty())
       for (const PeerNiInfo& n : p.nis)
-        if (n.nid != p.primary_nid) gw.nids.push_back(n.nid);
-    }
-    bool again = false;
-    for (const PeerConfig& p : cfg.peers) again = again || p.primary == gw.primary;
-    if (!again) cfg.peers.push_back(gw);
+        if (n.nid != p.primary_nid) pc.nids.push_back(n.nid);
+    cfg.peers.push_back(pc);
   }
-  cfg.routing = c.routing();
-  cfg.buffers = c.buffers();
+  if (c.routing()) {  // a router's: lnetctl shows nothing of routing elsewhere
+    cfg.routing = true;
+    cfg.buffers = c.buffers();
+  }
   cfg.global = c.globals();
   cfg.udsp = c.udsp_rules();
   for (bool delay : {false, true})

@@ -23,7 +23,12 @@ bool needs_quotes(const std::string& s) {
 
 std::string scalar(const YAML::Node& n) {
   std::string s = n.Scalar();
-  if (n.Tag() == "!quoted" || needs_quotes(s)) {
+  if (n.Tag() == "!tag-sq") {  // libyaml's single-quoted style: a quote doubled
+    std::string q = "! '";
+    for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  }
+  if (n.Tag() == "!quoted" || n.Tag() == "!tag-dq" || needs_quotes(s)) {
     std::string q = "\"";
     for (char c : s) {
       if (c == '"' || c == '\\') q += '\\';
@@ -33,7 +38,7 @@ std::string scalar(const YAML::Node& n) {
       }
       q += c;
     }
-    return q + "\"";
+    return (n.Tag() == "!tag-dq" ? "! " : "") + q + "\"";
   }
   return s;
 }
@@ -50,6 +55,8 @@ struct Layout {
 constexpr Layout kClassic{4, 4, 2, 2, 4};
 // The netlink lnetctl's: six columns per level, sequences at their key's column.
 constexpr Layout kNetlink{6, 0, 0, 6, 6};
+// ping's and discover's: two columns per level, sequences at their key's column.
+constexpr Layout kCompact{2, 0, 0, 2, 2};
 
 void emit(const YAML::Node& n, int indent, const Layout& l, std::string& out);
 
@@ -104,6 +111,12 @@ void emit(const YAML::Node& n, int indent, const Layout& l, std::string& out) {
 std::string print_yaml_netlink(const YAML::Node& root) {
   std::string out;
   emit(root, 0, kNetlink, out);
+  return out;
+}
+
+std::string print_yaml_compact(const YAML::Node& root) {
+  std::string out;
+  emit(root, 0, kCompact, out);
   return out;
 }
 
@@ -175,25 +188,29 @@ YAML::Node type_stats(const MsgTypeStats& s) {
 
 }  // namespace
 
-void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped) {
+void put_statistics(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped,
+                    const OpLatencies& latency) {
   YAML::Node st;
   st["send_count"] = int_node(static_cast<long>(sent.total()));
   st["recv_count"] = int_node(static_cast<long>(received.total()));
   st["drop_count"] = int_node(static_cast<long>(dropped.total()));
+  auto put = [&st](const std::string& what, const LatencyFigures& f) {
+    st[what + "_samples"] = int_node(static_cast<long>(f.samples));
+    st[what + "_min_nsec"] = int_node(static_cast<long>(f.min_ns));
+    st[what + "_max_nsec"] = int_node(static_cast<long>(f.max_ns));
+    st[what + "_avg_nsec"] = int_node(static_cast<long>(f.avg_ns));
+  };
+  put("put_egress", latency.put_egress);
+  put("get_rtt", latency.get_rtt);
+  put("put_ack", latency.put_ack);
   n["statistics"] = st;
+}
+
+void put_type_stats(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received,
+                    const MsgTypeStats& dropped) {
   n["sent_stats"] = type_stats(sent);
   n["received_stats"] = type_stats(received);
   n["dropped_stats"] = type_stats(dropped);
-}
-
-void put_rtt(YAML::Node& n, const RttFigures& r) {
-  YAML::Node st = n["statistics"];
-  st["get_rtt_count"] = int_node(static_cast<long>(r.count));
-  if (r.count == 0) return;
-  st["get_rtt_last"] = int_node(static_cast<long>(r.last_us));
-  st["get_rtt_min"] = int_node(static_cast<long>(r.min_us));
-  st["get_rtt_avg"] = int_node(static_cast<long>(r.avg_us));
-  st["get_rtt_max"] = int_node(static_cast<long>(r.max_us));
 }
 
 }  // namespace lnet::dlc

@@ -1,7 +1,9 @@
-// Prints a YAML::Node tree in the block layout of libyaml as lnetctl prints it: four
-// spaces per level, sequence items as "- " at the parent's indent plus four, insertion
-// order kept (yaml-cpp parses; this only prints). And the nodes that show and export
-// print alike: one builder each.
+// Prints a YAML::Node tree in the block layouts of libyaml as lnetctl 2.17 prints them,
+// insertion order kept (yaml-cpp parses; this only prints): the classic one (four spaces
+// a level, sequence items as "- " four in), the netlink commands' (six columns), and the
+// compact one of ping and discover (two). A scalar tagged "!quoted" is double-quoted;
+// "!tag-dq" and "!tag-sq" print as lnetctl's error descriptions do (`! "..."`, `! '...'`).
+// And the nodes that show and export print alike: one builder each.
 #pragma once
 
 #include <string>
@@ -20,6 +22,9 @@ std::string print_yaml(const YAML::Node& root);
 // level, a sequence at its key's column ("-     net type: tcp"), so that lines in that
 // layout appended to the output (as Lustre's test suite appends them) stay valid YAML.
 std::string print_yaml_netlink(const YAML::Node& root);
+// ping's and discover's: two columns a level, sequences at their key's column
+// ("- primary nid: ...\n  Multi-Rail: true\n  peer_ni:\n  - nid: ...").
+std::string print_yaml_compact(const YAML::Node& root);
 
 // A number as a plain scalar.
 YAML::Node int_node(long v);
@@ -42,11 +47,12 @@ YAML::Node lnd_tunables_node(NetId net, const LndTunables& t, bool settable_only
 YAML::Node interfaces_node(const std::vector<std::string>& ifs);
 // "[0,1]".
 std::string cpt_list(const std::vector<unsigned>& cpts);
-// The traffic of an NI or a peer NI as `show -v` prints it: "statistics" (the totals),
-// then "sent_stats", "received_stats" and "dropped_stats" by message type.
-void put_traffic(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped);
-// `show -v 4`: the round trips of pings in "statistics" (get_rtt_count, then _last, _min,
-// _avg, _max in microseconds once there is one).
-void put_rtt(YAML::Node& n, const RttFigures& r);
+// "statistics" of an NI or a peer NI as `show -v` prints it: send_count, recv_count,
+// drop_count, then the latencies (put_egress_, get_rtt_, put_ack_ samples, min_nsec,
+// max_nsec, avg_nsec).
+void put_statistics(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped,
+                    const OpLatencies& latency);
+// "sent_stats", "received_stats" and "dropped_stats" by message type (`show -v 2`).
+void put_type_stats(YAML::Node& n, const MsgTypeStats& sent, const MsgTypeStats& received, const MsgTypeStats& dropped);
 
 }  // namespace lnet::dlc

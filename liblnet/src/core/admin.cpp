@@ -41,6 +41,15 @@ Status Admin::del_peer(Nid primary, const std::vector<Nid>& nids, bool force) {
     ExclusiveLock x(c_.st_.locks);
     std::vector<Nid> gone = nids;
     PeerNi* prim = c_.st_.peers.find(primary);
+    // A gateway's peer stays while a route goes through it, as LNet keeps it.
+    if (prim)
+      if (const net::RouteTable* rt = c_.st_.routes.table())
+        for (const auto& r : rt->routes)
+          for (const auto& lpni : prim->peer->nis)
+            if (!lpni->removed && lpni->nid == r.cfg.gateway)
+              return Failure{-EINVAL, "peer " + prim->peer->primary.to_string() + " is a router (" +
+                                          r.cfg.gateway.to_string() + " is the gateway of a route to " +
+                                          r.cfg.net.to_string() + "): not deleted (route del first)"};
     bool whole = gone.empty() || std::find(gone.begin(), gone.end(), primary) != gone.end();
     if (prim && prim->peer->primary == primary && whole && !force &&
         (prim->peer->dc.flags.load() & net::peer_state::kLockPrimary)) {
@@ -120,6 +129,8 @@ std::vector<PeerInfo> Admin::peer_info() const {
       n.tx_q_nob = lpni->txq_nob;
       n.rtr_credits = lpni->rtr_credits;
       n.min_rtr_credits = lpni->min_rtr_credits;
+      n.refcount =
+          1 + std::max(0, n.max_tx_credits - n.tx_credits) + std::max(0, lpni->max_rtr_credits - n.rtr_credits);
       n.health = lpni->health.load();
       n.hs_dropped = lpni->failures.get(HealthStatus::RemoteDropped);
       n.hs_timeout = lpni->failures.get(HealthStatus::RemoteTimeout);
@@ -133,7 +144,7 @@ std::vector<PeerInfo> Admin::peer_info() const {
       n.sent = lpni->stats.get(TypeStats::kSent);
       n.received = lpni->stats.get(TypeStats::kReceived);
       n.dropped = lpni->stats.get(TypeStats::kDropped);
-      n.get_rtt = lpni->rtt.get();
+      n.latency = lpni->latency.get();
       pi.nis.push_back(n);
     }
     out.push_back(std::move(pi));
@@ -166,13 +177,13 @@ void Admin::reset_counters() {
   c_.st_.counters.reset();
   for (Ni* ni : c_.st_.nets().nis) {
     ni->stats.reset();
-    ni->rtt.reset();
+    ni->latency.reset();
   }
   ExclusiveLock x(c_.st_.locks);
   for (auto& p : c_.st_.peers.peers())
     for (auto& lpni : p->nis) {
       lpni->stats.reset();
-      lpni->rtt.reset();
+      lpni->latency.reset();
     }
 }
 

@@ -95,7 +95,7 @@ std::vector<NiInfo> Admin::ni_info() const {
     i.sent = ni->stats.get(TypeStats::kSent);
     i.received = ni->stats.get(TypeStats::kReceived);
     i.dropped = ni->stats.get(TypeStats::kDropped);
-    i.get_rtt = ni->rtt.get();
+    i.latency = ni->latency.get();
     out.push_back(std::move(i));
   }
   return out;

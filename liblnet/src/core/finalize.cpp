@@ -55,6 +55,13 @@ void Core::return_credits(Message* msg) {
   }
 }
 
+// A PUT of ours went out: from LNetPut to the end of its send, on its NI and peer NI.
+void Core::note_egress(Message* msg) {
+  auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steady_now_ns() - msg->start_ns));
+  if (msg->txni) msg->txni->latency.put_egress.add(ns);
+  if (msg->txpeer) msg->txpeer->latency.put_egress.add(ns);
+}
+
 void Core::process(Message* msg) {
   if (msg->sending) {
     msg->sending = false;
@@ -78,6 +85,7 @@ void Core::process(Message* msg) {
       return;
     }
     if (msg->retries) st_.counters.add(msg->cpt, msg->status ? kFailedResends : kSuccessfulResends);
+    if (msg->status == 0 && msg->start_ns && msg->hdr.type == MsgType::Put && !msg->routing) note_egress(msg);
   } else if (msg->receiving) {
     if (msg->routing && msg->status == 0) {
       router_.forward_received(msg);  // the payload is in our buffer: on to the next hop

@@ -44,8 +44,9 @@ void LocalNets::add_driver(std::shared_ptr<Lnd> lnd) { lnds_[lnd->net_type()] = 
 
 Status LocalNets::start(const std::vector<NetConfig>& nets) {
   st_.table.store(tables_.emplace_back(std::make_unique<net::NetTable>()).get(), std::memory_order_release);
-  NetConfig lo;  // self sends take no credits; the tunables are never used
+  NetConfig lo;  // self sends take no credits: its tunables are nothing (as LNet shows 0@lo's)
   lo.net = NetId::make(kLoLnd, 0);
+  lo.tunables = NetTunables{0, 0, 0, 0};
   auto r = bring_up(lo);
   if (!r) return r.failure();
   st_.lo_ni = *r;

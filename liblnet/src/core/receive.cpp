@@ -224,20 +224,19 @@ void Core::parse_reply(Message* msg) {
   msg->ev.mlength = mlength;
   msg->ev.offset = 0;
   portals::LibMd* md = msg->md;
-  note_ping_rtt(msg);
+  note_response(msg, &OpLatencyStats::get_rtt);
   lnd_recv(msg, false, md->iov, md->niov, 0, mlength, msg->hdr.payload_length);
 }
 
-void Core::note_ping_rtt(Message* msg) {
-  std::int64_t sent = msg->md->ping_sent_ns.exchange(0, std::memory_order_relaxed);
+// A REPLY or ACK to a request of ours: its round trip, on the NI it came in on and the
+// peer NI it came from (the way the request went, back: responses take it exactly).
+void Core::note_response(Message* msg, LatencyStats OpLatencyStats::*which) {
+  std::int64_t sent = msg->md->rsp_sent_ns.exchange(0, std::memory_order_relaxed);
   if (sent == 0) return;
-  auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steady_now_ns() - sent) / 1000);
-  Nid target = msg->hdr.src_nid;  // who answered
-  Ni* ni = st_.find_ni(target);   // a self-ping: the NI pinged
-  if (!ni) ni = msg->rxni;
-  if (ni && ni != st_.lo_ni) ni->rtt.add(us);
-  MutexLock g(st_.locks[st_.cpts.of_nid(target)]);
-  if (PeerNi* lpni = st_.peers.find(target)) lpni->rtt.add(us);
+  auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steady_now_ns() - sent));
+  if (msg->rxni) (msg->rxni->latency.*which).add(ns);
+  MutexLock g(st_.locks[st_.cpts.of_nid(msg->from)]);
+  if (PeerNi* lpni = st_.peers.find(msg->from)) (lpni->latency.*which).add(ns);
 }
 
 bool Core::memory_alive(std::uint64_t memory) const {
@@ -278,7 +277,7 @@ LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   }
   ev.mlength = mlength;
   ev.offset = 0;
-  note_ping_rtt(msg);
+  note_response(msg, &OpLatencyStats::get_rtt);
   return msg;
 }
 
@@ -303,6 +302,7 @@ void Core::parse_ack(Message* msg) {
     drop_rx(msg);
     return;
   }
+  note_response(msg, &OpLatencyStats::put_ack);
   lnd_recv(msg, false, nullptr, 0, 0, 0, 0);
 }
 

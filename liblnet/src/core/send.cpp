@@ -21,6 +21,7 @@ Message* Core::new_request(MdHandle mdh, MsgType type, bool response, ProcessId 
   // awaited until then when response_tracking says so (pings and pushes always).
   msg->deadline_ns =
       coarse_now_ns() + std::int64_t{st_.tun.transaction_timeout.load(std::memory_order_relaxed)} * kNsPerSec;
+  msg->start_ns = steady_now_ns();
   int mode = st_.tun.response_tracking.load(std::memory_order_relaxed);
   bool track = response && (portal == kReservedPortal || (mode & (type == MsgType::Get ? 1 : 2)));
   if ((*rc = portals_.commit_send(mdh, msg, kMaxPayload, track ? msg->deadline_ns : 0))) {
@@ -69,6 +70,7 @@ int Core::put(Nid self, MdHandle mdh, AckReq ack, ProcessId target, unsigned por
   h.msg.put.ptl_index = portal;
   h.msg.put.offset = offset;
   msg->ev.hdr_data = hdr_data;
+  if (ack == AckReq::Ack) msg->md->rsp_sent_ns.store(msg->start_ns, std::memory_order_relaxed);
   launch(self, msg);
   return 0;
 }
@@ -92,8 +94,7 @@ int Core::send_get(Nid self, MdHandle mdh, ProcessId target, unsigned portal, st
   h.msg.get.src_offset = offset;
   h.msg.get.sink_length = msg->len;
   msg->len = 0;  // a GET carries no payload; the MD is the REPLY's sink
-  bool ping = portal == kReservedPortal && match_bits == kPingMatchBits;
-  msg->md->ping_sent_ns.store(ping ? steady_now_ns() : 0, std::memory_order_relaxed);
+  msg->md->rsp_sent_ns.store(msg->start_ns, std::memory_order_relaxed);
   launch(self, msg);
   return 0;
 }

@@ -102,7 +102,7 @@ class Console {
   Result<std::vector<NodeStatus>> refresh_group(const std::string& name);
   Status clean_group(const std::string& name, NodeState state);
   Status remove_nodes(const std::string& name, const std::vector<ProcessId>& ids);
-  std::vector<std::string> groups();
+  std::vector<std::string> groups();  // in the order they were made
   Result<std::vector<NodeStatus>> group_nodes(const std::string& name);
 
   // ---- batches and tests ----
@@ -110,13 +110,15 @@ class Console {
   // Installs the test on the servers (the --to group) and then the clients (--from);
   // every node of both must be active (-ENETDOWN). Returns the test's index (1-based).
   Result<unsigned> add_test(const std::string& batch, const TestSpec& t, std::vector<NodeReply>* failed);
-  std::vector<std::string> batches();
+  std::vector<std::string> batches();  // in the order they were made ("batch" first)
   struct TestInfo {
     unsigned index = 0;
     TestSpec spec;
     std::vector<ProcessId> clients, servers;
   };
   Result<std::vector<TestInfo>> batch_tests(const std::string& batch);
+  // Whether the batch was run and not stopped since.
+  Result<bool> batch_running(const std::string& batch);
   // BATCH RUN / STOP to the clients of the batch (of its test `test`, 0: all).
   Result<std::vector<NodeReply>> run_batch(const std::string& batch, std::chrono::seconds timeout);
   Result<std::vector<NodeReply>> stop_batch(const std::string& batch, bool force);
@@ -143,15 +145,17 @@ class Console {
   };
   struct Group {
     std::vector<std::shared_ptr<Node>> nodes;
-    unsigned tests = 0;  // tests that use it
+    unsigned tests = 0;     // tests that use it
+    std::uint64_t seq = 0;  // made after the groups of smaller seq (lst lists them so)
   };
   struct Test {
     TestSpec spec;
     std::vector<ProcessId> clients, servers;
   };
   struct Batch {
-    BatchId bid;
+    BatchId bid;  // grows with each batch made (lst lists them in that order)
     std::vector<Test> tests;
+    bool running = false;  // run and not stopped since (list_batch's State)
   };
   struct Session {
     SessionInfo info;
@@ -165,6 +169,7 @@ class Console {
     std::size_t tests = 0;
   };
   Result<BatchNodes> batch_nodes(const std::string& batch, unsigned test, bool servers);
+  void set_running(const std::string& batch, bool running);
   // add_test's nodes (checked active) and the session and batch its requests name.
   struct TestNodes {
     std::vector<ProcessId> clients, servers;  // --from's, --to's
@@ -204,6 +209,7 @@ class Console {
   std::map<std::string, Group> groups_;
   std::map<std::string, Batch> batches_;
   std::uint64_t next_bid_ = 0;
+  std::uint64_t next_group_ = 0;
   bool stopping_ = false;
   std::condition_variable wake_;
   std::thread pinger_;

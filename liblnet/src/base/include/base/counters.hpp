@@ -77,40 +77,49 @@ struct FailureCounts {
   std::uint64_t get(HealthStatus h) const { return n[static_cast<unsigned>(h)].load(std::memory_order_relaxed); }
 };
 
-// Round-trip figures of pings, for NIs and peer NIs (pings only: never on the data path).
-class RttStats {
+// Latencies of one kind of operation on an NI or a peer NI (nanoseconds): a few relaxed
+// atomic updates per sample, no lock.
+class LatencyStats {
  public:
-  void add(std::uint64_t us) {
+  void add(std::uint64_t ns) {
     count_.fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(us, std::memory_order_relaxed);
-    last_.store(us, std::memory_order_relaxed);
+    sum_.fetch_add(ns, std::memory_order_relaxed);
     std::uint64_t m = min_.load(std::memory_order_relaxed);
-    while (us < m && !min_.compare_exchange_weak(m, us, std::memory_order_relaxed)) {
+    while (ns < m && !min_.compare_exchange_weak(m, ns, std::memory_order_relaxed)) {
     }
     m = max_.load(std::memory_order_relaxed);
-    while (us > m && !max_.compare_exchange_weak(m, us, std::memory_order_relaxed)) {
+    while (ns > m && !max_.compare_exchange_weak(m, ns, std::memory_order_relaxed)) {
     }
   }
-  RttFigures get() const {
-    RttFigures f;
-    f.count = count_.load(std::memory_order_relaxed);
-    if (f.count == 0) return f;
-    f.last_us = last_.load(std::memory_order_relaxed);
-    f.min_us = min_.load(std::memory_order_relaxed);
-    f.max_us = max_.load(std::memory_order_relaxed);
-    f.avg_us = sum_.load(std::memory_order_relaxed) / f.count;
+  LatencyFigures get() const {
+    LatencyFigures f;
+    f.samples = count_.load(std::memory_order_relaxed);
+    if (f.samples == 0) return f;
+    f.min_ns = min_.load(std::memory_order_relaxed);
+    f.max_ns = max_.load(std::memory_order_relaxed);
+    f.avg_ns = sum_.load(std::memory_order_relaxed) / f.samples;
     return f;
   }
   void reset() {
     count_.store(0, std::memory_order_relaxed);
     sum_.store(0, std::memory_order_relaxed);
-    last_.store(0, std::memory_order_relaxed);
     min_.store(UINT64_MAX, std::memory_order_relaxed);
     max_.store(0, std::memory_order_relaxed);
   }
 
  private:
-  std::atomic<std::uint64_t> count_{0}, sum_{0}, last_{0}, min_{UINT64_MAX}, max_{0};
+  std::atomic<std::uint64_t> count_{0}, sum_{0}, min_{UINT64_MAX}, max_{0};
+};
+
+// The three of an NI or a peer NI (OpLatencies).
+struct OpLatencyStats {
+  LatencyStats put_egress, get_rtt, put_ack;
+  OpLatencies get() const { return {put_egress.get(), get_rtt.get(), put_ack.get()}; }
+  void reset() {
+    put_egress.reset();
+    get_rtt.reset();
+    put_ack.reset();
+  }
 };
 
 // sent / received / dropped counts per message type, for NIs and peer NIs.

@@ -161,7 +161,8 @@ class Core final : public LndHost,
   void parse_get(Message* msg);
   void parse_reply(Message* msg);
   // A REPLY to a ping of ours: its round trip goes to the NI and the peer NI.
-  void note_ping_rtt(Message* msg);
+  void note_response(Message* msg, LatencyStats OpLatencyStats::*which);
+  void note_egress(Message* msg);
   void parse_ack(Message* msg);
   void lnd_recv(Message* msg, bool delayed, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
                 std::uint32_t rlen);

@@ -54,6 +54,9 @@ struct Message : LndMessage, portals::Delivery {
   Nid self = Nid::any();
   unsigned retries = 0;
   std::int64_t deadline_ns = 0;
+  // When a request of ours was made (steady clock, ns; 0: not one): its egress time and
+  // round trip are counted from it (put_egress_*, get_rtt_*, put_ack_* of net show -v).
+  std::int64_t start_ns = 0;
 
   net::Ni* txni = nullptr;
   net::PeerNi* txpeer = nullptr;

@@ -53,8 +53,8 @@ struct Ni : NetInterface {
   std::vector<int> numa_dist;
   std::atomic<std::uint32_t> seq{0};
   TypeStats stats;
-  RttStats rtt;      // pings answered through it
-  int poll_id = -1;  // the core's registration of this NI's poll function
+  OpLatencyStats latency;  // of our operations that went through it
+  int poll_id = -1;        // the core's registration of this NI's poll function
   // Neither in fatal error nor down: selection may pick it.
   bool usable() const { return !fatal_error.load(std::memory_order_relaxed) && up.load(std::memory_order_relaxed); }
   // The tx queue a message to peer NI `peer` takes credits from: that of `lock_cpt` (the

@@ -100,7 +100,7 @@ struct PeerNi {
   std::vector<Nid> pref_local;                        // preferred local NIDs (selection rules)
   std::vector<NidMatcher> pref_rtr;                   // preferred gateways (router rules)
   TypeStats stats;
-  RttStats rtt;  // pings it answered
+  OpLatencyStats latency;  // of our operations that went through it
 };
 
 struct PeerNet {

@@ -62,9 +62,10 @@ struct LibMd {
   LibMd* rsp_prev = nullptr;
   LibMd* rsp_next = nullptr;
   std::atomic<std::uint64_t> rsp_next_hop{Nid::kAnyValue};
-  // When a ping (a GET of ping info) went out from it (steady ns; 0: not a ping): its
-  // REPLY gives the round trip (get_rtt_* of the NI and the peer NI).
-  std::atomic<std::int64_t> ping_sent_ns{0};
+  // When the latest GET, or PUT asking for an ACK, went out from it (steady ns; 0: none
+  // awaited): its REPLY or ACK gives the round trip (get_rtt_*, put_ack_* of the NI and
+  // peer NI it comes back through).
+  std::atomic<std::int64_t> rsp_sent_ns{0};
 
   bool exhausted() const {
     if (threshold == 0) return true;
