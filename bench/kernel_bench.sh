@@ -30,6 +30,7 @@ export KN_TAP_PREFIX=kb
 NODES=()
 kn() { "$KIT/kernel-node.sh" "$@"; }
 cleanup() {
+  [ -n "${KEEP:-}" ] && { echo "kept: KN_STATE=$KN_STATE NS=$NS" >&2; return; }
   set +e
   local n
   for n in "${NODES[@]}"; do kn stop "$n" >/dev/null 2>&1; done
@@ -61,11 +62,18 @@ yaml tcp eth0 -- tcp1 "$KR" >"$KN_STATE/ka.yaml"
 yaml tcp1 eth0 -- tcp "$KR1" >"$KN_STATE/kb.yaml"
 yaml tcp eth0 tcp1 eth1 -- routing >"$KN_STATE/kr.yaml"
 yaml tcp eth0 tcp1 eth1 -- routing >"$KN_STATE/ur.yaml"
-echo "options lnet large_router_buffers=256 small_router_buffers=4096 tiny_router_buffers=512" >"$KN_STATE/router.conf"
+# Router checks every 2 s (the default 60 s would leave a route down for a minute after
+# a router's first answer came before its routing was on).
+echo "options lnet alive_router_check_interval=2 router_ping_timeout=2" >"$KN_STATE/node.conf"
+{
+  cat "$KN_STATE/node.conf"
+  echo "options lnet large_router_buffers=256 small_router_buffers=4096 tiny_router_buffers=512"
+} >"$KN_STATE/router.conf"
+printf 'alive_router_check_interval: 2\nrouter_ping_timeout: 2\n' >>"$KN_STATE/ur.yaml"
 
 log "booting ka, kb, kr (kernel LNet) and ur (lnetd in a host-root guest)"
-KN_NET=tcp kn start ka "$NS" kba 10.98.1.11/24 "$KN_STATE/ka.yaml" >"$KN_STATE/ka.boot" 2>&1 &
-KN_NET=tcp1 kn start kb "$NS" kbb 10.98.2.12/24 "$KN_STATE/kb.yaml" >"$KN_STATE/kb.boot" 2>&1 &
+KN_NET=tcp KN_MODPROBE="$KN_STATE/node.conf" kn start ka "$NS" kba 10.98.1.11/24 "$KN_STATE/ka.yaml" >"$KN_STATE/ka.boot" 2>&1 &
+KN_NET=tcp1 KN_MODPROBE="$KN_STATE/node.conf" kn start kb "$NS" kbb 10.98.2.12/24 "$KN_STATE/kb.yaml" >"$KN_STATE/kb.boot" 2>&1 &
 KN_NET=tcp,tcp1 KN_MEM=768 KN_MODPROBE="$KN_STATE/router.conf" \
   kn start kr "$NS" kba,kbb 10.98.1.20/24,10.98.2.20/24 "$KN_STATE/kr.yaml" >"$KN_STATE/kr.boot" 2>&1 &
 KN_HOSTROOT=1 KN_MEM=512 KN_APPEND=kn.lnet=nomod \
@@ -81,14 +89,24 @@ for i in $(seq 60); do
   sleep 1
 done
 kn exec ka lnetctl ping "$UR" >/dev/null || { cat "$(kn dir ur)/lnetd.log" >&2; exit 1; }
-kn exec ka lnetctl ping "$KB" >/dev/null || { log "ka cannot reach kb through kr"; exit 1; }
 
+# reaches: ka's ping of kb gets through (its routes up), within 60 s.
+reaches() {
+  local i
+  for i in $(seq 30); do
+    kn exec ka lnetctl ping "$KB" >/dev/null 2>&1 && return 0
+    sleep 2
+  done
+  log "ka cannot reach kb through $1: $(kn exec ka lnetctl route show -v)"
+  exit 1
+}
+reaches kr
 # via GATEWAY_ON_TCP GATEWAY_ON_TCP1: ka's and kb's routes through that router.
 via() {
   kn exec ka "lnetctl route del --net tcp1 --gateway $GW_A 2>/dev/null; lnetctl route add --net tcp1 --gateway $1" >/dev/null
   kn exec kb "lnetctl route del --net tcp --gateway $GW_B 2>/dev/null; lnetctl route add --net tcp --gateway $2" >/dev/null
   GW_A=$1 GW_B=$2
-  kn exec ka lnetctl ping "$KB" >/dev/null || { log "ka cannot reach kb through $1"; exit 1; }
+  reaches "$1"
 }
 GW_A=$KR GW_B=$KR1
 

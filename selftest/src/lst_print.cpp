@@ -13,7 +13,6 @@
 
 namespace lnet::selftest::lst::user {
 
-
 std::uint32_t number_or(const dlc::Request& r, const char* name, std::uint32_t dflt) {
   const std::string* v = r.arg(name);
   if (!v) return dflt;
@@ -67,7 +66,6 @@ int print_failure(Io io, const std::string& cmd, const dlc::Response& r) {
   std::fprintf(io.err, "%s (%s)\n", words.c_str(), why.c_str());
   return kExitFailed;
 }
-
 
 namespace {
 
