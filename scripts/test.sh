@@ -16,6 +16,16 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 presets=("$@")
 all=0
+not_run=()  # what did not run, said at the end (a green run that skipped something says so)
+logs=$(mktemp -d /tmp/lnet-test-logs.XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+# ctest PRESET: runs it, its output also kept to list the tests that did not run.
+run_ctest() {
+  ctest --preset "$1" 2>&1 | tee "$logs/$1.log"
+  local t
+  while read -r t; do not_run+=("$1: $t"); done < <(sed -n '/The following tests did not run:/,/^$/p' "$logs/$1.log" |
+    sed -n 's/^[[:space:]]*[0-9]* - //p')
+}
 if ((${#presets[@]} == 0)); then
   presets=(tsa default kernel asan tsan mpich)
   all=1
@@ -28,7 +38,7 @@ for p in "${presets[@]}"; do
   if [ "$p" = cluster ] || [ "$p" = kernel ]; then scripts/build.sh default; else scripts/build.sh "$p"; fi
   [ "$p" = tsa ] && continue  # the analysis runs in the compiler; its build has no tests
   echo "=== test: $p"
-  ctest --preset "$p"
+  run_ctest "$p"
 done
 if [ $all = 1 ] || [[ " ${presets[*]} " == *" package "* ]]; then
   # The Debian packages as a site meets them: built (a build of their own, prefix /usr),
@@ -41,10 +51,15 @@ if [ $all = 1 ]; then
   budget=${LNET_CLUSTER_BUDGET_MIN:-45}
   if ((SECONDS < budget * 60)); then
     echo "=== test: cluster (the failure test plan; $((SECONDS / 60)) min so far, under $budget)"
-    ctest --preset cluster
+    run_ctest cluster
     presets+=(cluster)
   else
     echo "=== test: cluster skipped: the run took $((SECONDS / 60)) min, more than LNET_CLUSTER_BUDGET_MIN=$budget"
+    not_run+=("cluster: the whole failure test plan (the run took $((SECONDS / 60)) min, more than LNET_CLUSTER_BUDGET_MIN=$budget)")
   fi
 fi
-echo "=== all tests passed: ${presets[*]}"
+echo "=== all tests passed: ${presets[*]} ($((SECONDS / 60)) min)"
+if ((${#not_run[@]})); then
+  echo "=== NOT RUN (${#not_run[@]}):"
+  printf '    %s\n' "${not_run[@]}"
+fi

@@ -6,19 +6,43 @@
 # kernel nodes are qemu guests).
 # CTest runs "snapshot" before every other test and "check"
 # after all of them (a fixture); what appeared in between and is still there fails the
-# check, is listed, and is then removed so the next run starts clean.
+# check, is listed, and is then removed so the next run starts clean. Only what the
+# suite made is looked at: processes with LNET_TEST_SUITE in their environment (CTest
+# gives it to every test, and what a test starts inherits it), namespaces and links of
+# the names the suite gives (lt*, lc-*; v<pid>a/b<n>), its scratch directories. A
+# site's lnetd, MPI jobs or namespaces on the same machine are neither reported nor
+# killed.
 #   leak_check.sh snapshot FILE | check FILE
 set -uo pipefail
 mode="${1:-}"
 file="${2:-}"
 [ -n "$mode" ] && [ -n "$file" ] || { echo "usage: $0 snapshot|check FILE" >&2; exit 2; }
 
+# Whether process $1 is this script or one of its own (its ancestors include it).
+mine() {
+  local p=$1 stat
+  while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    [ "$p" = "$$" ] && return 0
+    stat=$(cat "/proc/$p/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }  # after the command name (which may hold spaces)
+    p=$(cut -d' ' -f2 <<<"$stat")
+  done
+  return 1
+}
+
 # One line per thing a test could leave behind: "<kind> <name> [detail]".
 state() {
-  ip netns list 2>/dev/null | awk '{print "netns " $1}'
-  ip -o link show type veth 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print "veth " $2}'
-  # comm is cut to 15 characters by the kernel.
-  ps -eo pid=,comm= | awk '$2 ~ /^(lnetd|lnetctl|lnet-xfer|mpirun|orterun|orted|mpiexec.*|hydra_pmi_proxy|ompi-server|lnet_mpi_test|lnet_mpi_capi_t|lnet_mpi_host_t|mpi_ping|bench_mpi|tshark|dumpcap|lnet-proxy|proxy_demo|lnet_mpi_stream|qemu-system-x86)$/ {print "process " $1 " " $2}'
+  ip netns list 2>/dev/null | awk '$1 ~ /^(lt|lc-)/ {print "netns " $1}'
+  ip -o link show type veth 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); if ($2 ~ /^v[0-9]+[ab][0-9]+$/) print "veth " $2}'
+  # Processes the suite started (this script's own excepted); comm is cut to 15
+  # characters by the kernel.
+  local p
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    grep -qaz '^LNET_TEST_SUITE=' "/proc/$p/environ" 2>/dev/null || continue
+    mine "$p" && continue
+    echo "process $p $(cat "/proc/$p/comm" 2>/dev/null)"
+  done
   # Anything still running with an integration test's scratch directory in its arguments.
   pgrep -f 'lnet-it\.' 2>/dev/null | while read -r p; do
     [ "$p" = "$$" ] || echo "process $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"

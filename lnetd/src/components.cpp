@@ -4,12 +4,11 @@
 // make_components().
 #include "components.hpp"
 
-#include <grp.h>
-
 #include <algorithm>
 
 #include <lnet/log.hpp>
 #include <lnet/o2ib/o2iblnd.hpp>
+#include <lnet/peer_cred.hpp>
 #include <lnet/up/uplnd.hpp>
 #include <selftest/console.hpp>
 #include <selftest/framework.hpp>
@@ -37,12 +36,11 @@ class UpComponent final : public Component {
   }
   bool take_options(const po::variables_map& vm) override {
     if (vm.count("bridge-group") && !group_.empty()) {  // "": no group (a unit's empty setting)
-      group* g = getgrnam(group_.c_str());
-      if (!g) {
+      opts_.group = group_id(group_);                   // a name or a number
+      if (!opts_.group) {
         LNET_LOG(Error, kLogDaemon, "no group '%s' (--bridge-group)", group_.c_str());
         return false;
       }
-      opts_.group = g->gr_gid;
     }
     if (mib_ < 16 || mib_ > (1u << 20)) {
       LNET_LOG(Error, kLogDaemon, "bad --bridge-size %u (16..1048576 MiB)", mib_);

@@ -1,13 +1,12 @@
 // lnetd's control socket server.
 #include "control_server.hpp"
 
-#include <grp.h>
-#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,6 +15,7 @@
 
 #include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
+#include <lnet/peer_cred.hpp>
 
 namespace lnetd {
 
@@ -48,7 +48,8 @@ Status ControlServer::listen(const std::string& path) {
     ::close(fd);
     return Failure{-err, "cannot listen on " + path + ": " + std::strerror(err)};
   }
-  if (chmod(path.c_str(), ctl_gid_ ? 0660 : 0600) != 0 || (ctl_gid_ && chown(path.c_str(), 0, *ctl_gid_) != 0)) {
+  mode_t mode = read_gid_ ? 0666 : ctl_gid_ ? 0660 : 0600;
+  if (chmod(path.c_str(), mode) != 0 || (ctl_gid_ && chown(path.c_str(), 0, *ctl_gid_) != 0)) {
     int err = errno;
     ::close(fd);
     ::unlink(path.c_str());
@@ -59,30 +60,37 @@ Status ControlServer::listen(const std::string& path) {
   return {};
 }
 
-bool ControlServer::allowed(int fd, std::string* who) const {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  *who = "uid " + std::to_string(cred.uid) + " pid " + std::to_string(cred.pid);
-  if (cred.uid == 0) return true;
-  if (!ctl_gid_) return false;
-  if (cred.gid == *ctl_gid_) return true;
-  // Supplementary groups of the caller.
-  if (passwd* pw = getpwuid(cred.uid)) {
-    int n = 64;
-    std::vector<gid_t> groups(64);
-    if (getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) >= 0) {
-      for (int i = 0; i < n; ++i)
-        if (groups[static_cast<std::size_t>(i)] == *ctl_gid_) return true;
-    }
-  }
-  return false;
+namespace {
+
+// The commands a member of the read group may run: those that only show.
+bool shows_only(const std::string& command) {
+  auto ends = [&](std::string_view tail) {
+    return command.size() >= tail.size() && command.compare(command.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const dlc::CommandSpec* spec = dlc::find_command(command);
+  return spec && !spec->changes &&
+         (ends(" show") || command == "peer list" || command == "export" || command == "cpt-of-nid");
+}
+
+}  // namespace
+
+ControlServer::Access ControlServer::access(int fd, std::string* who) const {
+  auto cred = peer_cred(fd);
+  if (!cred) return Access::None;
+  *who = "uid " + std::to_string(cred->uid) + " pid " + std::to_string(cred->pid);
+  if (cred->uid == 0 || (ctl_gid_ && peer_in_group(fd, *cred, *ctl_gid_))) return Access::Admin;
+  if (read_gid_ && peer_in_group(fd, *cred, *read_gid_)) return Access::Read;
+  return Access::None;
 }
 
 void ControlServer::serve(int fd) {
   std::string who;
-  if (!allowed(fd, &who)) {
-    LNET_LOG(Warn, kLogDaemon, "refused a control connection from %s: not root nor in the control group", who.c_str());
+  Access may = access(fd, &who);
+  if (may == Access::None) {
+    std::uint64_t held = 0;
+    if (refuse_log_.allow(&held))
+      LNET_LOG(Warn, kLogDaemon, "refused a control connection from %s: not root nor in the control group%s",
+               who.c_str(), held ? (" (and " + std::to_string(held) + " more since the last line)").c_str() : "");
     (void)dlc::write_frame(fd, dlc::encode_response(manage_error(
                                    -EACCES, "permission denied: the control socket is for root (or the --ctl-group)")));
     return;
@@ -96,6 +104,10 @@ void ControlServer::serve(int fd) {
   dlc::Response resp;
   if (!req) {
     resp = manage_error(req.code(), req.message());
+  } else if (may == Access::Read && !shows_only(req->command)) {
+    LNET_LOG(Info, kLogDaemon, "%s: %s refused: the read group may only show", who.c_str(), req->command.c_str());
+    resp = manage_error(-EACCES, "permission denied: '" + req->command +
+                                     "' is for root (or the --ctl-group); the --ctl-read-group may only show");
   } else {
     LNET_LOG(Info, kLogDaemon, "%s: %s", who.c_str(), req->command.c_str());
     const dlc::CommandSpec* spec = dlc::find_command(req->command);
@@ -113,18 +125,39 @@ void ControlServer::serve(int fd) {
   (void)dlc::write_frame(fd, dlc::encode_response(resp));
 }
 
+int ControlServer::poll_fd() {
+  if (resume_ != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() >= resume_) resume_ = {};
+  return resume_ == std::chrono::steady_clock::time_point{} ? listen_fd_ : -1;
+}
+
+int ControlServer::pause_ms() const {
+  if (resume_ == std::chrono::steady_clock::time_point{}) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(resume_ - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
+}
+
 void ControlServer::accept_ready() {
   for (;;) {
     // The listening socket does not block; the connection does (with timeouts).
     int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (cfd < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        LNET_LOG(Warn, kLogDaemon, "accept on %s: %s", path_.c_str(), std::strerror(errno));
+      int e = errno;
+      if (e == EINTR || e == ECONNABORTED) continue;
+      if (e == EAGAIN || e == EWOULDBLOCK) return;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        // The listener stays readable: rest it (from 100 ms, doubling, up to 5 s) rather than spin.
+        pause_ = std::clamp(pause_ * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+        resume_ = std::chrono::steady_clock::now() + pause_;
+      }
+      std::uint64_t held = 0;
+      if (refuse_log_.allow(&held)) LNET_LOG(Warn, kLogDaemon, "accept on %s: %s", path_.c_str(), std::strerror(e));
       return;
     }
+    pause_ = std::chrono::milliseconds(0);
     if (clients_.load() >= kMaxClients) {
-      LNET_LOG(Warn, kLogDaemon, "refused a control connection: %d commands already running", kMaxClients);
+      std::uint64_t held = 0;
+      if (refuse_log_.allow(&held))
+        LNET_LOG(Warn, kLogDaemon, "refused a control connection: %d commands already running", kMaxClients);
       ::close(cfd);
       continue;
     }

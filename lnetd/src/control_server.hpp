@@ -1,10 +1,13 @@
-// lnetd's control socket: lnetctl's requests, one thread per connection, only from root
-// or members of the control group; configuration commands run one at a time.
+// lnetd's control socket: lnetctl's requests, one thread per connection, from root or
+// members of the control group (every command), or of the read group (the commands that
+// only show: `... show`, `peer list`, `export`, `cpt-of-nid`); configuration commands
+// run one at a time.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <set>
@@ -12,6 +15,7 @@
 
 #include <lnet/api.hpp>
 #include <lnet/dlc.hpp>
+#include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 
 namespace lnetd {
@@ -32,9 +36,15 @@ class ControlServer {
         extra_(std::move(extra)) {}
   ~ControlServer();
 
-  // Listens on `path` (replacing a stale socket), mode 0600 or 0660 with the group.
+  // Members of `gid` may run the commands that only show (before listen()).
+  void set_read_group(gid_t gid) { read_gid_ = gid; }
+  // Listens on `path` (replacing a stale socket), mode 0600, or 0660 with the control
+  // group, or 0666 with a read group (SO_PEERCRED decides who may do what).
   lnet::Status listen(const std::string& path);
-  int fd() const { return listen_fd_; }
+  // What to poll: the listening socket, or -1 while it rests after accept() ran out of
+  // descriptors; and the milliseconds until it listens again (-1: it listens).
+  int poll_fd();
+  int pause_ms() const;
   // Takes the connections that are waiting; each gets a thread of its own.
   void accept_ready();
   // Stops listening, wakes clients waiting to send a request, and waits for every
@@ -42,16 +52,22 @@ class ControlServer {
   void stop();
 
  private:
-  bool allowed(int fd, std::string* who) const;
+  enum class Access { None, Read, Admin };
+  Access access(int fd, std::string* who) const;
   void serve(int fd);
 
   lnet::Instance& lnet_;
   lnet::dlc::Hooks hooks_;
   std::optional<gid_t> ctl_gid_;
+  std::optional<gid_t> read_gid_;
   std::function<void()> changed_;
   Extra extra_;
   std::string path_;
   int listen_fd_ = -1;
+  // The listener rests (the accepting thread's): until when, and for how long this time.
+  std::chrono::steady_clock::time_point resume_{};
+  std::chrono::milliseconds pause_{0};
+  lnet::LogLimiter refuse_log_{std::chrono::seconds(10), 20};
   lnet::Mutex cmd_mutex_;  // configuration commands run one at a time
   std::atomic<int> clients_{0};
   lnet::Mutex fds_mutex_;

@@ -2,6 +2,7 @@
 // lnetd's components (components.hpp: the UP LND, self-test), configured from YAML (the
 // lnetctl export schema), and serves lnetctl on a control socket that only root (or a
 // configured group) may use.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -33,8 +35,10 @@ namespace {
 int g_signal_pipe[2] = {-1, -1};
 
 void on_signal(int sig) {
+  int saved = errno;  // the interrupted code may be about to read it
   char c = static_cast<char>(sig);
-  (void)!write(g_signal_pipe[1], &c, 1);
+  (void)!write(g_signal_pipe[1], &c, 1);  // non-blocking: a full pipe has a signal to read already
+  errno = saved;
 }
 
 [[noreturn]] void die(const std::string& msg) {
@@ -153,7 +157,7 @@ void notify(const std::string& state) {
 }
 
 void catch_signals() {
-  if (pipe(g_signal_pipe) != 0) die(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(g_signal_pipe, O_NONBLOCK | O_CLOEXEC) != 0) die(std::string("pipe: ") + std::strerror(errno));
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
@@ -168,12 +172,14 @@ void catch_signals() {
 void run(lnetd::ControlServer& server, Control& control, const std::function<void()>& reload) {
   bool draining = false;
   for (;;) {
-    pollfd fds[2] = {{server.fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
+    pollfd fds[2] = {{server.poll_fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
     if (draining && !control.routing_draining()) {
       LNET_LOG(Info, kLogDaemon, "routes drained: shutting down");
       return;
     }
-    if (poll(fds, 2, draining ? 200 : -1) < 0) {
+    int wait = server.pause_ms();
+    if (draining) wait = wait < 0 ? 200 : std::min(wait, 200);
+    if (poll(fds, 2, wait) < 0) {
       if (errno == EINTR) continue;
       die(std::string("poll: ") + std::strerror(errno));
     }
@@ -330,6 +336,7 @@ int main(int argc, char** argv) {
   };
   dlc::Hooks hooks = hooks_of(lnet, startup_yaml, components);
   lnetd::ControlServer server(*lnet, hooks, o.ctl_gid, changed, extra);
+  if (o.read_gid) server.set_read_group(*o.read_gid);
   if (int rc = make_dirs(o.ctl_socket)) die("cannot create the directory of " + o.ctl_socket + ": " + errno_string(rc));
   if (Status s = server.listen(o.ctl_socket); !s) die(s.message());
 

@@ -1,8 +1,6 @@
 // lnetd's command line.
 #include "options.hpp"
 
-#include <grp.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -11,6 +9,7 @@
 
 #include <lnet/argv.hpp>
 #include <lnet/env.hpp>
+#include <lnet/peer_cred.hpp>
 
 namespace lnetd {
 
@@ -97,11 +96,19 @@ bool setup_socket(const po::variables_map& vm, int port, const std::string& acce
   return true;
 }
 
+// --NAME GROUP: a group by name or number; "" is none (a unit's empty setting).
+bool take_group(const po::variables_map& vm, const char* name, const std::string& value, std::optional<gid_t>* out) {
+  if (!vm.count(name) || value.empty()) return true;
+  *out = group_id(value);
+  if (!*out) LNET_LOG(Error, kLogDaemon, "no group '%s' (--%s)", value.c_str(), name);
+  return out->has_value();
+}
+
 }  // namespace
 
 Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Component>>& components) {
   Options o;
-  std::string log_level, log_subsys, log_target, ctl_group, accept;
+  std::string log_level, log_subsys, log_target, ctl_group, read_group, accept;
   int port = 0;
   po::options_description opts(kUsage);
   opts.add_options()("help,h", "print this help and exit")("config,c", po::value(&o.config_path),
@@ -109,6 +116,8 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
       "foreground,f", "stay in the foreground and log to stderr (else: daemonise, log to syslog)")(
       "ctl-socket,s", po::value(&o.ctl_socket)->default_value(kDefaultSocket), "control socket path")(
       "ctl-group", po::value(&ctl_group), "group whose members may use the control socket besides root")(
+      "ctl-read-group", po::value(&read_group),
+      "group whose members may run the commands that only show (net/peer/route/stats/global show, export)")(
       "pid-file,p", po::value(&o.pid_file)->default_value(kDefaultPidFile), "pid file (\"\" for none)")(
       "log-level", po::value(&log_level), "error | warn | info | debug (default LNET_LOG_LEVEL, else info)")(
       "log-subsys", po::value(&log_subsys), "core,lnd,router,config,daemon or all (default LNET_LOG_SUBSYS, else all)")(
@@ -144,14 +153,8 @@ Parsed parse_options(int argc, char** argv, const std::vector<std::unique_ptr<Co
   if (!setup_logging(vm, log_level, log_subsys)) return {std::nullopt, 2};
   if (!setup_target(vm, log_target, o.foreground, &o.log_target)) return {std::nullopt, 2};
   if (!setup_socket(vm, port, accept, o.socket)) return {std::nullopt, 2};
-  if (vm.count("ctl-group") && !ctl_group.empty()) {  // "": no group (a unit's empty setting)
-    group* g = getgrnam(ctl_group.c_str());
-    if (!g) {
-      LNET_LOG(Error, kLogDaemon, "no group '%s'", ctl_group.c_str());
-      return {std::nullopt, 2};
-    }
-    o.ctl_gid = g->gr_gid;
-  }
+  if (!take_group(vm, "ctl-group", ctl_group, &o.ctl_gid) || !take_group(vm, "ctl-read-group", read_group, &o.read_gid))
+    return {std::nullopt, 2};
   for (const auto& c : components)
     if (!c->take_options(vm)) return {std::nullopt, 2};
   return {o, 0};

@@ -26,7 +26,8 @@ struct Options {
   lnet::LogTarget log_target = lnet::LogTarget::Stderr;  // --log-target, else by --foreground
   bool large_nids = false;                               // --large: lnet configure --large before the configuration
   std::string ctl_socket = kDefaultSocket;
-  std::optional<gid_t> ctl_gid;  // --ctl-group
+  std::optional<gid_t> ctl_gid;   // --ctl-group
+  std::optional<gid_t> read_gid;  // --ctl-read-group: the commands that only show
   std::string pid_file = kDefaultPidFile;
   lnet::SocketParams socket;  // LNET_ACCEPT*/LNET_SOCK_* with --port and --accept over them
 };

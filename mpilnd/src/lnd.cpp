@@ -130,6 +130,7 @@ std::vector<std::pair<std::string, std::uint64_t>> MpiLnd::counters() const {
           {"credit_waits", s.credit_waits},
           {"bad_messages", s.bad_messages},
           {"timeouts", s.timeouts},
+          {"held_buffers", s.held},
           {"mpi_errors", s.mpi_errors}};
 }
 

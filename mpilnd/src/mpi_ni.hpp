@@ -173,7 +173,10 @@ class MpiNi {
 
  private:
   struct Owner {
-    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk } kind;
+    // Held: a send that timed out, its message failed, left to MPI until it completes:
+    // obj is a short send's buffer (a Bytes, freed then), or nullptr for a bulk send's
+    // chunk (whose memory is the MD's).
+    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk, Held } kind;
     void* obj;
   };
   // A send or bulk transfer request that completed.
@@ -349,7 +352,7 @@ class MpiNi {
 
   struct Counters {
     std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0},
-        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0};
+        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0}, held{0};
   } stats_;
 };
 

@@ -137,6 +137,7 @@ Stats MpiNi::stats() const {
   s.credit_waits = stats_.credit_waits.load();
   s.bad_messages = stats_.bad_messages.load();
   s.timeouts = stats_.timeouts.load();
+  s.held = stats_.held.load();
   s.mpi_errors = stats_.mpi_errors.load();
   return s;
 }
@@ -210,6 +211,7 @@ void MpiNi::abandon_requests_locked(Done& done) {
   for (std::size_t r = opts_.pool_depth; r < reqs_.size(); ++r) {
     Owner o = owners_[r];
     check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
+    if (o.kind == Owner::Held) continue;  // MPI may still read it: it stays MPI's
     if (o.kind == Owner::TxShort) {
       // MPI may still read the message: its buffer is left to it for good.
       auto* tx = static_cast<Tx*>(o.obj);

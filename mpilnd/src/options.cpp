@@ -31,6 +31,8 @@ const EnvVar kProxy{"LNET_PROXY", "",
                     "spawn:[HOST:]BRIDGE,... (start one proxy rank per bridge)"};
 const EnvVar kProxyBin{"LNET_PROXY_BIN", "lnet-proxy", "the lnet-proxy program LNET_PROXY=spawn: starts"};
 const EnvVar kProxyTimeout{"LNET_PROXY_TIMEOUT", "30", "seconds to reach the proxy and get its answer"};
+const EnvVar kProxySecret{"LNET_PROXY_SECRET", "/run/lnet/lnet-proxy.port",
+                          "with LNET_PROXY=name:, the proxy's port file, whose secret the knock says"};
 
 // LNET_MPI_NET: a net of a type an MPI network can have, or a number N for mpi<N>.
 Result<NetId> net_from_env() {
@@ -79,6 +81,7 @@ Result<Options> Options::from_env() {
   o.proxy_timeout = static_cast<int>(proxy_timeout);
   if (const char* p = kProxy.value()) o.proxy = p;
   if (const char* p = kProxyBin.value()) o.proxy_bin = p;
+  if (const char* p = kProxySecret.value()) o.proxy_secret = p;
   auto pack = kPack.flag();
   if (!pack) return pack.failure();
   o.pack = *pack;

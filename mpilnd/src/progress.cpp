@@ -12,6 +12,8 @@ namespace lnet::mpi {
 namespace {
 
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
+// A request given up on (seen_): it times out once; MPI still completes it.
+constexpr auto kGivenUp = Clock::time_point::max();
 
 }  // namespace
 
@@ -41,6 +43,9 @@ int MpiNi::reap_locked(Done& done) {
     if (c.owner.kind == Owner::TxShort) {
       if (c.err != MPI_SUCCESS) check(c.err, "MPI_Isend");
       tx_part_done_locked(static_cast<Tx*>(c.owner.obj), c.err == MPI_SUCCESS ? 0 : -EIO, done);
+    } else if (c.owner.kind == Owner::Held) {
+      delete static_cast<Bytes*>(c.owner.obj);  // MPI is done with it at last (nullptr: a bulk send's)
+      stats_.held.fetch_sub(1, std::memory_order_relaxed);
     } else {
       if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
       bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
@@ -145,33 +150,46 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
   }
 }
 
+// A request that made no progress for the timeout is given up on and its peer reported
+// down. MPI is never left memory it may still write: a bulk transfer's receives are
+// cancelled, and the transfer (whose memory is the MD's or its discard buffer) is
+// finished only when MPI has completed each of them, cancelled or not. Sends fail at once
+// (a dead peer may never let MPI complete them) and their requests stay MPI's
+// (Owner::Held): a short send's buffer is ours and kept until MPI is done with it; a bulk
+// send's is the MD's, which MPI may still read (never write) after the message's event.
 void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
   const std::size_t depth = opts_.pool_depth;
-  bool expired = false;
   for (std::size_t r = depth; r < reqs_.size(); ++r) {
+    if (seen_[r] == kGivenUp) continue;
     if (seen_[r] == Clock::time_point{}) {
       seen_[r] = now;
       continue;
     }
     if (now - seen_[r] < std::chrono::seconds(timeout_)) continue;
+    seen_[r] = kGivenUp;
     Owner o = owners_[r];
     Peer* peer;
     if (o.kind == Owner::TxShort) {
       auto* tx = static_cast<Tx*>(o.obj);
       peer = tx->peer;
-      check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
-      (void)new Bytes(std::move(tx->buf));  // MPI may still read it: left to it for good
+      owners_[r] = Owner{Owner::Held, new Bytes(std::move(tx->buf))};
+      stats_.held.fetch_add(1, std::memory_order_relaxed);
       tx_part_done_locked(tx, -ETIMEDOUT, done);
     } else {
       auto* b = static_cast<Bulk*>(o.obj);
       peer = b->peer;
-      if (!b->send) check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");
-      check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
       if (!b->rc) b->rc = -ETIMEDOUT;
-      if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
+      if (!b->send) {
+        check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");  // completes now unless matched already
+      } else {
+        // A send only reads its memory, and a peer that is gone may never let MPI complete
+        // it: the transfer fails now (its chunk counted done), the request stays MPI's.
+        owners_[r] = Owner{Owner::Held, nullptr};
+        stats_.held.fetch_add(1, std::memory_order_relaxed);
+        if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
+      }
     }
     stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
-    expired = true;
     if (peer && !peer->down) {
       LNET_LOG(Warn, kLogLnd, "%s: a transfer with %s made no progress for %d s: given up, the peer reported down",
                ni_.nid.to_string().c_str(), peer->nid.to_string().c_str(), timeout_);
@@ -179,7 +197,6 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       done.health.emplace_back(peer->nid, false);
     }
   }
-  if (expired) compact_requests_locked();
 }
 
 // Keeps the running requests after the persistent pool, in order, without the finished

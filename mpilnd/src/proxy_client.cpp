@@ -198,8 +198,10 @@ Result<std::string> lookup(const std::string& service) {
   return std::string(port);
 }
 
-// Rank 0: where the proxy is (LNET_PROXY).
-Result<proxy::PortInfo> resolve(const std::string& spec) {
+// Rank 0: where the proxy is (LNET_PROXY), and the secret its doorbell wants: from the
+// port file, or for a name from the port file LNET_PROXY_SECRET names.
+Result<proxy::PortInfo> resolve(const Options& opts) {
+  const std::string& spec = opts.proxy;
   const std::string var = "LNET_PROXY=" + spec;
   if (spec.starts_with("name:")) {
     std::string service = spec.substr(5);
@@ -208,14 +210,12 @@ Result<proxy::PortInfo> resolve(const std::string& spec) {
     if (!port) return Failure{port.code(), var + ": " + port.message()};
     auto bell = lookup(service + ".doorbell");
     if (!bell) return Failure{bell.code(), var + ": " + bell.message()};
-    return proxy::PortInfo{*port, *bell};
+    auto secret = proxy::read_port_file(opts.proxy_secret);
+    if (!secret)
+      return Failure{secret.code(), var + ": the doorbell's secret (LNET_PROXY_SECRET): " + secret.message()};
+    return proxy::PortInfo{*port, *bell, secret->secret};
   }
-  std::ifstream f(spec);
-  if (!f)
-    return Failure{-ENOENT, var + ": cannot read the port file: " + std::strerror(errno) + " (is lnet-proxy running?)"};
-  std::stringstream text;
-  text << f.rdbuf();
-  auto pi = proxy::parse_port_file(text.str());
+  auto pi = proxy::read_port_file(spec);
   if (!pi) return Failure{pi.code(), var + ": " + pi.message()};
   return pi;
 }
@@ -228,12 +228,13 @@ Result<std::string> knock(const Options& opts, int app_size, Clock::time_point d
                    "LNET_PROXY: Open MPI connects two jobs only through ompi-server, and this job has no "
                    "server URI: run `ompi-server --no-daemonize -r FILE` and start this job with "
                    "`mpirun --ompi-server file:FILE` (or OMPI_MCA_pmix_server_uri=file:FILE)"};
-  auto pi = resolve(opts.proxy);
+  auto pi = resolve(opts);
   if (!pi) return pi.failure();
   auto fd = proxy::dial_doorbell(pi->doorbell, deadline);
   if (!fd) return Failure{fd.code(), "LNET_PROXY=" + opts.proxy + ": " + fd.message()};
   *bell = *fd;
-  if (Status s = proxy::write_line(*fd, proxy::format_knock({proxy::Knock::Client, app_size}), deadline); !s)
+  if (Status s = proxy::write_line(*fd, proxy::format_knock({proxy::Knock::Client, app_size, pi->secret}), deadline);
+      !s)
     return Failure{s.code(), "LNET_PROXY=" + opts.proxy + ": " + s.message()};
   auto line = proxy::read_line(*fd, deadline);
   if (!line) return Failure{line.code(), "LNET_PROXY=" + opts.proxy + ": the proxy: " + line.message()};

@@ -1,7 +1,12 @@
 // Codecs of what an application and lnet-proxy say outside LNet (lnet/mpi_proxy.hpp):
 // the TABLE, the control messages, the port file and the doorbell's lines.
+#include <sys/random.h>
+
 #include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <lnet/lnd/byteorder.hpp>
 #include <lnet/mpi_proxy.hpp>
@@ -102,7 +107,31 @@ Result<Control> decode_control(std::span<const std::uint8_t> in) {
 }
 
 std::string format_port_file(const PortInfo& p) {
-  return "lnet-proxy 1\nport " + p.port + "\ndoorbell " + p.doorbell + "\n";
+  return "lnet-proxy 2\nport " + p.port + "\ndoorbell " + p.doorbell + "\nsecret " + p.secret + "\n";
+}
+
+bool secret_form(std::string_view s) {
+  return s.size() == kSecretSize && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+Result<std::string> make_secret() {
+  unsigned char bytes[kSecretSize / 2];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    return Failure{-errno, std::string("getrandom: ") + std::strerror(errno)};
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char b : bytes) {
+    s += kHex[b >> 4];
+    s += kHex[b & 15];
+  }
+  return s;
+}
+
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 Result<PortInfo> parse_port_file(std::string_view text) {
@@ -120,12 +149,15 @@ Result<PortInfo> parse_port_file(std::string_view text) {
     if (w.empty()) continue;
     if (!header) {
       if (w.size() != 2 || w[0] != "lnet-proxy") return bad("port file: not written by lnet-proxy");
-      if (w[1] != "1") return bad("port file: format " + std::string(w[1]) + ", this side reads 1");
+      if (w[1] != "2") return bad("port file: format " + std::string(w[1]) + ", this side reads 2");
       header = true;
     } else if (w[0] == "port" && w.size() == 2) {
       pi.port = w[1];
     } else if (w[0] == "doorbell" && w.size() == 2) {
       pi.doorbell = w[1];
+    } else if (w[0] == "secret" && w.size() == 2) {
+      if (!secret_form(w[1])) return bad("port file line " + std::to_string(line_no) + ": a malformed secret");
+      pi.secret = w[1];
     } else {
       return bad("port file line " + std::to_string(line_no) + ": unknown: '" + std::string(line) + "'");
     }
@@ -133,6 +165,19 @@ Result<PortInfo> parse_port_file(std::string_view text) {
   if (!header) return bad("port file: empty");
   if (pi.port.empty()) return bad("port file: no 'port' line");
   if (pi.doorbell.empty()) return bad("port file: no 'doorbell' line");
+  if (pi.secret.empty()) return bad("port file: no 'secret' line");
+  return pi;
+}
+
+Result<PortInfo> read_port_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f)
+    return Failure{-ENOENT, "cannot read the port file " + path + ": " + std::strerror(errno) +
+                                " (is lnet-proxy running? may this user read it?)"};
+  std::stringstream text;
+  text << f.rdbuf();
+  auto pi = parse_port_file(text.str());
+  if (!pi) return Failure{pi.code(), path + ": " + pi.message()};
   return pi;
 }
 
@@ -171,14 +216,18 @@ Result<Knock> parse_knock(std::string_view line) {
   if (!printable(line)) return bad("doorbell: not printable text");
   auto w = words(line);
   long v = 0;
-  if (w.size() == 3 && w[0] == "KNOCK") {
-    if (w[1] != "1") return bad("doorbell: knock version " + std::string(w[1]) + ", this side speaks 1");
+  if (!w.empty() && w[0] == "KNOCK") {
+    if (w.size() >= 2 && w[1] != "2")
+      return bad("doorbell: knock version " + std::string(w[1]) + ", this side speaks 2");
+    if (w.size() != 4) return bad("doorbell: a knock is 'KNOCK 2 <ranks> <secret>'");
     if (!to_int(w[2], 1, 1 << 24, &v)) return bad("doorbell: bad rank count '" + std::string(w[2]) + "'");
-    return Knock{Knock::Client, static_cast<int>(v)};
+    if (!secret_form(w[3])) return bad("doorbell: a malformed secret");
+    return Knock{Knock::Client, static_cast<int>(v), std::string(w[3])};
   }
-  if (w.size() == 2 && w[0] == "RANK") {
+  if (w.size() == 3 && w[0] == "RANK") {
     if (!to_int(w[1], 1, 1 << 24, &v)) return bad("doorbell: bad rank '" + std::string(w[1]) + "'");
-    return Knock{Knock::Rank, static_cast<int>(v)};
+    if (!secret_form(w[2])) return bad("doorbell: a malformed secret");
+    return Knock{Knock::Rank, static_cast<int>(v), std::string(w[2])};
   }
   return bad("doorbell: unknown line '" + std::string(line.substr(0, 64)) + "'");
 }
@@ -253,8 +302,8 @@ std::string format_rank_line(const RankLine& l) {
 }
 
 std::string format_knock(const Knock& k) {
-  return k.kind == Knock::Client ? "KNOCK 1 " + std::to_string(k.value) + "\n"
-                                 : "RANK " + std::to_string(k.value) + "\n";
+  return k.kind == Knock::Client ? "KNOCK 2 " + std::to_string(k.value) + " " + k.secret + "\n"
+                                 : "RANK " + std::to_string(k.value) + " " + k.secret + "\n";
 }
 
 }  // namespace lnet::mpi::proxy

@@ -204,7 +204,11 @@ void AppLink::done(const up::DescRef& d, bool is_send, int status, HealthStatus 
   if (!s) LNET_LOG(Warn, kLogLnd, "proxy: %s", s.message().c_str());
 }
 
-void AppLink::notify_peer(NetInterface&, Nid peer, bool alive) { (void)bridge_.send(up::Notify{pid_, peer, alive}); }
+// lnetd takes news of the application's ranks only (the proxies' NIDs are its own peers').
+void AppLink::notify_peer(NetInterface&, Nid peer, bool alive) {
+  if (peer.is_large() || mpi_node_address(peer.addr())) return;
+  (void)bridge_.send(up::Notify{pid_, peer, alive});
+}
 
 // GETs to the application go as plain GETs: the REPLY comes back through lnetd.
 LndMessage* AppLink::create_reply(NetInterface&, LndMessage&) { return nullptr; }

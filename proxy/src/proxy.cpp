@@ -30,17 +30,6 @@ Failure mpi_failure(const std::string& what, int rc) {
   return Failure{-EIO, what + " failed: " + mpi::mpi_error_string(rc)};
 }
 
-// Writes `text` to `path` whole or not at all (a reader never sees half a file).
-Status write_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!(f << text) || !f.flush()) return Failure{-EIO, "cannot write " + tmp + ": " + std::strerror(errno)};
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Failure{-errno, "cannot rename " + tmp + " to " + path};
-  return {};
-}
-
 }  // namespace
 
 ProxyRank::ProxyRank(mpi::Group& group, MPI_Comm parent, ProxyOptions opts)
@@ -93,7 +82,7 @@ Status ProxyRank::start() {
   if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank %d: %s", rank_, mine.message().c_str());
   if (Status all = group_.agree(mine); !all) return all;
   if (rank_ == 0 && parent_ == MPI_COMM_NULL) {
-    if (!opts_.port_file.empty()) mine = write_file(opts_.port_file, mp::format_port_file({port_, doorbell_}));
+    if (!opts_.port_file.empty()) mine = write_port_file();
     if (mine && !opts_.publish.empty()) mine = publish();
     if (!mine) LNET_LOG(Error, kLogDaemon, "proxy rank 0: %s", mine.message().c_str());
   }
@@ -144,18 +133,6 @@ Status ProxyRank::open_port() {
   return {};
 }
 
-Status ProxyRank::open_doorbell() {
-  // The UP NI's address is its node's IPv4 (whatever the MPI network's type prints).
-  std::uint32_t a = up_->welcome().nid.addr();
-  std::string ip = opts_.doorbell_ip.empty() ? std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." +
-                                                   std::to_string((a >> 8) & 255) + "." + std::to_string(a & 255)
-                                             : opts_.doorbell_ip;
-  auto fd = mp::listen_doorbell(ip, &doorbell_);
-  if (!fd) return fd.failure();
-  listen_fd_ = *fd;
-  return {};
-}
-
 void ProxyRank::close_port() {
   if (published_) {
     MPI_Unpublish_name(opts_.publish.c_str(), MPI_INFO_NULL, port_.c_str());
@@ -175,14 +152,20 @@ void ProxyRank::close_port() {
 // those connections to ring them.
 Status ProxyRank::join_ranks() {
   auto deadline = Clock::now() + std::chrono::seconds(opts_.timeout);
-  std::vector<char> addr(64, '\0');
-  if (rank_ == 0) std::copy_n(doorbell_.begin(), std::min<std::size_t>(doorbell_.size(), 63), addr.begin());
-  if (int rc = MPI_Bcast(addr.data(), 64, MPI_CHAR, 0, comm_); rc != MPI_SUCCESS) return mpi_failure("MPI_Bcast", rc);
+  // The doorbell's address and its secret, which a rank's knock says too.
+  std::vector<char> addr(64 + mp::kSecretSize + 1, '\0');
+  if (rank_ == 0) {
+    std::copy_n(doorbell_.begin(), std::min<std::size_t>(doorbell_.size(), 63), addr.begin());
+    std::copy_n(secret_.begin(), std::min(secret_.size(), mp::kSecretSize), addr.begin() + 64);
+  }
+  if (int rc = MPI_Bcast(addr.data(), static_cast<int>(addr.size()), MPI_CHAR, 0, comm_); rc != MPI_SUCCESS)
+    return mpi_failure("MPI_Bcast", rc);
   if (rank_ != 0) {
+    secret_ = addr.data() + 64;
     auto fd = mp::dial_doorbell(addr.data(), deadline);
     if (!fd) return fd.failure();
     bell_ = *fd;
-    return mp::write_line(bell_, mp::format_knock({mp::Knock::Rank, rank_}), deadline);
+    return mp::write_line(bell_, mp::format_knock({mp::Knock::Rank, rank_, secret_}), deadline);
   }
   bells_.assign(static_cast<std::size_t>(size_), -1);
   for (int joined = 1; joined < size_;) {
@@ -194,9 +177,12 @@ Status ProxyRank::join_ranks() {
     if (fd < 0) continue;
     auto line = mp::read_line(fd, Clock::now() + std::chrono::seconds(5));
     auto k = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
-    if (!k || k->kind != mp::Knock::Rank || k->value >= size_ || bells_[static_cast<std::size_t>(k->value)] >= 0) {
+    if (!k || k->kind != mp::Knock::Rank || k->value >= size_ || bells_[static_cast<std::size_t>(k->value)] >= 0 ||
+        !mp::same_secret(k->secret, secret_)) {
       LNET_LOG(Warn, kLogDaemon, "proxy: doorbell during start-up: %s",
-               k ? "not a new proxy rank" : k.message().c_str());
+               !k                                    ? k.message().c_str()
+               : mp::same_secret(k->secret, secret_) ? "not a new proxy rank"
+                                                     : "a bad secret");
       ::close(fd);
       continue;
     }
@@ -300,32 +286,6 @@ ProxyRank::Stop ProxyRank::on_bell(int r) {
   return Stop::Failed;
 }
 
-std::vector<ProxyRank::Knock> ProxyRank::answer_knocks(const std::vector<Knock>& knocks,
-                                                       std::span<const pollfd> polled) {
-  std::vector<Knock> waiting;
-  for (std::size_t i = 0; i < knocks.size(); ++i) {
-    Knock k = knocks[i];
-    if (!polled[i].revents) {
-      if (Clock::now() < k.deadline)
-        waiting.push_back(k);
-      else
-        ::close(k.fd);
-      continue;
-    }
-    auto line = mp::read_line(k.fd, Clock::now() + std::chrono::seconds(1));
-    auto knock = line ? mp::parse_knock(*line) : Result<mp::Knock>(line.failure());
-    if (knock && knock->kind == mp::Knock::Client) {
-      on_client(k.fd, knock->value);
-    } else {
-      std::string why = knock ? "a proxy rank's line from a client" : knock.message();
-      LNET_LOG(Warn, kLogDaemon, "proxy: doorbell: %s", why.c_str());
-      (void)mp::write_line(k.fd, "ERROR " + why + "\n", Clock::now() + std::chrono::seconds(1));
-    }
-    ::close(k.fd);
-  }
-  return waiting;
-}
-
 ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
   std::vector<Knock> knocks;
   for (;;) {
@@ -349,10 +309,7 @@ ProxyRank::Stop ProxyRank::serve_root(int signal_fd) {
     }
     // Knocks whose line arrived (or that waited too long).
     knocks = answer_knocks(knocks, std::span<const pollfd>(fds).subspan(first_knock));
-    if (fds[0].revents) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) knocks.push_back({fd, Clock::now() + std::chrono::seconds(opts_.timeout)});
-    }
+    if (fds[0].revents) take_knock(knocks);
     check_apps();
     if ((parent_ != MPI_COMM_NULL || one_app_) && apps_.empty()) {
       ring({mp::RankLine::Quit});  // mode 2, or a dedicated job: its application has ended
@@ -491,8 +448,11 @@ mp::Answer ProxyRank::spawn_dedicated(std::uint64_t serial) {
               ? *got
               : mp::Answer{mp::Answer::Error, "the dedicated proxy answered: " + (got ? "OK" : got.message())};
     } else {
+      // `buf` is this frame's: MPI must be done with it before the frame goes. A receive
+      // marked for cancellation completes locally (cancelled, or received if it matched:
+      // a line, sent eagerly), so the wait does not hang on the other job.
       MPI_Cancel(&r);
-      MPI_Request_free(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
   }
   // Let go of it: its life is the application's, and it may die without this job noticing.

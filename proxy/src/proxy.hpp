@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <lnet/log.hpp>
 #include <lnet/mpi.hpp>
 #include <lnet/mpi_proxy.hpp>
 
@@ -79,10 +80,22 @@ class ProxyRank {
   struct Knock {
     int fd;
     std::chrono::steady_clock::time_point deadline;
+    std::uint32_t source = 0;  // the knocker's IPv4 address
+    std::string line;          // what came so far
   };
   Stop on_signal(int signal_fd);
   Stop on_bell(int r);
   std::vector<Knock> answer_knocks(const std::vector<Knock>& knocks, std::span<const pollfd> polled);
+  // Rank 0 (doorbell.cpp): a connection on the doorbell becomes a knock, or is closed at
+  // once when too many are open (in all, or from its address); a knock's bytes are read
+  // as they come (false: its line is complete, or it ended); the knock answered.
+  void take_knock(std::vector<Knock>& knocks);
+  bool read_knock(Knock& k);
+  void answer_knock(const Knock& k);
+  // Rank 0: the port file, written whole (a temporary file renamed over it), mode 0640,
+  // in the group of the bridge socket (those who may use lnetd's bridge may use the
+  // proxy): it holds the doorbell's secret.
+  Status write_port_file();
   Stop serve_other(int signal_fd);
   // Rank 0 heard a knock on `fd` (its line already read).
   void on_client(int fd, int app_ranks);
@@ -128,8 +141,11 @@ class ProxyRank {
   int rank_ = 0, size_ = 0;
   int wake_fd_ = -1;
   std::unique_ptr<Uplink> up_;
-  std::string port_;      // rank 0's MPI port
-  std::string doorbell_;  // rank 0's doorbell, "<IPv4>:<port>"
+  std::string port_;                                    // rank 0's MPI port
+  std::string doorbell_;                                // rank 0's doorbell, "<IPv4>:<port>"
+  std::string secret_;                                  // what a knock on it must say (every rank knows it)
+  LogLimiter knock_log_{std::chrono::seconds(10), 20};  // refused knocks: 20 lines per 10 s
+  LogLimiter flood_log_{std::chrono::seconds(10)};      // knocks over the bounds: one line per 10 s
   bool published_ = false;
   int listen_fd_ = -1;      // rank 0: the doorbell
   std::vector<int> bells_;  // rank 0: the other ranks' connections, by rank

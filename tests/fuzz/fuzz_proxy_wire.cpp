@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto k = parse_knock(text)) {
     auto again = parse_knock(format_knock(*k));
-    if (!again || again->kind != k->kind || again->value != k->value) std::abort();
+    if (!again || again->kind != k->kind || again->value != k->value || again->secret != k->secret) std::abort();
   }
   return 0;
 }

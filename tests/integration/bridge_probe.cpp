@@ -8,6 +8,10 @@
 //                               over the limit, a bad frame length, an oversized packet:
 //                               each refused, and the connection still serves PID_NEW
 //   bridge_probe uid PATH UID   connects as UID (run as root): closed without a WELCOME
+//   bridge_probe hold PATH N    a greedy proxy (bench/flood_bench.sh): registers an
+//                               application and sends N pings of lnetd (optimised GETs)
+//                               whose RECV it never answers, then holds them until
+//                               stdin closes; prints how many lnetd took and dropped
 // Prints one line per check; exit status 0 when lnetd behaved, 1 when it did not, 2 on
 // bad usage.
 #include <sys/socket.h>
@@ -21,10 +25,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <lnet/up/bridge.hpp>
 #include <lnet/up/client.hpp>
+#include <lnet/wire.hpp>
 
 using namespace lnet;
 using namespace lnet::up;
@@ -193,15 +199,60 @@ int other_uid(const std::string& path, int uid) {
 
 }  // namespace
 
+int hold(const std::string& path, long n) {
+  auto c = BridgeClient::connect(path, 0, 5s);
+  if (!c) {
+    std::fprintf(stderr, "bridge_probe: %s\n", c.message().c_str());
+    return 1;
+  }
+  BridgeClient& b = **c;
+  if (!b.send(PidNew{1, 1})) return 1;
+  auto r = b.receive(5000);
+  if (!r || type_of(*r) != Type::PidReply) return 1;
+  Pid pid = std::get<PidReply>(*r).pid;
+  Nid rank0 = Nid::make(b.welcome().nid.net(), 0);
+  Header h;
+  h.dest_nid = b.welcome().nid;
+  h.src_nid = rank0;
+  h.dest_pid = kPidLustre;
+  h.src_pid = pid;
+  h.type = MsgType::Get;
+  h.msg.get.return_wmd = WireHandle{1, 1};
+  h.msg.get.ptl_index = 0;  // the ping portal and its match bits
+  h.msg.get.match_bits = kPingMatchBits;
+  h.msg.get.sink_length = 4096;
+  long taken = 0, dropped = 0;
+  for (long i = 0; i < n; ++i) {
+    while (!b.send(Parse{static_cast<std::uint64_t>(i + 1), pid, kParseRdma, rank0, h}))
+      std::this_thread::sleep_for(1ms);
+    while (auto m = b.receive(0)) {
+      if (type_of(*m) != Type::Recv) continue;
+      (std::get<Recv>(*m).status == 0 ? taken : dropped)++;
+    }
+  }
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       taken + dropped < n && std::chrono::steady_clock::now() < until;)
+    if (auto m = b.receive(100); m && type_of(*m) == Type::Recv) (std::get<Recv>(*m).status == 0 ? taken : dropped)++;
+  // What lnetd did not drop it holds: answered (a RECV written) or waiting (for a bounce
+  // buffer, say).
+  std::printf("held: of %ld messages lnetd holds %ld (%ld answered), dropped %ld\n", n, n - dropped, taken, dropped);
+  std::fflush(stdout);
+  char c1;
+  while (::read(0, &c1, 1) > 0) {
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 1 && (a[0] == "--help" || a[0] == "-h")) {
-    std::printf("usage: bridge_probe garbage|forged PATH | bridge_probe uid PATH UID\n");
+    std::printf("usage: bridge_probe garbage|forged PATH | bridge_probe uid PATH UID | bridge_probe hold PATH N\n");
     return 0;
   }
   if (a.size() == 2 && a[0] == "garbage") return garbage(a[1]);
   if (a.size() == 2 && a[0] == "forged") return forged(a[1]);
   if (a.size() == 3 && a[0] == "uid") return other_uid(a[1], std::atoi(a[2].c_str()));
+  if (a.size() == 3 && a[0] == "hold") return hold(a[1], std::atol(a[2].c_str()));
   std::fprintf(stderr, "bridge_probe: bad arguments (--help)\n");
   return 2;
 }

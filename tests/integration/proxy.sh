@@ -20,7 +20,7 @@ px_server $SERVER "${ROUTERS[@]}"
 
 # Without a server URI the client says what is missing, promptly.
 log "a client without ompi-server's URI"
-printf 'lnet-proxy 1\nport 1.0:1\ndoorbell 127.0.1.2:9\n' >"$DIR/fake.port"
+printf 'lnet-proxy 2\nport 1.0:1\ndoorbell 127.0.1.2:9\nsecret 0123456789abcdef0123456789abcdef\n' >"$DIR/fake.port"
 if LNET_PROXY="$DIR/fake.port" timeout 60 mpirun --bind-to none -n 1 "$PROXY_DEMO" --server $SERVER@tcp \
   >"$DIR/nouri.log" 2>&1; then fail "a client without a server URI started"; fi
 grep -q "ompi-server" "$DIR/nouri.log" || fail "no word of ompi-server: $(tail -n 3 "$DIR/nouri.log")"

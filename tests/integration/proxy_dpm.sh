@@ -68,8 +68,25 @@ wait_for "$DIR/rogue.log" "connected: silent" "the rogue client did not connect:
 wait_for "$DIR/proxy.log" "sent no HELLO within 5 s: dropped" "the proxy did not drop the silent client" 30
 kill "$ROGUE" 2>/dev/null || true
 client after_rogue 2 --count 2 || fail "no application works after the silent client: $(tail -n 5 "$DIR/after_rogue.log")"
-try by_name LNET_PROXY=name:lnet-dpm
+try by_name LNET_PROXY=name:lnet-dpm LNET_PROXY_SECRET="$DIR/proxy.port"
 [ $RC = 0 ] || fail "a client by name failed: $(tail -n 5 "$DIR/by_name.log")"
+
+log "the doorbell: a knock without the secret is refused; a flood of knocks is bounded"
+bell=$(sed -n 's/^doorbell //p' "$DIR/proxy.port")
+exec 7<>"/dev/tcp/${bell%:*}/${bell#*:}"
+printf 'KNOCK 2 2 0123456789abcdef0123456789abcdef\n' >&7
+answer=""
+read -r -t 10 answer <&7 || true
+exec 7>&-
+case "$answer" in "ERROR a knock without this proxy's secret"*) ;; *) fail "a knock with a wrong secret was answered '$answer'" ;; esac
+# Four knocks from one address may wait for their line; the fifth is closed at once.
+for fd in 10 11 12 13 14; do eval "exec $fd<>/dev/tcp/${bell%:*}/${bell#*:}"; done
+extra=""
+if read -r -t 10 extra <&14; then fail "a fifth knock from one address was kept open ('$extra')"; fi
+wait_for "$DIR/proxy.log" "a knock from .* refused: 4 open" "the proxy did not refuse the fifth knock" 10
+for fd in 10 11 12 13 14; do eval "exec $fd>&-"; done
+client after_knocks 2 --count 2 || fail "no application works after the knocks: $(tail -n 5 "$DIR/after_knocks.log")"
+log "the doorbell refused a wrong secret and a fifth knock from one address"
 
 log "an application that sends garbage is dropped while another streams on"
 timeout 300 mpirun --bind-to none -n 2 "$LNET_MPI_STREAM" --server "$SERVER@tcp" --size 262144 \

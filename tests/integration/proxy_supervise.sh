@@ -26,7 +26,7 @@ log "the supervisor starts the standing job"
 SUP=$!
 PIDS+=($SUP)
 wait_for "$DIR/supervisor.log" "lnet-proxy: ready" "the supervised proxy did not come up"
-LNET_PROXY="name:$NAME" client first 1 --count 2 || fail "an application by name: $(tail -n 5 "$DIR/first.log")"
+LNET_PROXY="name:$NAME" LNET_PROXY_SECRET="$DIR/proxy.port" client first 1 --count 2 || fail "an application by name: $(tail -n 5 "$DIR/first.log")"
 port1=$(sed -n 's/^port //p' "$DIR/proxy.port")
 
 log "kill -9 of the proxy rank: restarted under the same name"
@@ -40,7 +40,7 @@ for _ in $(seq 300); do [ "$(grep -c 'lnet-proxy: ready' "$DIR/supervisor.log")"
 # them over: either way the name leads to the new job.)
 port2=$(sed -n 's/^port //p' "$DIR/proxy.port")
 [ -n "$port2" ] && [ "$port2" != "$port1" ] || fail "the port file was not replaced ('$port1' -> '$port2')"
-LNET_PROXY="name:$NAME" client by_name 1 --count 2 || fail "by name after the restart: $(tail -n 5 "$DIR/by_name.log")"
+LNET_PROXY="name:$NAME" LNET_PROXY_SECRET="$DIR/proxy.port" client by_name 1 --count 2 || fail "by name after the restart: $(tail -n 5 "$DIR/by_name.log")"
 LNET_PROXY="$DIR/proxy.port" client by_file 1 --count 2 || fail "by port file after the restart: $(tail -n 5 "$DIR/by_file.log")"
 
 log "a second proxy cannot take a live proxy's name"

@@ -54,7 +54,7 @@ int fake_proxy(const std::string& port_file) {
   if (!listen_fd) die(listen_fd.message());
   {
     std::ofstream f(port_file + ".tmp");
-    f << mp::format_port_file({port, bell});
+    f << mp::format_port_file({port, bell, *mp::make_secret()});
   }
   if (std::rename((port_file + ".tmp").c_str(), port_file.c_str()) != 0) die("cannot write " + port_file);
   std::printf("fake proxy: ready\n");
@@ -88,7 +88,8 @@ int connect_only(const std::string& port_file) {
     auto fd = mp::dial_doorbell(pi->doorbell, deadline);
     if (!fd) die(fd.message());
     bell = *fd;
-    if (auto s = mp::write_line(bell, mp::format_knock({mp::Knock::Client, size}), deadline); !s) die(s.message());
+    if (auto s = mp::write_line(bell, mp::format_knock({mp::Knock::Client, size, pi->secret}), deadline); !s)
+      die(s.message());
     auto line = mp::read_line(bell, deadline);
     if (!line) die(line.message());
     auto answer = mp::parse_answer(*line);

@@ -54,7 +54,10 @@ std::vector<std::pair<std::string, std::uint64_t>> UpLnd::counters() const {
           {"payloads_copied", s.copies},
           {"payloads_inline", s.inlined},
           {"bad_messages", s.bad_messages},
-          {"failed_messages", s.failed}};
+          {"failed_messages", s.failed},
+          {"dropped_messages", s.dropped},
+          {"connections_over_limit", s.over_limit},
+          {"hello_timeouts", s.hello_timeouts}};
 }
 
 namespace {

@@ -70,18 +70,7 @@ bool UpNi::handle(Conn& c, const Message& m) {
       const SendDone& d = std::get<SendDone>(m);
       return on_done(c, d.desc, true, d.status, d.health);
     }
-    case Type::Notify: {
-      const Notify& n = std::get<Notify>(m);
-      bool owned;
-      {
-        MutexLock g(mu_);
-        owned = c.pids.count(n.pid) != 0;
-      }
-      if (!owned) return refuse(c, "NOTIFY for " + pid_text(n.pid) + ", which this proxy did not register");
-      if (n.peer.net() != ni_.nid.net()) return refuse(c, "NOTIFY for " + n.peer.to_string() + ", not on this net");
-      host_.notify_peer(ni_, n.peer, n.alive);
-      return true;
-    }
+    case Type::Notify: return on_notify(c, std::get<Notify>(m));
     case Type::Error: {
       const Error& e = std::get<Error>(m);
       LNET_LOG(Warn, kLogLnd, "%s: %s reports: %s (%s)", ni_.nid.to_string().c_str(), c.name.c_str(), e.text.c_str(),
@@ -98,7 +87,8 @@ bool UpNi::handle(Conn& c, const Message& m) {
 
 bool UpNi::on_hello(Conn& c, const Hello& h) {
   if (h.version != kBridgeVersion)
-    return refuse(c, "protocol version " + std::to_string(h.version) + " (this lnetd speaks 1)");
+    return refuse(c, "protocol version " + std::to_string(h.version) + " (this lnetd speaks " +
+                         std::to_string(kBridgeVersion) + ")");
   Welcome w;
   w.nid = ni_.nid;
   w.pid = ni_.pid;
@@ -150,13 +140,15 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
   {
     MutexLock g(mu_);
     std::uint32_t ranks = 0;
+    // A proxy's pids, and all proxies', are bounded: beyond, the proxy is told -ENOSPC.
+    bool full = c.pids.size() >= opts_.proxy_pids || apps_.size() >= opts_.max_pids;
     if (const PidNew* n = std::get_if<PidNew>(&m)) {
       r.cookie = n->cookie;
       ranks = n->ranks;
       if (ranks == 0 || ranks > kMaxRanks)
         why = "PID_NEW for " + std::to_string(ranks) + " ranks (1.." + std::to_string(kMaxRanks) + ")";
       else
-        r.status = fresh_pid_locked(&r.pid);
+        r.status = full ? -ENOSPC : fresh_pid_locked(&r.pid);
     } else if (const PidRegister* rg = std::get_if<PidRegister>(&m)) {
       r.cookie = rg->cookie;
       r.pid = rg->pid;
@@ -165,8 +157,8 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
         why = "PID_REGISTER for " + std::to_string(ranks) + " ranks (1.." + std::to_string(kMaxRanks) + ")";
       } else if (!(rg->pid & kPidUserFlag) || rg->pid == kPidAny) {
         why = "PID_REGISTER of " + pid_text(rg->pid) + ", not an application pid";
-      } else if (auto it = apps_.find(rg->pid); it != apps_.end()) {
-        r.status = -EEXIST;
+      } else {
+        r.status = apps_.count(rg->pid) ? -EEXIST : full ? -ENOSPC : 0;
       }
     } else {
       const PidRelease& rl = std::get<PidRelease>(m);
@@ -200,12 +192,31 @@ bool UpNi::on_pid(Conn& c, const Message& m) {
   return true;
 }
 
+namespace {
+
+// Whether `nid` is one of the application's rank NIDs (0..ranks-1 on the MPI network).
+bool rank_of(Nid nid, NetId net, std::uint32_t ranks) {
+  return nid.net() == net && !nid.is_large() && !mpi_node_address(nid.addr()) && nid.addr() < ranks;
+}
+
+}  // namespace
+
 bool UpNi::on_parse(Conn& c, const Parse& p) {
   Desc* d;
   // c.pids changes on this thread only.
   if (!c.pids.count(p.pid)) return refuse(c, "PARSE for " + pid_text(p.pid) + ", which this proxy did not register");
-  if (p.from.net() != ni_.nid.net())
-    return refuse(c, "PARSE from " + p.from.to_string() + ", not on " + ni_.nid.net().to_string());
+  std::uint32_t ranks;
+  {
+    MutexLock g(mu_);
+    ranks = apps_[p.pid].ranks;
+  }
+  // The message is the application's own: sent by one of its ranks, whose NID its header
+  // names as the source (so that nothing a proxy forwards claims another node's NID).
+  if (!rank_of(p.from, ni_.nid.net(), ranks))
+    return refuse(c, "PARSE from " + p.from.to_string() + ", not a rank of " + pid_text(p.pid) + " (" +
+                         std::to_string(ranks) + " ranks on " + ni_.nid.net().to_string() + ")");
+  if (p.hdr.src_nid != p.from)
+    return refuse(c, "PARSE of a message from " + p.hdr.src_nid.to_string() + " sent by " + p.from.to_string());
   // An application answers as LNet's pid only what was sent to that pid at its rank (the
   // REPLY and ACK of app_for_locked()'s messages): nothing else may claim it.
   bool answer = p.hdr.src_pid == kPidLustre && (p.hdr.type == MsgType::Reply || p.hdr.type == MsgType::Ack);
@@ -215,7 +226,11 @@ bool UpNi::on_parse(Conn& c, const Parse& p) {
     return refuse(c, "PARSE of a " + std::to_string(p.hdr.payload_length) + "-byte payload (at most 1 MiB)");
   {
     MutexLock g(mu_);
-    d = new_desc_locked(Desc::Kind::Recv, &c, p.pid);
+    d = c.held < opts_.proxy_credits ? new_desc_locked(Desc::Kind::Recv, &c, p.pid) : nullptr;
+    if (!d) {
+      drop_parse_locked(c, p);
+      return true;
+    }
     d->cookie = p.cookie;
     d->rdma = p.flags & kParseRdma;
     if (p.flags & kParseInline) {
@@ -242,6 +257,37 @@ bool UpNi::on_parse(Conn& c, const Parse& p) {
       submit_locked(apps_[d->pid], *d);
     }
   }
+  return true;
+}
+
+void UpNi::drop_parse_locked(Conn& c, const Parse& p) {
+  ++stats_.dropped;
+  if (!(p.flags & kParseInline)) {  // the proxy waits for a RECV: a discard
+    Recv r;
+    r.cookie = p.cookie;
+    r.status = -ENOBUFS;
+    r.rlen = p.hdr.payload_length;
+    reply_locked(c, r);
+  }
+  std::uint64_t held_back = 0;
+  if (drop_log_.allow(&held_back))
+    LNET_LOG(Warn, kLogLnd, "%s: %s: a message of %s dropped: %u held for it (credits %u), %zu in all (at most %u)%s",
+             ni_.nid.to_string().c_str(), c.name.c_str(), pid_text(p.pid).c_str(), c.held, opts_.proxy_credits,
+             descs_used_, opts_.max_descs,
+             held_back ? (" (and " + std::to_string(held_back) + " more since the last line)").c_str() : "");
+}
+
+bool UpNi::on_notify(Conn& c, const Notify& n) {
+  std::uint32_t ranks = 0;
+  {
+    MutexLock g(mu_);
+    if (c.pids.count(n.pid)) ranks = apps_[n.pid].ranks;
+  }
+  if (!ranks) return refuse(c, "NOTIFY for " + pid_text(n.pid) + ", which this proxy did not register");
+  // A proxy speaks for its applications' ranks, not for other nodes of the net.
+  if (!rank_of(n.peer, ni_.nid.net(), ranks))
+    return refuse(c, "NOTIFY for " + n.peer.to_string() + ", not a rank of " + pid_text(n.pid));
+  host_.notify_peer(ni_, n.peer, n.alive);
   return true;
 }
 

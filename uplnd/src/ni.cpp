@@ -1,7 +1,5 @@
 // The UP NI's life: the bridge socket, its thread, accepting proxies (root and the
 // configured group only) and closing them, which fails what they held.
-#include <grp.h>
-#include <pwd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -9,10 +7,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <lnet/log.hpp>
+#include <lnet/peer_cred.hpp>
 
 #include "up_ni.hpp"
 
@@ -21,24 +21,6 @@ namespace lnet::up {
 namespace {
 
 constexpr unsigned kMaxBad = 16;  // refused messages before a proxy's connection is closed
-
-// Whether `uid` (primary group `gid`) is a member of `group`.
-bool in_group(uid_t uid, gid_t gid, gid_t group) {
-  if (gid == group) return true;
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return false;
-  int n = 64;
-  std::vector<gid_t> groups(static_cast<std::size_t>(n));
-  if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
-    groups.resize(static_cast<std::size_t>(n));
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) return false;
-  }
-  for (int i = 0; i < n; ++i)
-    if (groups[static_cast<std::size_t>(i)] == group) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -111,7 +93,7 @@ void UpNi::stop() {
 void UpNi::run() {
   epoll_event evs[32];
   for (;;) {
-    int n = epoll_wait(epoll_fd_, evs, 32, -1);
+    int n = epoll_wait(epoll_fd_, evs, 32, timers());
     if (n < 0) {
       if (errno == EINTR) continue;
       LNET_LOG(Error, kLogLnd, "%s: epoll_wait: %s", ni_.nid.to_string().c_str(), errno_string(errno).c_str());
@@ -144,38 +126,97 @@ void UpNi::run() {
 }
 
 bool UpNi::permitted(int fd, Conn& c, std::string* why) const {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+  auto cred = peer_cred(fd);
+  if (!cred) {
     *why = "SO_PEERCRED: " + errno_string(errno);
     return false;
   }
-  c.uid = cred.uid;
-  c.os_pid = cred.pid;
-  if (cred.uid == 0) return true;
-  if (opts_.group && in_group(cred.uid, cred.gid, *opts_.group)) return true;
-  *why = "uid " + std::to_string(cred.uid) + " (pid " + std::to_string(cred.pid) + ") is neither root nor " +
+  c.uid = cred->uid;
+  c.os_pid = cred->pid;
+  if (cred->uid == 0) return true;
+  if (opts_.group && peer_in_group(fd, *cred, *opts_.group)) return true;
+  *why = "uid " + std::to_string(cred->uid) + " (pid " + std::to_string(cred->pid) + ") is neither root nor " +
          (opts_.group ? "in group " + std::to_string(*opts_.group) : std::string("allowed (no group configured)"));
   return false;
+}
+
+int UpNi::timers() {
+  using namespace std::chrono;
+  auto now = steady_clock::now();
+  steady_clock::time_point next = steady_clock::time_point::max();
+  if (listen_paused_ && now >= listen_resume_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listen_paused_ = false;
+  }
+  if (listen_paused_) next = listen_resume_;
+  std::vector<Conn*> overdue;
+  {
+    MutexLock g(mu_);
+    for (auto& [fd, c] : conns_) {
+      if (c->hello) continue;
+      auto due = c->accepted + opts_.hello_timeout;
+      if (due <= now) {
+        overdue.push_back(c.get());
+        ++stats_.hello_timeouts;
+      } else {
+        next = std::min(next, due);
+      }
+    }
+  }
+  for (Conn* c : overdue) close_conn(*c, "no HELLO in time");
+  if (next == steady_clock::time_point::max()) return -1;
+  return static_cast<int>(duration_cast<milliseconds>(next - now).count()) + 1;
+}
+
+void UpNi::pause_listening() {
+  using namespace std::chrono;
+  // From 100 ms, doubling while it lasts, up to 5 s; a good accept starts it over.
+  listen_pause_ = std::clamp(listen_pause_ * 2, milliseconds(100), milliseconds(5000));
+  listen_resume_ = steady_clock::now() + listen_pause_;
+  epoll_event ev{};
+  ev.data.ptr = nullptr;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev) == 0) listen_paused_ = true;
 }
 
 void UpNi::accept_ready() {
   for (;;) {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR)
-        LNET_LOG(Warn, kLogLnd, "%s: accept on the bridge: %s", ni_.nid.to_string().c_str(),
-                 errno_string(errno).c_str());
+      int e = errno;
+      if (e == EAGAIN || e == EINTR || e == ECONNABORTED) return;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) pause_listening();
+      std::uint64_t held_back = 0;
+      if (refuse_log_.allow(&held_back))
+        LNET_LOG(Warn, kLogLnd, "%s: accept on the bridge: %s%s", ni_.nid.to_string().c_str(), errno_string(e).c_str(),
+                 listen_paused_ ? " (not listening for a while)" : "");
       return;
     }
+    listen_pause_ = std::chrono::milliseconds(0);
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    c->accepted = std::chrono::steady_clock::now();
     std::string why;
-    if (!permitted(fd, *c, &why)) {
-      LNET_LOG(Warn, kLogLnd, "%s: bridge connection refused: %s", ni_.nid.to_string().c_str(), why.c_str());
+    std::size_t connected;
+    {
+      MutexLock g(mu_);
+      connected = conns_.size();
+    }
+    bool ok = permitted(fd, *c, &why), over = false;
+    if (ok && connected >= opts_.max_proxies) {
+      ok = false;
+      over = true;
+      why = std::to_string(connected) + " proxies are connected (at most " + std::to_string(opts_.max_proxies) + ")";
+    }
+    if (!ok) {
+      std::uint64_t held_back = 0;
+      if (refuse_log_.allow(&held_back))
+        LNET_LOG(Warn, kLogLnd, "%s: bridge connection refused: %s%s", ni_.nid.to_string().c_str(), why.c_str(),
+                 held_back ? (" (and " + std::to_string(held_back) + " refused since the last line)").c_str() : "");
       {
         MutexLock g(mu_);
-        ++stats_.refused;  // counted before the close the refused side sees
+        ++(over ? stats_.over_limit : stats_.refused);  // counted before the close the peer sees
       }
       ::close(fd);
       continue;

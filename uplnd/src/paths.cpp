@@ -45,6 +45,7 @@ int UpNi::send(LndMessage& msg) {
   if (!found) return -EHOSTUNREACH;
   App& app = *found;
   Desc* d = new_desc_locked(Desc::Kind::Send, app.owner, app.pid);
+  if (!d) return -ENOMEM;  // max_descs held: the core fails the message
   d->msg = &msg;
   d->mlen = msg.len;
   if (!place_locked(*d, msg.iov, msg.niov, msg.offset, msg.len)) {
@@ -98,6 +99,7 @@ int UpNi::recv(Desc* d, LndMessage* msg, const iovec* iov, unsigned niov, std::u
 // ---------------------------------------------------------------- descriptors
 
 Desc* UpNi::new_desc_locked(Desc::Kind kind, Conn* c, Pid pid) {
+  if (descs_used_ >= opts_.max_descs) return nullptr;
   Desc* d;
   if (!free_descs_.empty()) {
     d = &descs_[free_descs_.back()];
@@ -113,10 +115,18 @@ Desc* UpNi::new_desc_locked(Desc::Kind kind, Conn* c, Pid pid) {
   d->kind = kind;
   d->conn = c;
   d->pid = pid;
+  ++descs_used_;
+  if (kind == Desc::Kind::Recv && c) ++c->held;
   return d;
 }
 
+void UpNi::uncount_locked(Desc& d) {
+  if (d.kind == Desc::Kind::Recv && d.conn) --d.conn->held;
+}
+
 void UpNi::free_desc_locked(Desc* d) {
+  uncount_locked(*d);
+  --descs_used_;
   if (d->bounce) give_bounce_locked(d->bounce);
   d->bounce = nullptr;
   d->kind = Desc::Kind::Free;
@@ -304,6 +314,7 @@ void UpNi::fail_descs_locked(Conn& c, Pid pid, DoneList& done) {
   for (Desc& d : descs_) {
     if (d.kind == Desc::Kind::Free || d.conn != &c || (pid && d.pid != pid)) continue;
     if (d.state == Desc::State::Parsed) {
+      uncount_locked(d);
       d.conn = nullptr;  // the host still calls recv() for it, which fails
       continue;
     }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -21,6 +22,7 @@
 
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/lnd/lnd.hpp>
+#include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 #include <lnet/up/bridge.hpp>
 #include <lnet/up/region.hpp>
@@ -89,6 +91,8 @@ struct Conn {
   bool out_armed = false;  // EPOLLOUT wanted: something waits for room in the socket
   bool broken = false;     // a write failed: close it
   unsigned bad = 0;        // refused messages so far
+  std::uint32_t held = 0;  // its receive descriptors (its PARSEs lnetd holds): at most proxy_credits
+  std::chrono::steady_clock::time_point accepted;  // the HELLO is due hello_timeout later
   std::set<Pid> pids;
   std::deque<std::vector<std::uint8_t>> backlog;  // replies that did not fit the socket
   std::string name;                               // "proxy rank R (pid P)" for logs
@@ -121,6 +125,12 @@ class UpNi {
 
   void run();
   void accept_ready();
+  // Closes the connections whose HELLO is overdue and listens again after a pause; the
+  // milliseconds until the next of those is due (-1: nothing is).
+  int timers();
+  // accept() ran out of descriptors or memory: stop listening for a while rather than
+  // spin on a listener that stays readable (the NI's thread only).
+  void pause_listening();
   bool permitted(int fd, Conn& c, std::string* why) const;
   // Each returns false when it closed the connection (c is gone then).
   bool read_ready(Conn& c);
@@ -132,12 +142,20 @@ class UpNi {
   // a rank's NID the first registered that has that rank; nullptr when none.
   App* app_for_locked(Pid pid, Nid nid) LNET_REQUIRES(mu_);
   bool on_parse(Conn& c, const Parse& p);
+  bool on_notify(Conn& c, const Notify& n);
+  // A PARSE lnetd cannot hold (over the proxy's credits or its descriptors): the proxy
+  // discards the payload.
+  void drop_parse_locked(Conn& c, const Parse& p) LNET_REQUIRES(mu_);
   bool on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health);
   bool refuse(Conn& c, const std::string& why);
   void close_conn(Conn& c, const char* why);
   void finalize_all(DoneList& done);
 
+  // nullptr when max_descs are in use.
   Desc* new_desc_locked(Desc::Kind kind, Conn* c, Pid pid) LNET_REQUIRES(mu_);
+  // The descriptor no longer counts against its proxy's credits (it is freed, or its
+  // proxy let its application go).
+  void uncount_locked(Desc& d) LNET_REQUIRES(mu_);
   void free_desc_locked(Desc* d) LNET_REQUIRES(mu_);
   Desc* find_desc_locked(DescRef ref, Desc::Kind kind, const Conn& c) LNET_REQUIRES(mu_);
   // Places a payload: in place when [iov, offset, len) is one piece of the region, else a
@@ -168,10 +186,15 @@ class UpNi {
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
+  // The NI's thread only: a listener paused after EMFILE and the like, and until when.
+  bool listen_paused_ = false;
+  std::chrono::milliseconds listen_pause_{0};
+  std::chrono::steady_clock::time_point listen_resume_;
 
   mutable Mutex mu_;
   std::deque<Desc> descs_ LNET_GUARDED_BY(mu_);  // stable addresses: the host holds Desc*
   std::vector<std::uint32_t> free_descs_ LNET_GUARDED_BY(mu_);
+  std::size_t descs_used_ LNET_GUARDED_BY(mu_) = 0;
   std::map<Pid, App> apps_ LNET_GUARDED_BY(mu_);
   std::map<int, std::unique_ptr<Conn>> conns_ LNET_GUARDED_BY(mu_);
   Pid next_pid_ LNET_GUARDED_BY(mu_) = 1;
@@ -182,7 +205,9 @@ class UpNi {
   unsigned large_made_ LNET_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<Bounce>> bounces_ LNET_GUARDED_BY(mu_);
   std::vector<NetId> nets_ LNET_GUARDED_BY(mu_);
-  UpStats stats_ LNET_GUARDED_BY(mu_);  // the counters (proxies and pids are counted when asked)
+  UpStats stats_ LNET_GUARDED_BY(mu_);                   // the counters (proxies and pids are counted when asked)
+  LogLimiter drop_log_{std::chrono::seconds(10)};        // dropped PARSEs: one line per 10 s
+  LogLimiter refuse_log_{std::chrono::seconds(10), 20};  // refused connections: 20 lines per 10 s
 };
 
 }  // namespace lnet::up

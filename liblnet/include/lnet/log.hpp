@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -56,17 +57,22 @@ int log_syslog_priority(LogLevel l);
 void log_write(LogLevel l, std::uint32_t subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 // Lines of one kind that a peer can make us repeat (a message after message) are logged
-// at most once per interval: allow() says whether this one goes, and how many were held
-// back since the last that went (for the line to say so).
+// at most `burst` times per interval: allow() says whether this one goes, and how many
+// were held back since the last that went (for the line to say so). A few bad inputs are
+// each logged; a flood of them is a line now and then with a count.
 class LogLimiter {
  public:
-  explicit LogLimiter(std::chrono::seconds interval) : interval_ns_(interval.count() * 1000000000LL) {}
+  explicit LogLimiter(std::chrono::seconds interval, unsigned burst = 1)
+      : interval_ns_(interval.count() * 1000000000LL), burst_(burst) {}
   bool allow(std::uint64_t* held_back);
 
  private:
   std::int64_t interval_ns_;
-  std::atomic<std::int64_t> last_ns_{0};
-  std::atomic<std::uint64_t> held_{0};
+  unsigned burst_;
+  std::mutex mutex_;
+  std::int64_t window_ns_ = 0;  // when the current interval began (0: none yet)
+  unsigned used_ = 0;           // lines in it
+  std::uint64_t held_ = 0;      // lines held back since the last that went
 };
 
 }  // namespace lnet

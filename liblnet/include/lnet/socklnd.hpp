@@ -30,6 +30,12 @@ struct SocketParams {
   int max_reconnectms = 60000;
   int nscheds = 1;               // epoll I/O threads
   bool privileged_ports = true;  // connect from ports 1023..512 when allowed to
+  // What an outsider can make us hold (docs/design/threats.md): accepted connections
+  // still in their handshake (beyond, new ones are closed at once), and how long a peer
+  // with no connection and nothing queued keeps its entry.
+  int max_handshakes = 1024;
+  int max_handshakes_per_ip = 64;  // of them from one address (a flood from one host leaves room for others)
+  int peer_idle = 60;              // seconds
   // Where link speeds are read for conns_per_peer 0: a sysfs tree (ROOT/class/net/IF/
   // speed), or empty: the kernel is asked (SIOCETHTOOL), which is right in whatever
   // network namespace the process runs (its /sys may be another namespace's).
@@ -40,7 +46,8 @@ struct SocketParams {
   // LNET_SOCK_KEEPALIVE_IDLE, ..._COUNT, ..._INTVL, LNET_SOCK_TYPED_CONNS,
   // LNET_SOCK_MIN_BULK, LNET_SOCK_TX_BUFFER_SIZE, LNET_SOCK_RX_BUFFER_SIZE,
   // LNET_SOCK_NAGLE, LNET_SOCK_ENABLE_CSUM, LNET_SOCK_MIN_RECONNECTMS,
-  // LNET_SOCK_MAX_RECONNECTMS, LNET_SOCK_NSCHEDS) and LNET_SYSFS_ROOT over the defaults;
+  // LNET_SOCK_MAX_RECONNECTMS, LNET_SOCK_NSCHEDS, LNET_SOCK_MAX_HANDSHAKES,
+  // LNET_SOCK_MAX_HANDSHAKES_PER_IP, LNET_SOCK_PEER_IDLE) and LNET_SYSFS_ROOT over the defaults;
   // fails naming the variable and value. privileged_ports is not a variable: it follows
   // the uid.
   static Result<SocketParams> from_env();

@@ -188,16 +188,18 @@ bool LogLimiter::allow(std::uint64_t* held_back) {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   std::int64_t now = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-  std::int64_t last = last_ns_.load(std::memory_order_relaxed);
-  if (last != 0 && now - last < interval_ns_) {
-    held_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard g(mutex_);
+  if (window_ns_ == 0 || now - window_ns_ >= interval_ns_) {
+    window_ns_ = now;
+    used_ = 0;
+  }
+  if (used_ >= burst_) {
+    ++held_;
     return false;
   }
-  if (!last_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
-    held_.fetch_add(1, std::memory_order_relaxed);  // another thread's line goes
-    return false;
-  }
-  *held_back = held_.exchange(0, std::memory_order_relaxed);
+  ++used_;
+  *held_back = held_;
+  held_ = 0;
   return true;
 }
 

@@ -63,7 +63,9 @@ struct Options {
   // Session only: reach the nets of the lnetds behind a parallel proxy (lnet-proxy(8)).
   std::string proxy;                     // LNET_PROXY: a port file, name:<service>, spawn:<targets>, or empty
   std::string proxy_bin = "lnet-proxy";  // LNET_PROXY_BIN: what spawn: starts
-  int proxy_timeout = 30;                // LNET_PROXY_TIMEOUT: seconds to reach the proxy and get its table
+  // LNET_PROXY_SECRET: with name:, the port file whose secret the knock says.
+  std::string proxy_secret = "/run/lnet/lnet-proxy.port";
+  int proxy_timeout = 30;  // LNET_PROXY_TIMEOUT: seconds to reach the proxy and get its table
 
   static Result<Options> from_env();
 };
@@ -79,7 +81,8 @@ struct Stats {
   std::uint64_t noops = 0;         // credit returns sent on their own
   std::uint64_t credit_waits = 0;  // sends that waited for a credit
   std::uint64_t bad_messages = 0;  // malformed messages dropped
-  std::uint64_t timeouts = 0;      // sends failed for want of a handshake or credit
+  std::uint64_t timeouts = 0;      // sends failed for want of a handshake or credit, transfers given up
+  std::uint64_t held = 0;          // buffers of timed-out sends kept now until MPI lets them go
   std::uint64_t mpi_errors = 0;    // MPI calls that returned an error
 };
 

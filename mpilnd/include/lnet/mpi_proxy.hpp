@@ -65,14 +65,20 @@ inline constexpr std::size_t kControlSize = 8;
 void encode(Control c, std::uint8_t (&out)[kControlSize]);
 Result<Control> decode_control(std::span<const std::uint8_t> in);
 
-// The port file: "lnet-proxy 1\nport <MPI port name>\ndoorbell <IPv4>:<port>\n".
+// The port file: "lnet-proxy 2\nport <MPI port name>\ndoorbell <IPv4>:<port>\nsecret
+// <32 hex digits>\n". The secret is what a knock must say: whoever may read the file
+// (mode 0640, lnet-proxy(8)) may use the proxy.
+inline constexpr std::size_t kSecretSize = 32;
 struct PortInfo {
   std::string port;      // MPI_Open_port's name
   std::string doorbell;  // "<IPv4>:<port>" of proxy rank 0's doorbell
+  std::string secret;    // kSecretSize lower-case hex digits
   friend bool operator==(const PortInfo&, const PortInfo&) = default;
 };
 std::string format_port_file(const PortInfo& p);
 Result<PortInfo> parse_port_file(std::string_view text);
+// Reads and parses the port file at `path`; a failure names the file.
+Result<PortInfo> read_port_file(const std::string& path);
 
 // Mode 2: LNET_PROXY=spawn:<target>[,<target>...], a target being [<host>:]<bridge path>
 // (an absolute path; the host as mpirun knows it). One proxy rank is spawned per target.
@@ -83,16 +89,24 @@ struct SpawnTarget {
 };
 Result<std::vector<SpawnTarget>> parse_spawn_list(std::string_view text);
 
-// The doorbell: the application sends one line "KNOCK 1 <ranks>\n"; the proxy answers
+// The doorbell: the application sends one line "KNOCK 2 <ranks> <secret>\n"; the proxy answers
 // "OK\n" once its ranks are on their way into MPI_Comm_accept (connect to the port of
 // the port file), "PORT <port>\n" when a proxy job of its own waits on that port (a
 // per-application standing proxy, mode 1b), or "ERROR <why>\n". A proxy rank says
-// "RANK <r>\n" on its own connection to rank 0's doorbell.
+// "RANK <r> <secret>\n" on its own connection to rank 0's doorbell. A knock without the
+// secret is refused: the doorbell is TCP, open to every host that reaches the node.
 inline constexpr std::size_t kMaxLine = 256;
 struct Knock {
   enum Kind { Client, Rank } kind = Client;
-  int value = 0;  // the application's rank count, or the proxy rank
+  int value = 0;       // the application's rank count, or the proxy rank
+  std::string secret;  // as the port file says it
 };
+// Whether `s` has the secret's form (kSecretSize lower-case hex digits).
+bool secret_form(std::string_view s);
+// A fresh secret from the kernel's random source.
+Result<std::string> make_secret();
+// Whether two secrets are equal, in a time that does not depend on where they differ.
+bool same_secret(std::string_view a, std::string_view b);
 Result<Knock> parse_knock(std::string_view line);
 std::string format_knock(const Knock& k);
 

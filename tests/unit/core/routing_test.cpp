@@ -225,6 +225,53 @@ TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
   EXPECT_EQ(test::settled_msgs_alloc(*r), 0u);
 }
 
+// The router's buffer pools run dry under a flood of routed traffic (one buffer of each
+// size): what does not find a buffer waits for one, in order, and nothing is dropped or
+// corrupted when they come back.
+TEST_F(Routing, RouterBuffersRunningDryQueueAndLoseNothing) {
+  TearDown();
+  a = Instance::create(test::fabric_config({1}, 0), kPidLustre).value();
+  r = Instance::create(two_nets(2, 3), kPidLustre).value();
+  ASSERT_TRUE(r->control().set_buffers(BufferConfig{1, 1, 1}));
+  b = Instance::create(test::fabric_config({4}, 1), kPidLustre).value();
+  for (auto* i : {&a, &r, &b}) (*i)->control().set_global("alive_router_check_interval", 0).or_throw();
+  ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
+  ASSERT_TRUE(b->control().add_route(RouteConfig{gninet(0), gni(3, 1), -1, 0}));
+  ASSERT_TRUE(r->control().set_routing(true));
+  auto me = b->me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
+  MdDesc d;
+  d.start = sink.data();
+  d.length = sink.size();
+  d.options = kMdOpPut | kMdManageRemote | kMdTruncate;
+  d.handler = blog.handler();
+  ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
+  // 60 PUTs of every pool's size (tiny, a page, more), held on the wire then let go at once.
+  constexpr int kPuts = 60;
+  const std::size_t sizes[] = {16, 4000, 12000};
+  std::uint32_t offset = 0;
+  std::vector<std::pair<std::uint32_t, std::string>> sent;
+  Fabric::instance().hold(true);
+  for (int i = 0; i < kPuts; ++i) {
+    std::string data(sizes[i % 3], static_cast<char>('a' + i % 26));
+    sent.emplace_back(offset, data);
+    put(data, AckReq::NoAck, offset);
+    offset += static_cast<std::uint32_t>(data.size());
+  }
+  Fabric::instance().hold(false);
+  Fabric::instance().deliver_all();
+  ASSERT_EQ(blog.wait(EventType::Put, kPuts), static_cast<std::size_t>(kPuts)) << "routed PUTs were lost";
+  for (const auto& [at, data] : sent)
+    EXPECT_TRUE(std::string(sink.data() + at, data.size()) == data) << "the PUT at offset " << at << " differs";
+  int least = 0;
+  for (const RouterCptInfo& c : r->control().router_pools())
+    for (const RouterPoolInfo& p : c.pools) least = std::min(least, p.min_credits);
+  EXPECT_LT(least, 0) << "no message ever waited for a buffer: the pools never ran dry";
+  for (const RouterCptInfo& c : r->control().router_pools())
+    for (const RouterPoolInfo& p : c.pools) EXPECT_EQ(p.credits, p.nbuffers) << "a buffer was not given back";
+  EXPECT_EQ(r->counters().drop_count, 0u);
+  EXPECT_EQ(test::settled_msgs_alloc(*r), 0u);
+}
+
 TEST_F(Routing, RouteSelectionFollowsPriorityAndTheChecker) {
   // A second router R2 (5@gni, 6@gni1) with a worse priority.
   auto r2 = Instance::create(two_nets(5, 6), kPidLustre).value();

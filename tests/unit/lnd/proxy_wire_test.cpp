@@ -101,38 +101,59 @@ TEST(ProxyControl, RoundTripsAndRefusesGarbage) {
   EXPECT_NE(decode_control(b).message().find("bad magic"), std::string::npos);
 }
 
+const std::string kSecret = "0123456789abcdef0123456789abcdef";
+
 TEST(ProxyPortFile, RoundTripsAndRefusesWhatIsNotOne) {
-  PortInfo p{"772407297.0:1644153624", "127.0.0.2:39605"};
+  PortInfo p{"772407297.0:1644153624", "127.0.0.2:39605", kSecret};
   std::string text = format_port_file(p);
-  EXPECT_EQ(text, "lnet-proxy 1\nport 772407297.0:1644153624\ndoorbell 127.0.0.2:39605\n");
+  EXPECT_EQ(text, "lnet-proxy 2\nport 772407297.0:1644153624\ndoorbell 127.0.0.2:39605\nsecret " + kSecret + "\n");
   auto back = parse_port_file(text);
   ASSERT_TRUE(back) << back.message();
   EXPECT_EQ(*back, p);
   EXPECT_NE(parse_port_file("").message().find("empty"), std::string::npos);
   EXPECT_NE(parse_port_file("hello\n").message().find("not written by lnet-proxy"), std::string::npos);
-  EXPECT_NE(parse_port_file("lnet-proxy 2\n").message().find("format 2"), std::string::npos);
-  EXPECT_NE(parse_port_file("lnet-proxy 1\ndoorbell 1.2.3.4:5\n").message().find("no 'port' line"), std::string::npos);
-  EXPECT_NE(parse_port_file("lnet-proxy 1\nport x\n").message().find("no 'doorbell' line"), std::string::npos);
-  EXPECT_NE(parse_port_file("lnet-proxy 1\nport x\ncolour blue\n").message().find("line 3: unknown"),
+  EXPECT_NE(parse_port_file("lnet-proxy 1\n").message().find("format 1, this side reads 2"), std::string::npos);
+  EXPECT_NE(parse_port_file("lnet-proxy 2\ndoorbell 1.2.3.4:5\n").message().find("no 'port' line"), std::string::npos);
+  EXPECT_NE(parse_port_file("lnet-proxy 2\nport x\n").message().find("no 'doorbell' line"), std::string::npos);
+  EXPECT_NE(parse_port_file("lnet-proxy 2\nport x\ndoorbell 1.2.3.4:5\n").message().find("no 'secret' line"),
             std::string::npos);
-  EXPECT_NE(parse_port_file(std::string("lnet-proxy 1\nport \x01\n")).message().find("not printable"),
+  EXPECT_NE(parse_port_file("lnet-proxy 2\nport x\nsecret XYZ\n").message().find("malformed secret"),
+            std::string::npos);
+  EXPECT_NE(parse_port_file("lnet-proxy 2\nport x\ncolour blue\n").message().find("line 3: unknown"),
+            std::string::npos);
+  EXPECT_NE(parse_port_file(std::string("lnet-proxy 2\nport \x01\n")).message().find("not printable"),
             std::string::npos);
   EXPECT_FALSE(parse_port_file(std::string(5000, 'x')));
 }
 
+TEST(ProxyDoorbell, Secrets) {
+  auto a = make_secret(), b = make_secret();
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(secret_form(*a));
+  EXPECT_NE(*a, *b);
+  EXPECT_TRUE(same_secret(*a, *a));
+  EXPECT_FALSE(same_secret(*a, *b));
+  EXPECT_FALSE(same_secret(*a, a->substr(1)));
+  EXPECT_FALSE(secret_form("0123456789ABCDEF0123456789ABCDEF"));
+}
+
 TEST(ProxyDoorbell, KnockLines) {
-  auto k = parse_knock(format_knock({Knock::Client, 4}));
+  auto k = parse_knock(format_knock({Knock::Client, 4, kSecret}));
   ASSERT_TRUE(k) << k.message();
   EXPECT_EQ(k->kind, Knock::Client);
   EXPECT_EQ(k->value, 4);
-  k = parse_knock(format_knock({Knock::Rank, 3}));
+  EXPECT_EQ(k->secret, kSecret);
+  k = parse_knock(format_knock({Knock::Rank, 3, kSecret}));
   ASSERT_TRUE(k);
   EXPECT_EQ(k->kind, Knock::Rank);
   EXPECT_EQ(k->value, 3);
-  EXPECT_NE(parse_knock("KNOCK 2 4\n").message().find("version 2"), std::string::npos);
-  EXPECT_NE(parse_knock("KNOCK 1 0\n").message().find("bad rank count"), std::string::npos);
-  EXPECT_NE(parse_knock("KNOCK 1 4x\n").message().find("bad rank count"), std::string::npos);
-  EXPECT_NE(parse_knock("RANK 0\n").message().find("bad rank"), std::string::npos);
+  EXPECT_EQ(k->secret, kSecret);
+  EXPECT_NE(parse_knock("KNOCK 1 4\n").message().find("version 1, this side speaks 2"), std::string::npos);
+  EXPECT_NE(parse_knock("KNOCK 2 4\n").message().find("KNOCK 2 <ranks> <secret>"), std::string::npos);
+  EXPECT_NE(parse_knock("KNOCK 2 4 xyz\n").message().find("malformed secret"), std::string::npos);
+  EXPECT_NE(parse_knock("KNOCK 2 0 " + kSecret + "\n").message().find("bad rank count"), std::string::npos);
+  EXPECT_NE(parse_knock("KNOCK 2 4x " + kSecret + "\n").message().find("bad rank count"), std::string::npos);
+  EXPECT_NE(parse_knock("RANK 0 " + kSecret + "\n").message().find("bad rank"), std::string::npos);
   EXPECT_NE(parse_knock("GET / HTTP/1.0\n").message().find("unknown line"), std::string::npos);
   EXPECT_NE(parse_knock(std::string("KNOCK\x7f 1 1\n")).message().find("not printable"), std::string::npos);
   EXPECT_FALSE(parse_knock(std::string(300, 'K')));

@@ -18,41 +18,12 @@
 #include <lnet/lnet.hpp>
 
 #include "lnd/socket/sock_wire.hpp"
+#include "socket_fixture.hpp"
 #include "support/event_log.hpp"
 #include "support/put_get.hpp"
 
 namespace lnet {
 namespace {
-
-constexpr int kPort = 12988;
-constexpr unsigned kPortal = 21;
-
-Nid tcp(const char* ip) { return *Nid::parse(std::string(ip) + "@tcp"); }
-
-std::unique_ptr<Instance> make(const char* ip, const std::function<void(SocketParams&)>& tweak = {}) {
-  SocketParams p;
-  p.port = kPort;
-  p.accept = AcceptMode::All;
-  p.timeout = 5;
-  if (tweak) tweak(p);
-  set_socket_params(p);
-  Config cfg;
-  NetConfig nc;
-  nc.net = NetId::make(kSockLnd, 0);
-  nc.nid = tcp(ip);
-  cfg.nets.push_back(nc);
-  cfg.ncpts = 2;
-  auto r = Instance::create(cfg, kPidLustre);
-  EXPECT_TRUE(r) << r.message();
-  return r ? std::move(*r) : nullptr;
-}
-
-// ctest runs test cases in parallel processes: each gets its own pair of addresses.
-std::string test_ip(int host) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::size_t h = std::hash<std::string>{}(std::string(info->test_suite_name()) + "." + info->name());
-  return "127." + std::to_string(10 + h % 200) + "." + std::to_string((h >> 8) % 250) + "." + std::to_string(host);
-}
 
 class Socket : public ::testing::Test {
  protected:
@@ -163,48 +134,6 @@ TEST(SocketParams, TimeoutZeroTakesLnetsDerivedLndTimeout) {
   EXPECT_EQ((*lnet)->control().ni_info()[1].lnd_timeout, 7);
   lnet->reset();
   set_socket_params(SocketParams{});
-}
-
-// A raw peer at `ip_c` connected to the socket NI at `ip_a`: its socket, and the bytes
-// that make it a CONTROL connection (acceptor request and HELLO), to be sent first.
-int raw_peer(const std::string& ip_a, const std::string& ip_c, std::vector<std::uint8_t>& out) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in me{}, to{};
-  me.sin_family = to.sin_family = AF_INET;
-  inet_pton(AF_INET, ip_c.c_str(), &me.sin_addr);
-  inet_pton(AF_INET, ip_a.c_str(), &to.sin_addr);
-  to.sin_port = htons(kPort);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0) << std::strerror(errno);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << std::strerror(errno);
-  out.resize(sock::kConnReqSize);
-  sock::encode_connreq(tcp(ip_a.c_str()), std::span<std::uint8_t, sock::kConnReqSize>(out.data(), out.size()));
-  sock::Hello h;
-  h.src_nid = tcp(ip_c.c_str());
-  h.dst_nid = tcp(ip_a.c_str());
-  h.src_pid = h.dst_pid = kPidLustre;
-  h.src_incarnation = 1;
-  h.ctype = sock::ConnType::Control;
-  auto hello = sock::encode_hello(h);
-  out.insert(out.end(), hello.begin(), hello.end());
-  return fd;
-}
-
-// Appends a framed PUT (ksock header, LNet header) from `from` to `to` announcing
-// `payload` bytes; the payload is the caller's.
-void add_put(std::vector<std::uint8_t>& out, Nid from, Nid to, std::uint32_t payload) {
-  std::uint8_t frame[sock::kMsgHdrSize + kHeaderSize] = {};
-  sock::encode_msg_hdr(sock::MsgHdr{}, std::span<std::uint8_t, sock::kMsgHdrSize>(frame, sock::kMsgHdrSize));
-  Header put;
-  put.type = MsgType::Put;
-  put.src_nid = from;
-  put.dest_nid = to;
-  put.src_pid = put.dest_pid = kPidLustre;
-  put.payload_length = payload;
-  put.msg.put.ack_wmd = WireHandle::none();
-  put.msg.put.ptl_index = kPortal;
-  encode_header(put, std::span<std::uint8_t, kHeaderSize>(frame + sock::kMsgHdrSize, kHeaderSize));
-  out.insert(out.end(), frame, frame + sizeof frame);
 }
 
 // A raw acceptor at `ip`: answers every connection made to it with `answer` (given the
@@ -372,6 +301,40 @@ TEST(SocketRx, ABurstOfMessagesInOneReadIsAllDelivered) {
   ASSERT_EQ(::send(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
   EXPECT_EQ(log.wait(EventType::Put, kBurst, std::chrono::seconds(30)), kBurst)
       << "messages read from the socket were left in the connection's buffer";
+  ::close(fd);
+  set_socket_params(SocketParams{});
+}
+
+// A peer on an unprivileged port (a user's process, with accept=all) is who its
+// connection says: address@net and its port with the user flag. What its LNet header
+// claims (LNet's pid 12345, another node's NID) is overwritten, as ksocklnd does.
+TEST(SocketRx, AnUnprivilegedPeerIsWhoItsConnectionSays) {
+  std::string ip_a = test_ip(2), ip_c = test_ip(4);
+  auto a = make(ip_a.c_str());
+  ASSERT_TRUE(a);
+  test::EventLog log;
+  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  std::vector<char> buf(8);
+  MdDesc d;
+  d.start = buf.data();
+  d.length = buf.size();
+  d.options = kMdOpPut;
+  d.handler = log.handler();
+  ASSERT_TRUE(a->md_attach(*me, d, Unlink::Retain));
+  std::vector<std::uint8_t> out;
+  int fd = raw_peer(ip_a, ip_c, out);
+  ASSERT_GE(fd, 0);
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len), 0);
+  ASSERT_GT(ntohs(mine.sin_port), 1023);
+  add_put(out, tcp(test_ip(6).c_str()), tcp(ip_a.c_str()), 0);  // claims another NID, and pid 12345
+  ASSERT_EQ(::send(fd, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+  ASSERT_EQ(log.wait(EventType::Put, 1, std::chrono::seconds(30)), 1u);
+  auto put = log.find(EventType::Put);
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->initiator, (ProcessId{tcp(ip_c.c_str()), Pid{ntohs(mine.sin_port)} | kPidUserFlag}));
   ::close(fd);
   set_socket_params(SocketParams{});
 }

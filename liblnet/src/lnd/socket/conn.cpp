@@ -35,14 +35,18 @@ int slice(const iovec* iov, unsigned niov, std::uint64_t off, std::uint64_t len,
   return n;
 }
 
+// The receive buffer is made when the handshake is done (finish_handshake): a
+// connection that never says who it is costs only its handshake bytes.
 Conn::Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io) : lnd_(lnd), sni_(&sni), fd_(fd), io_(io) {
-  rxbuf_.resize(kRxBufSize);
   last_rx_ = last_tx_progress_ = last_keepalive_ = Clock::now();
 }
 
 Conn::~Conn() {
+  if (hs_counted_.exchange(false)) lnd_.handshake_end(peer_ip_);
   if (fd_ >= 0) ::close(fd_);
 }
+
+void Conn::make_rx_buffer() { rxbuf_.resize(kRxBufSize); }
 
 // ---------------------------------------------------------------- events
 
@@ -223,10 +227,27 @@ void Conn::close(int rc, HealthStatus h, const std::string& why) {
   io_.post([self, rc, h, why] { self->close_now(rc, h, why); });
 }
 
+void Conn::log_close(int rc, const std::string& why, bool was_established) {
+  bool quiet = rc == 0 || rc == -EALREADY || rc == -ESHUTDOWN || rc == -ECONNRESET;
+  // A stranger's ended handshakes (a flood of them, say): one line per interval, with
+  // the count of those held back.
+  std::uint64_t held = 0;
+  if (!was_established && !active_ && !identified_ && !lnd_.stranger_log().allow(&held)) return;
+  std::string more = held ? " (and " + std::to_string(held) + " like lines held back)" : "";
+  if (quiet) {
+    LNET_LOG(Info, kLogLnd, "%s%s", why.c_str(), more.c_str());
+    return;
+  }
+  LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s%s", conn_type_name(type_),
+           sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : peer_ip_.to_string().c_str(),
+           why.c_str(), more.c_str());
+}
+
 void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   if (state_ == State::Closed) return;
   bool was_established = state_ == State::Established;
   state_ = State::Closed;
+  if (hs_counted_.exchange(false)) lnd_.handshake_end(peer_ip_);
   TxList failed;
   std::uint64_t unsent = 0;
   {
@@ -242,13 +263,7 @@ void Conn::close_now(int rc, HealthStatus h, const std::string& why) {
   fd_ = -1;
   std::string lost;
   if (!failed.empty()) lost = " (" + std::to_string(unsent) + " bytes queued were not sent)";
-  if (rc == 0 || rc == -EALREADY || rc == -ESHUTDOWN || rc == -ECONNRESET) {
-    LNET_LOG(Info, kLogLnd, "%s%s", why.c_str(), lost.c_str());
-  } else {
-    LNET_LOG(Warn, kLogLnd, "closing %s connection %s <-> %s: %s%s", conn_type_name(type_),
-             sni_->ni->nid.to_string().c_str(), peer_ ? peer_->nid.to_string().c_str() : peer_ip_.to_string().c_str(),
-             why.c_str(), lost.c_str());
-  }
+  log_close(rc, why + lost, was_established);
   int err = rc ? rc : -ECONNABORTED;
   while (Tx* t = failed.pop_front()) {
     if (t->msg) {

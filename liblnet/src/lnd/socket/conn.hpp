@@ -28,8 +28,15 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
 
   // An outgoing connection of `type` to `peer` (started on the I/O thread).
   static void connect(SockNi& sni, std::shared_ptr<SockPeer> peer, ConnType type, std::uint32_t version);
-  // An accepted socket: reads the acceptor request and HELLO.
-  static void accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port);
+  // An accepted socket: reads the acceptor request and HELLO. False when the driver
+  // has no room for another handshake (the socket is closed).
+  static bool accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port);
+  // Counted among the handshakes under way (SocketLnd::handshake_begin) until it is
+  // established or closed; uncount: false when it was not (any more).
+  const IpAddr& peer_ip() const { return peer_ip_; }
+  bool handshake_counted() const { return hs_counted_.load(); }
+  void count_handshake() { hs_counted_.store(true); }
+  bool uncount_handshake() { return hs_counted_.exchange(false); }
 
   Conn(SocketLnd& lnd, SockNi& sni, int fd, IoThread& io);
   ~Conn();
@@ -81,6 +88,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void finish_handshake(std::shared_ptr<SockPeer> peer);
   void send_raw(const std::vector<std::uint8_t>& bytes);
   void process_rx();
+  void make_rx_buffer();
   bool fill(std::size_t need);  // rx buffer holds at least `need` bytes (false: would block)
   bool received(ssize_t& n);    // after a recv(): go on?
   // The two headers of a message: false to stop for now (more bytes needed, the
@@ -94,6 +102,7 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   void want_write(bool on) LNET_REQUIRES(tx_mutex_);
   void set_events();
   void close_now(int rc, HealthStatus h, const std::string& why);
+  void log_close(int rc, const std::string& why, bool was_established);
   // A passive connection for another NI on the same address moves to it (before its HELLO).
   void rehome(SockNi& to);
   // Tells the I/O thread which events to wake this connection for (add: the first
@@ -119,6 +128,10 @@ class Conn final : public IoHandler, public std::enable_shared_from_this<Conn> {
   IpAddr peer_ip_;
   std::uint16_t peer_port_ = 0;
   Clock::time_point deadline_;  // of the handshake
+  // An accepted connection counted among the handshakes under way (SocketLnd::
+  // handshake_begin) until it is established or closed.
+  std::atomic<bool> hs_counted_{false};
+  bool identified_ = false;  // a HELLO we took said who it is (a stranger's failures are rate-limited)
 
   // Handshake buffers.
   std::vector<std::uint8_t> hs_in_;

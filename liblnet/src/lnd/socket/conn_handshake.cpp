@@ -150,12 +150,13 @@ void Conn::connected() {
   if (!closed()) watch(EPOLLIN | EPOLLRDHUP | (hs_sent_ < hs_out_.size() ? std::uint32_t{EPOLLOUT} : 0U));
 }
 
-void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port) {
+bool Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::uint16_t port) {
   IoThread& io = lnd.io_for(static_cast<std::uint64_t>(fd));
   auto c = std::make_shared<Conn>(lnd, sni, fd, io);
   c->state_ = State::AcceptReq;
   c->peer_ip_ = from;
   c->peer_port_ = port;
+  if (!lnd.handshake_begin(c)) return false;  // c goes, and its socket with it
   c->deadline_ = Clock::now() + std::chrono::seconds(lnd.params().accept_timeout);
   set_socket_options(fd, lnd.params(), sni.timeout.load(std::memory_order_relaxed),
                      static_cast<int>(sni.ni->config.lnd_tunables.get_or("tos", -1)), sni.ip.v6());
@@ -164,6 +165,7 @@ void Conn::accept(SocketLnd& lnd, SockNi& sni, int fd, const IpAddr& from, std::
     sni.conns.push_back(c);
   }
   c->watch(EPOLLIN | EPOLLRDHUP, true);
+  return true;
 }
 
 void Conn::rehome(SockNi& to) {
@@ -440,6 +442,7 @@ void Conn::on_hello_request(const Hello& h) {
     return;
   }
   type_ = inverse(h.ctype);
+  identified_ = true;
   auto peer = lnd_.find_or_add_peer(*sni_, nid, userspace ? pid : kPidLustre, peer_ip_);
   reply.version = version_;
   reply.dst_nid = nid;
@@ -463,7 +466,10 @@ bool Conn::hello_fits(const Hello& h) {
 // refusing it with type NONE.
 void Conn::answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> peer) {
   const Nid nid = reply.dst_nid;
-  if (Refusal why = lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation); why != Refusal::None) {
+  Refusal why;
+  while ((why = lnd_.refuse_incoming(*sni_, *peer, type_, h.src_incarnation)) == Refusal::Gone)
+    peer = lnd_.find_or_add_peer(*sni_, peer->nid, peer->pid, peer_ip_);
+  if (why != Refusal::None) {
     // As ksocklnd: a HELLO of type NONE tells the peer to use the connections it has.
     reply.ctype = ConnType::None;
     send_raw(encode_hello(reply));
@@ -486,7 +492,9 @@ void Conn::answer_hello(const Hello& h, Hello& reply, std::shared_ptr<SockPeer> 
 
 void Conn::finish_handshake(std::shared_ptr<SockPeer> peer) {
   peer_ = std::move(peer);
+  make_rx_buffer();
   state_ = State::Established;
+  if (hs_counted_.exchange(false)) lnd_.handshake_end(peer_ip_);
   last_rx_ = last_tx_progress_ = Clock::now();
   LNET_LOG(Info, kLogLnd, "connected %s %s <-> %s (protocol V%u)", conn_type_name(type_),
            sni_->ni->nid.to_string().c_str(), peer_->nid.to_string().c_str(), version_);

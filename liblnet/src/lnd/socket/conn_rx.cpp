@@ -130,6 +130,12 @@ bool Conn::rx_lnet_hdr() {
   }
   if (rx_msghdr_.csum != 0 && version_ == kProtoV2) rx_crc_ = crc32_le(rx_crc_, rxbuf_.data() + rx_beg_, kHeaderSize);
   rx_beg_ += size;
+  if (peer_->userspace) {
+    // A peer on an unprivileged port is who its connection says (address and port), not
+    // what its header claims: as ksocklnd does, its messages carry the identity we gave it.
+    rx_hdr_.src_nid = peer_->nid;
+    rx_hdr_.src_pid = peer_->pid;
+  }
   {
     MutexLock g(rx_mutex_);
     rx_recv_called_ = false;

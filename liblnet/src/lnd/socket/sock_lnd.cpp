@@ -57,6 +57,11 @@ struct SocketLnd::Listener final : IoHandler {
   int fd;
   IoThread& io;
   std::vector<SockNi*> nis;  // the NIs on `ip`, under the driver's nis_mutex_
+  // Resting after accept() ran out of descriptors (its I/O thread's): until when, and
+  // for how long this time (doubling while it lasts, from 1 s to 32 s).
+  bool paused = false;
+  Clock::time_point resume{};
+  std::chrono::seconds pause{0};
   Listener(SocketLnd& l, const IpAddr& a, int f, IoThread& i) : lnd(l), ip(a), fd(f), io(i) {}
   ~Listener() { ::close(fd); }
   bool on_events(std::uint32_t) override {
@@ -81,15 +86,27 @@ void SocketLnd::accept_ready(Listener& l) {
     socklen_t len = sizeof from;
     int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) LNET_LOG(Warn, kLogLnd, "accept on %s: %s", l.ip.to_string().c_str(), std::strerror(errno));
+      int e = errno;
+      if (e == EINTR || e == ECONNABORTED) continue;
+      if (e == EAGAIN) return;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) pause_listener(l);
+      std::uint64_t held = 0;
+      if (stranger_log_.allow(&held))
+        LNET_LOG(Warn, kLogLnd, "accept on %s: %s%s%s", l.ip.to_string().c_str(), std::strerror(e),
+                 l.paused ? (" (not accepting for " + std::to_string(l.pause.count()) + " s)").c_str() : "",
+                 held ? (" (" + std::to_string(held) + " like lines held back)").c_str() : "");
       return;
     }
+    l.pause = std::chrono::seconds(0);
     std::uint16_t port = 0;
     IpAddr peer = IpAddr::of_sockaddr(from, &port);
     if (params_.accept == AcceptMode::Secure && port > 1023) {
-      LNET_LOG(Warn, kLogLnd, "refused a connection from %s port %d: not a privileged port (accept=secure)",
-               peer.to_string().c_str(), port);
+      conns_refused_port_.fetch_add(1, std::memory_order_relaxed);
+      std::uint64_t held = 0;
+      if (stranger_log_.allow(&held))
+        LNET_LOG(Warn, kLogLnd, "refused a connection from %s port %d: not a privileged port (accept=secure)%s",
+                 peer.to_string().c_str(), port,
+                 held ? (" (and " + std::to_string(held) + " refused since the last line)").c_str() : "");
       ::close(fd);
       continue;
     }
@@ -104,8 +121,74 @@ void SocketLnd::accept_ready(Listener& l) {
       ::close(fd);
       continue;
     }
-    Conn::accept(*this, *first, fd, peer, port);
+    if (!Conn::accept(*this, *first, fd, peer, port)) {
+      std::uint64_t held = 0;
+      if (stranger_log_.allow(&held))
+        LNET_LOG(Warn, kLogLnd,
+                 "refused a connection from %s: %d connections from that address are in their handshake already "
+                 "(LNET_SOCK_MAX_HANDSHAKES_PER_IP)%s",
+                 peer.to_string().c_str(), params_.max_handshakes_per_ip,
+                 held ? (" (and " + std::to_string(held) + " refused since the last line)").c_str() : "");
+    }
   }
+}
+
+bool SocketLnd::handshake_begin(const std::shared_ptr<Conn>& c) {
+  const auto key = c->peer_ip().bytes();
+  MutexLock g(handshakes_mutex_);
+  if (auto it = handshaking_from_.find(key);
+      it != handshaking_from_.end() && it->second >= params_.max_handshakes_per_ip) {
+    conns_refused_busy_.fetch_add(1, std::memory_order_relaxed);  // that address floods: its newest waits
+    return false;
+  }
+  // The oldest handshakes first: those done (established, closed) leave the queue.
+  while (!pending_.empty()) {
+    auto f = pending_.front().lock();
+    if (f && f->handshake_counted()) break;
+    pending_.pop_front();
+  }
+  // All places taken: the oldest handshake makes room. A peer's own takes a round trip,
+  // a flood's lasts until it is evicted, so a peer gets through a flood from many hosts.
+  while (handshaking_ >= params_.max_handshakes && !pending_.empty()) {
+    auto victim = pending_.front().lock();
+    pending_.pop_front();
+    if (!victim || !victim->uncount_handshake()) continue;
+    --handshaking_;
+    if (auto it = handshaking_from_.find(victim->peer_ip().bytes()); it != handshaking_from_.end() && --it->second <= 0)
+      handshaking_from_.erase(it);
+    handshakes_evicted_.fetch_add(1, std::memory_order_relaxed);
+    victim->close(
+        -ETIMEDOUT, HealthStatus::Ok,
+        "evicted: the oldest of " + std::to_string(params_.max_handshakes) + " connections in their handshake");
+  }
+  if (handshaking_ >= params_.max_handshakes) {
+    conns_refused_busy_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  ++handshaking_from_[key];
+  ++handshaking_;
+  c->count_handshake();
+  pending_.push_back(c);
+  return true;
+}
+
+void SocketLnd::handshake_end(const IpAddr& from) {
+  MutexLock g(handshakes_mutex_);
+  --handshaking_;
+  auto it = handshaking_from_.find(from.bytes());
+  if (it != handshaking_from_.end() && --it->second <= 0) handshaking_from_.erase(it);
+}
+
+void SocketLnd::pause_listener(Listener& l) {
+  l.pause = std::clamp(l.pause * 2, std::chrono::seconds(1), std::chrono::seconds(32));
+  l.resume = Clock::now() + l.pause;
+  l.paused = l.io.modify(l.fd, &l, 0) == 0;
+}
+
+void SocketLnd::resume_listeners(Clock::time_point now) {
+  MutexLock g(nis_mutex_);
+  for (auto& l : listeners_)
+    if (l->paused && now >= l->resume && l->io.on_this_thread()) l->paused = l->io.modify(l->fd, l.get(), EPOLLIN) != 0;
 }
 
 // ---------------------------------------------------------------- start and stop
@@ -305,6 +388,7 @@ void SocketLnd::stop_if_idle() {
 }
 
 void SocketLnd::tick(Clock::time_point now) {
+  resume_listeners(now);
   std::vector<SockNi*> nis;
   {
     MutexLock g(nis_mutex_);
@@ -340,6 +424,7 @@ void SocketLnd::tick(Clock::time_point now) {
         fail_txs(expired, -ETIMEDOUT, HealthStatus::RemoteTimeout);
       }
     }
+    reap_peers(*sni, now);
   }
 }
 
@@ -425,7 +510,11 @@ std::vector<std::pair<std::string, std::uint64_t>> SocketLnd::counters() const {
   return {{"conns_established", conns_established_.load(std::memory_order_relaxed)},
           {"conns_refused_race", conns_refused_race_.load(std::memory_order_relaxed)},
           {"conns_refused_excess", conns_refused_excess_.load(std::memory_order_relaxed)},
-          {"conns_refused_protocol", conns_refused_protocol_.load(std::memory_order_relaxed)}};
+          {"conns_refused_protocol", conns_refused_protocol_.load(std::memory_order_relaxed)},
+          {"conns_refused_port", conns_refused_port_.load(std::memory_order_relaxed)},
+          {"conns_refused_busy", conns_refused_busy_.load(std::memory_order_relaxed)},
+          {"handshakes_evicted", handshakes_evicted_.load(std::memory_order_relaxed)},
+          {"peers_reaped", peers_reaped_.load(std::memory_order_relaxed)}};
 }
 
 int SocketLnd::timeout(const NetInterface& ni) const {

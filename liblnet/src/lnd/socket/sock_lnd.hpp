@@ -7,6 +7,7 @@
 
 #include <netinet/in.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -19,6 +20,7 @@
 
 #include <lnet/lnd/fifo.hpp>
 #include <lnet/lnd/lnd.hpp>
+#include <lnet/log.hpp>
 #include <lnet/mutex.hpp>
 #include <lnet/socklnd.hpp>
 
@@ -75,6 +77,10 @@ struct SockPeer {
   // conns_per_peer, so that two I/O threads cannot both take the last place.
   int accepting[4] LNET_GUARDED_BY(mutex) = {};
   bool userspace = false;  // identified by source port: we never connect to it
+  // Reaped: no longer in its NI's table (it had no connection and nothing queued for
+  // peer_idle seconds); whoever still holds it looks it up again.
+  bool gone LNET_GUARDED_BY(mutex) = false;
+  Clock::time_point idle_since LNET_GUARDED_BY(mutex){};  // {}: not idle
 };
 
 // Per-NI state of the driver.
@@ -106,6 +112,7 @@ enum class Refusal {
   None,    // taken
   Race,    // both sides dialling: the greater NID keeps its own connections
   Excess,  // the peer has conns_per_peer connections of that type already
+  Gone,    // the peer's entry was reaped meanwhile: look it up again
 };
 
 class SocketLnd final : public Lnd {
@@ -143,6 +150,15 @@ class SocketLnd final : public Lnd {
   // A handshake refused for its bytes (a bad acceptor request or HELLO, a protocol
   // version or NID size not of the connection's address family): counted.
   void refused_protocol() { conns_refused_protocol_.fetch_add(1, std::memory_order_relaxed); }
+  // An accepted connection starts its handshake: false when max_handshakes_per_ip are
+  // under way from its address (it is closed, counted: a flood from one address cannot
+  // keep other peers out); at max_handshakes in all the oldest is closed to make room.
+  // Each true is ended once (handshake_end), established or closed.
+  bool handshake_begin(const std::shared_ptr<Conn>& c);
+  void handshake_end(const IpAddr& from);
+  // Lines a stranger can make us repeat (refused or failed handshakes): one per 10 s,
+  // with the count of those held back.
+  LogLimiter& stranger_log() { return stranger_log_; }
   void launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& peer) LNET_REQUIRES(peer->mutex);
   // The NI on address `ip` whose NID is `target` (an acceptor request names it), if any.
   SockNi* ni_for_accept(const IpAddr& ip, Nid target);
@@ -156,7 +172,15 @@ class SocketLnd final : public Lnd {
   int listen_locked(NetInterface& ni, SockNi* sni) LNET_REQUIRES(nis_mutex_);
   struct Listener;
   void accept_ready(Listener& l);
-  void queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk);
+  void queue_tx(SockNi& sni, std::shared_ptr<SockPeer> peer, Tx* tx, bool bulk);
+  // Forgets the peers of `sni` idle for peer_idle seconds (no connection, nothing queued
+  // or being dialled): a table an outsider could otherwise fill with one entry per
+  // (NID, pid) it ever used.
+  void reap_peers(SockNi& sni, Clock::time_point now);
+  // accept() ran out of descriptors or memory: the listener rests rather than spin on a
+  // socket that stays readable; the housekeeping tick wakes it.
+  void pause_listener(Listener& l);
+  void resume_listeners(Clock::time_point now);
   static void fail_txs(TxList& txs, int rc, HealthStatus h);
 
   int auto_conns_per_peer(const SockNi& sni) const;
@@ -166,6 +190,15 @@ class SocketLnd final : public Lnd {
   std::atomic<std::uint64_t> conns_refused_race_{0};
   std::atomic<std::uint64_t> conns_refused_excess_{0};
   std::atomic<std::uint64_t> conns_refused_protocol_{0};
+  std::atomic<std::uint64_t> conns_refused_port_{0};  // accept=secure, an unprivileged source port
+  std::atomic<std::uint64_t> conns_refused_busy_{0};  // max_handshakes under way
+  std::atomic<std::uint64_t> peers_reaped_{0};
+  Mutex handshakes_mutex_;
+  int handshaking_ LNET_GUARDED_BY(handshakes_mutex_) = 0;
+  std::map<std::array<std::uint8_t, 16>, int> handshaking_from_ LNET_GUARDED_BY(handshakes_mutex_);
+  std::deque<std::weak_ptr<Conn>> pending_ LNET_GUARDED_BY(handshakes_mutex_);  // by age
+  std::atomic<std::uint64_t> handshakes_evicted_{0};
+  LogLimiter stranger_log_{std::chrono::seconds(10), 20};
   std::vector<std::unique_ptr<IoThread>> io_;
   Mutex nis_mutex_;
   std::vector<SockNi*> nis_ LNET_GUARDED_BY(nis_mutex_);

@@ -54,6 +54,12 @@ const EnvVar kEnableCsum{"LNET_SOCK_ENABLE_CSUM", "0", "tcp: 1 = checksum messag
 const EnvVar kMinReconnectms{"LNET_SOCK_MIN_RECONNECTMS", "1000",
                              "tcp: first reconnect delay in ms (doubles up to the max)"};
 const EnvVar kMaxReconnectms{"LNET_SOCK_MAX_RECONNECTMS", "60000", "tcp: longest reconnect delay in ms"};
+const EnvVar kMaxHandshakes{"LNET_SOCK_MAX_HANDSHAKES", "1024",
+                            "tcp: accepted connections still in their handshake at once (beyond, closed)"};
+const EnvVar kMaxHandshakesPerIp{"LNET_SOCK_MAX_HANDSHAKES_PER_IP", "64",
+                                 "tcp: of those, from one address (a flood from one host leaves room for others)"};
+const EnvVar kPeerIdle{"LNET_SOCK_PEER_IDLE", "60",
+                       "tcp: seconds a peer with no connection and nothing queued is remembered"};
 
 // The link speed of `dev` in Mb/s as the kernel's ethtool call gives it (what ksocklnd
 // asks), in the network namespace of this process; -1 when unknown or loopback.
@@ -120,6 +126,9 @@ Result<SocketParams> SocketParams::from_env() {
       {kRxBufferSize, &p.rx_buffer_size, 0, 1 << 30},
       {kMinReconnectms, &p.min_reconnectms, 1, 3600000},
       {kMaxReconnectms, &p.max_reconnectms, 1, 3600000},
+      {kMaxHandshakes, &p.max_handshakes, 1, 1 << 20},
+      {kMaxHandshakesPerIp, &p.max_handshakes_per_ip, 1, 1 << 20},
+      {kPeerIdle, &p.peer_idle, 0, 86400},
   };
   for (auto& i : ints) {
     auto r = i.var.number(i.lo, i.hi);

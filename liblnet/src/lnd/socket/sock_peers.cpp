@@ -83,11 +83,20 @@ void SocketLnd::launch_connect(SockNi& sni, const std::shared_ptr<SockPeer>& pee
   }
 }
 
-void SocketLnd::queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx* tx, bool bulk) {
+void SocketLnd::queue_tx(SockNi& sni, std::shared_ptr<SockPeer> peer, Tx* tx, bool bulk) {
   std::shared_ptr<Conn> conn;
   int refuse = 0;
-  {
+  for (;;) {
     MutexLock g(peer->mutex);
+    if (peer->gone) {  // reaped since it was looked up: the table's entry is another
+      Nid nid = peer->nid;
+      Pid pid = peer->pid;
+      IpAddr ip = peer->ip;
+      g.unlock();
+      peer = find_or_add_peer(sni, nid, pid, ip);
+      continue;
+    }
+    peer->idle_since = {};
     conn = pick_conn(*peer, bulk);
     if (!conn) {
       if (peer->userspace) {
@@ -97,6 +106,7 @@ void SocketLnd::queue_tx(SockNi& sni, const std::shared_ptr<SockPeer>& peer, Tx*
         if (peer->connecting == 0 && Clock::now() >= peer->next_connect) launch_connect(sni, peer);
       }
     }
+    break;
   }
   if (conn) {
     conn->enqueue(tx);
@@ -121,6 +131,7 @@ Refusal SocketLnd::refuse_incoming(SockNi& sni, SockPeer& peer, ConnType type, s
   Refusal r = Refusal::None;
   {
     MutexLock g(peer.mutex);
+    if (peer.gone) return Refusal::Gone;
     if (peer.incarnation != 0 && incarnation != peer.incarnation) {  // rebooted: the old ones go
       ++peer.accepting[type_index(type)];
       return Refusal::None;
@@ -225,6 +236,39 @@ void SocketLnd::conn_closed(SockNi& sni, const std::shared_ptr<SockPeer>& peer, 
   }
   fail_txs(failed, rc ? rc : -ECONNABORTED, health_of_errno(rc));
   if (down && !sni.stopping) sni.ni->host->notify_peer(*sni.ni, peer->nid, false);
+}
+
+void SocketLnd::reap_peers(SockNi& sni, Clock::time_point now) {
+  const auto keep = std::chrono::seconds(params_.peer_idle);
+  std::vector<std::pair<std::uint64_t, Pid>> stale;
+  {
+    ReadLock g(sni.mutex);
+    for (auto& [key, p] : sni.peers) {
+      MutexLock pg(p->mutex);
+      bool idle = p->pending.empty() && p->connecting == 0 &&
+                  std::all_of(std::begin(p->accepting), std::end(p->accepting), [](int n) { return n == 0; }) &&
+                  std::all_of(p->conns.begin(), p->conns.end(), [](const auto& c) { return c->closed(); });
+      if (!idle) {
+        p->idle_since = {};
+      } else if (p->idle_since == Clock::time_point{}) {
+        p->idle_since = now;
+      } else if (now - p->idle_since >= keep) {
+        stale.push_back(key);
+      }
+    }
+  }
+  if (stale.empty()) return;
+  WriteLock g(sni.mutex);
+  for (const auto& key : stale) {
+    auto it = sni.peers.find(key);
+    if (it == sni.peers.end()) continue;
+    MutexLock pg(it->second->mutex);
+    if (it->second->idle_since == Clock::time_point{}) continue;  // busy again meanwhile
+    it->second->gone = true;
+    pg.unlock();
+    sni.peers.erase(it);
+    peers_reaped_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace lnet::sock

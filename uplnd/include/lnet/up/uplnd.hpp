@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,21 +30,31 @@ struct UpOptions {
   std::size_t region_size = std::size_t{1} << 30;  // bytes of shared memory (sparse)
   unsigned bounce_small = 256;                     // 4 KiB bounce buffers: payloads of lnetd's own MDs
   unsigned bounce_large = 32;                      // 1 MiB bounce buffers
+  // What a proxy (root or the bridge group) can make lnetd hold: docs/design/threats.md.
+  unsigned max_proxies = 256;                     // connections at once, before and after their HELLO
+  std::chrono::milliseconds hello_timeout{5000};  // a connection without a HELLO by then is closed
+  unsigned proxy_credits = 16384;                 // messages from one proxy held at once; beyond, dropped
+  unsigned max_descs = 65536;                     // messages held for all proxies, both ways
+  unsigned proxy_pids = 4096;                     // application pids one proxy may hold
+  unsigned max_pids = 65536;                      // application pids all proxies may hold
 };
 
 // What the UP LND counted since its NI started.
 struct UpStats {
-  std::uint64_t proxies = 0;       // connected now
-  std::uint64_t connections = 0;   // accepted since start
-  std::uint64_t refused = 0;       // connections from a uid that may not connect
-  std::uint64_t pids = 0;          // application pids registered now
-  std::uint64_t parses = 0;        // LNet messages from applications
-  std::uint64_t sends = 0;         // LNet messages to applications
-  std::uint64_t in_place = 0;      // payloads that crossed the bridge without a copy
-  std::uint64_t copies = 0;        // payloads copied through a bounce buffer (lnetd's own MDs)
-  std::uint64_t inlined = 0;       // small payloads that came inline in their PARSE
-  std::uint64_t bad_messages = 0;  // bridge messages refused
-  std::uint64_t failed = 0;        // messages failed because their proxy went away
+  std::uint64_t proxies = 0;         // connected now
+  std::uint64_t connections = 0;     // accepted since start
+  std::uint64_t refused = 0;         // connections from a uid that may not connect
+  std::uint64_t pids = 0;            // application pids registered now
+  std::uint64_t parses = 0;          // LNet messages from applications
+  std::uint64_t sends = 0;           // LNet messages to applications
+  std::uint64_t in_place = 0;        // payloads that crossed the bridge without a copy
+  std::uint64_t copies = 0;          // payloads copied through a bounce buffer (lnetd's own MDs)
+  std::uint64_t inlined = 0;         // small payloads that came inline in their PARSE
+  std::uint64_t bad_messages = 0;    // bridge messages refused
+  std::uint64_t failed = 0;          // messages failed because their proxy went away
+  std::uint64_t dropped = 0;         // PARSEs dropped: the proxy's credits or lnetd's descriptors ran out
+  std::uint64_t over_limit = 0;      // connections closed at once: max_proxies were connected
+  std::uint64_t hello_timeouts = 0;  // connections closed for want of a HELLO
 };
 
 class UpNi;
