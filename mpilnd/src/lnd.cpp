@@ -131,6 +131,7 @@ std::vector<std::pair<std::string, std::uint64_t>> MpiLnd::counters() const {
           {"bad_messages", s.bad_messages},
           {"timeouts", s.timeouts},
           {"held_buffers", s.held},
+          {"abandoned_receives", s.abandoned},
           {"mpi_errors", s.mpi_errors}};
 }
 

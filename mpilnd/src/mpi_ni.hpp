@@ -175,8 +175,9 @@ class MpiNi {
   struct Owner {
     // Held: a send that timed out, its message failed, left to MPI until it completes:
     // obj is a short send's buffer (a Bytes, freed then), or nullptr for a bulk send's
-    // chunk (whose memory is the MD's).
-    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk, Held } kind;
+    // chunk (whose memory is the MD's). Cancelled: a bulk receive chunk that timed out
+    // and was cancelled, which its transfer waits for (obj: the Bulk).
+    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk, Held, Cancelled } kind;
     void* obj;
   };
   // A send or bulk transfer request that completed.
@@ -289,6 +290,8 @@ class MpiNi {
   int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
   void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
   void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
+  // A cancelled receive MPI did not complete: left to it, its transfer finished.
+  void abandon_locked(std::size_t r, Done& done) LNET_REQUIRES(mu_);
   // Gives up the requests running longer than the timeout (a peer that died in the
   // middle of a transfer: MPI never completes them); their messages fail.
   void expire_requests_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
@@ -352,7 +355,7 @@ class MpiNi {
 
   struct Counters {
     std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0},
-        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0}, held{0};
+        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0}, held{0}, abandoned{0};
   } stats_;
 };
 

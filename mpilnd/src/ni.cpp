@@ -138,6 +138,7 @@ Stats MpiNi::stats() const {
   s.bad_messages = stats_.bad_messages.load();
   s.timeouts = stats_.timeouts.load();
   s.held = stats_.held.load();
+  s.abandoned = stats_.abandoned.load();
   s.mpi_errors = stats_.mpi_errors.load();
   return s;
 }
@@ -199,7 +200,7 @@ void MpiNi::cancel_receives_locked() {
   }
   // Receives still posted will never be written: cancel them.
   for (std::size_t i = opts_.pool_depth; i < reqs_.size(); ++i)
-    if (owners_[i].kind == Owner::BulkChunk && !static_cast<Bulk*>(owners_[i].obj)->send)
+    if (owners_[i].kind == Owner::BulkChunk && !static_cast<Bulk*>(owners_[i].obj)->send)  // (Cancelled: already)
       check(MPI_Cancel(&reqs_[i]), "MPI_Cancel");
 }
 

@@ -14,6 +14,8 @@ namespace {
 constexpr auto kTimeoutScan = std::chrono::milliseconds(100);
 // A request given up on (seen_): it times out once; MPI still completes it.
 constexpr auto kGivenUp = Clock::time_point::max();
+// Timeouts a cancelled receive is waited for before it is left to MPI.
+constexpr int kAbandonAfter = 4;
 
 }  // namespace
 
@@ -46,7 +48,7 @@ int MpiNi::reap_locked(Done& done) {
     } else if (c.owner.kind == Owner::Held) {
       delete static_cast<Bytes*>(c.owner.obj);  // MPI is done with it at last (nullptr: a bulk send's)
       stats_.held.fetch_sub(1, std::memory_order_relaxed);
-    } else {
+    } else {  // a bulk chunk, cancelled or not
       if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
       bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
     }
@@ -151,18 +153,29 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
 }
 
 // A request that made no progress for the timeout is given up on and its peer reported
-// down. MPI is never left memory it may still write: a bulk transfer's receives are
-// cancelled, and the transfer (whose memory is the MD's or its discard buffer) is
-// finished only when MPI has completed each of them, cancelled or not. Sends fail at once
-// (a dead peer may never let MPI complete them) and their requests stay MPI's
-// (Owner::Held): a short send's buffer is ours and kept until MPI is done with it; a bulk
-// send's is the MD's, which MPI may still read (never write) after the message's event.
+// down. A bulk transfer's receives are cancelled, and the transfer (whose memory is the
+// MD's or its discard buffer) is finished when MPI has completed each of them, cancelled
+// or not, so that MPI writes into no memory after it is given back. A receive MPI
+// matched already cannot be cancelled, and without fault tolerance MPI may never complete
+// one from a peer that died: after kAbandonAfter more timeouts it is left to MPI
+// (counted, logged), so that the transfer still fails instead of hanging. Sends fail at
+// once and their requests stay MPI's (Owner::Held): a short send's buffer is ours and
+// kept until MPI is done with it; a bulk send's is the MD's, which MPI may still read
+// (never write) after the message's event.
 void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
   const std::size_t depth = opts_.pool_depth;
+  bool freed = false;  // requests left to MPI: the table is compacted after the scan
   for (std::size_t r = depth; r < reqs_.size(); ++r) {
     if (seen_[r] == kGivenUp) continue;
     if (seen_[r] == Clock::time_point{}) {
       seen_[r] = now;
+      continue;
+    }
+    if (owners_[r].kind == Owner::Cancelled) {
+      if (now - seen_[r] >= std::chrono::seconds(timeout_ * kAbandonAfter)) {
+        abandon_locked(r, done);
+        freed = true;
+      }
       continue;
     }
     if (now - seen_[r] < std::chrono::seconds(timeout_)) continue;
@@ -181,6 +194,8 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       if (!b->rc) b->rc = -ETIMEDOUT;
       if (!b->send) {
         check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");  // completes now unless matched already
+        owners_[r].kind = Owner::Cancelled;
+        seen_[r] = now;
       } else {
         // A send only reads its memory, and a peer that is gone may never let MPI complete
         // it: the transfer fails now (its chunk counted done), the request stays MPI's.
@@ -197,6 +212,18 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       done.health.emplace_back(peer->nid, false);
     }
   }
+  if (freed) compact_requests_locked();
+}
+
+void MpiNi::abandon_locked(std::size_t r, Done& done) {
+  auto* b = static_cast<Bulk*>(owners_[r].obj);
+  LNET_LOG(Error, kLogLnd,
+           "%s: a receive from %s that MPI matched did not complete in %d s after it was cancelled: its transfer "
+           "fails, and MPI may still write into its memory if that peer resumes",
+           ni_.nid.to_string().c_str(), b->peer ? b->peer->nid.to_string().c_str() : "?", timeout_ * kAbandonAfter);
+  check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");  // MPI finishes it on its own
+  stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
 }
 
 // Keeps the running requests after the persistent pool, in order, without the finished

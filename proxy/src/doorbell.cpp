@@ -24,8 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kMaxKnocks = 64;          // open at once, in all
-constexpr std::size_t kMaxKnocksPerSource = 4;  // open at once, from one address
+constexpr std::size_t kMaxKnocks = 64;                 // open at once, in all
+constexpr std::size_t kMaxKnocksPerSource = 4;         // open at once, from one address
 constexpr auto kKnockTime = std::chrono::seconds(10);  // to send the line
 
 }  // namespace
@@ -87,8 +87,8 @@ void ProxyRank::take_knock(std::vector<Knock>& knocks) {
     ::close(fd);
     return;
   }
-  knocks.push_back({fd, Clock::now() + std::min<Clock::duration>(kKnockTime, std::chrono::seconds(opts_.timeout)),
-                    source, {}});
+  knocks.push_back(
+      {fd, Clock::now() + std::min<Clock::duration>(kKnockTime, std::chrono::seconds(opts_.timeout)), source, {}});
 }
 
 bool ProxyRank::read_knock(Knock& k) {

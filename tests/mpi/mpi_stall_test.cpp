@@ -43,8 +43,13 @@ bool drive(mpi::Session& s, Pred pred, std::chrono::seconds limit) {
   return pred();
 }
 
-TEST(MpiStall, ATransferIsNotFinishedWhileMpiMayStillWriteIntoIt) {
+// Rank 1 stalls mid-transfer until rank 0 says go. `resume`: rank 0 says it 5 s in, past
+// the LND's timeout (the receive given up on, still waited for); else only once the
+// transfer failed, the receive left to MPI after 4 more timeouts (a peer that never
+// comes back must not hang the transfer).
+void stall(bool resume) {
   const int rank = test::world_rank();
+  bool nothing_stalled = false;  // the MPI moved the payload without the sender
   std::string go;
   {
     char dir[] = "/tmp/lnet-stall-XXXXXX";
@@ -81,10 +86,13 @@ TEST(MpiStall, ATransferIsNotFinishedWhileMpiMayStillWriteIntoIt) {
   MPI_Request barrier;
   MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
   int met = 0;
-  ASSERT_TRUE(drive(**s, [&] {
-    MPI_Test(&barrier, &met, MPI_STATUS_IGNORE);
-    return met != 0;
-  }, 60s));
+  ASSERT_TRUE(drive(
+      **s,
+      [&] {
+        MPI_Test(&barrier, &met, MPI_STATUS_IGNORE);
+        return met != 0;
+      },
+      60s));
   if (rank == 1) {
     for (std::size_t i = 0; i < kSize; ++i) (*buf)[i] = static_cast<char>(i * 7 + 1);
     MdDesc d;
@@ -95,40 +103,72 @@ TEST(MpiStall, ATransferIsNotFinishedWhileMpiMayStillWriteIntoIt) {
     auto md = lnet.md_bind(d, Unlink::Unlink);
     ASSERT_TRUE(md);
     ASSERT_EQ(lnet.put(Nid::any(), *md, AckReq::NoAck, (*s)->id(0), kPortal, kBits, 0, 0), 0);
-    ASSERT_TRUE(drive(**s, [&] { return (*s)->stats().chunks >= 1; }, 60s)) << "the chunk was never posted";
+    ASSERT_TRUE(drive(
+        **s, [&] { return (*s)->stats().chunks >= 1; }, 60s))
+        << "the chunk was never posted";
     // Stalled: no MPI call until rank 0 says go.
     for (auto until = std::chrono::steady_clock::now() + 120s;
          !std::filesystem::exists(go) && std::chrono::steady_clock::now() < until;)
       std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(drive(**s, [&] { return ev.count(EventType::Send) >= 1; }, 60s)) << "the PUT never completed";
+    EXPECT_TRUE(drive(
+        **s, [&] { return ev.count(EventType::Send) >= 1; }, 60s))
+        << "the PUT never completed";
   } else {
-    // Well past the LND's timeout (2 s): a stalled transfer has been given up on by now.
-    drive(**s, [&] { return ev.count(EventType::Put) >= 1; }, 8s);
-    if (auto early = ev.find(EventType::Put, 0ms)) {
+    auto say_go = [&] {
       std::FILE* f = std::fopen(go.c_str(), "w");
       if (f) std::fclose(f);
-      ASSERT_EQ(early->status, 0) << "the transfer was finished (status " << early->status
-                                  << ") while MPI could still write into its MD";
-      GTEST_SKIP() << "this MPI moved the whole payload without the sender: nothing stalled";
+    };
+    if (resume) {
+      // Past the LND's timeout (2 s): a stalled transfer has been given up on by now (and
+      // its receive is still waited for: it is left to MPI only after 4 more timeouts).
+      drive(
+          **s, [&] { return ev.count(EventType::Put) >= 1; }, 5s);
+      auto early = ev.find(EventType::Put, 0ms);
+      nothing_stalled = early && early->status == 0;
+      EXPECT_FALSE(early && early->status != 0)
+          << "the transfer was finished (status " << early->status << ") while MPI could still write into its MD";
+      say_go();
+      if (!early) {
+        EXPECT_GE((*s)->stats().timeouts, 1u);
+        EXPECT_EQ(ev.wait(EventType::Put, 1, 60000ms), 1u) << "the transfer never finished after the peer went on";
+        auto put = ev.find(EventType::Put, 0ms);
+        EXPECT_TRUE(put && put->status == -ETIMEDOUT);
+        EXPECT_TRUE(ev.wait_unlinked(target, 60000ms));
+      }
+      buf.reset();  // the application's memory again: MPI is done with it
+    } else {
+      // The peer never comes back (until the end): the transfer fails all the same.
+      bool ended = drive(
+          **s, [&] { return ev.count(EventType::Put) >= 1; }, 40s);
+      say_go();
+      EXPECT_TRUE(ended) << "a transfer whose peer never came back hangs";
+      auto put = ev.find(EventType::Put, 0ms);
+      nothing_stalled = put && put->status == 0;
+      if (put && !nothing_stalled) {
+        EXPECT_EQ(put->status, -ETIMEDOUT);
+        EXPECT_EQ((*s)->stats().abandoned, 1u);
+      }
+      // MPI may still write into the buffer when rank 1 goes on: it stays until the job ends.
+      (void)buf.release();
     }
-    EXPECT_GE((*s)->stats().timeouts, 1u);
-    std::FILE* f = std::fopen(go.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fclose(f);
-    ASSERT_EQ(ev.wait(EventType::Put, 1, 60000ms), 1u) << "the transfer never finished after the peer went on";
-    EXPECT_EQ(ev.find(EventType::Put)->status, -ETIMEDOUT);
-    ASSERT_TRUE(ev.wait_unlinked(target, 60000ms));
-    buf.reset();  // the application's memory again: MPI is done with it
-    std::filesystem::remove_all(std::filesystem::path(go).parent_path());
   }
   // Both ranks drive progress to the end (rank 0's thread does its own).
   MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
   met = 0;
-  EXPECT_TRUE(drive(**s, [&] {
-    MPI_Test(&barrier, &met, MPI_STATUS_IGNORE);
-    return met != 0;
-  }, 60s));
+  EXPECT_TRUE(drive(
+      **s,
+      [&] {
+        MPI_Test(&barrier, &met, MPI_STATUS_IGNORE);
+        return met != 0;
+      },
+      60s));
+  if (rank == 0) std::filesystem::remove_all(std::filesystem::path(go).parent_path());
+  if (nothing_stalled) GTEST_SKIP() << "this MPI moved the whole payload without the sender: nothing stalled";
 }
+
+TEST(MpiStall, ATransferIsNotFinishedWhileMpiMayStillWriteIntoIt) { stall(true); }
+
+TEST(MpiStall, AReceiveFromAPeerThatNeverComesBackIsLeftToMpi) { stall(false); }
 
 }  // namespace
 }  // namespace lnet
