@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 preset="${1:-default}"
 shift || true
 targets=("$@")
-if ((${#targets[@]} == 0)) && [ "$preset" = mpich ]; then targets=(lnet_mpi_test lnet_mpi_host_test lnet_mpi_capi_test mpi_ping lnet_proxy lst-node lnet-cluster-plan lnet_mpi_fork_probe); fi
+if ((${#targets[@]} == 0)) && [ "$preset" = mpich ]; then targets=(lnet_mpi_test lnet_mpi_host_test lnet_mpi_capi_test lnet_mpi_stall_test mpi_ping lnet_proxy lst-node lnet-cluster-plan lnet_mpi_fork_probe); fi
 cmake --preset "$preset" >/dev/null
 if ((${#targets[@]})); then
   cmake --build --preset "$preset" --target "${targets[@]}"

@@ -36,7 +36,7 @@ print("open", len(conns), flush=True)
 sys.stdin.read()  # until told to stop
 EOF
 mkfifo "$T_DIR/stop"
-ip netns exec "$B" python3 "$T_DIR/hold.py" 10.80.8.1 200 <"$T_DIR/stop" >"$T_DIR/hold.log" 2>&1 &
+ip netns exec "$B" python3 "$T_DIR/hold.py" 10.80.8.1 60 <"$T_DIR/stop" >"$T_DIR/hold.log" 2>&1 &
 HOLD=$!
 T_PIDS+=($HOLD)
 exec 8>"$T_DIR/stop"

@@ -1,6 +1,7 @@
 // The control socket between lnetctl and a daemon: requests and responses as YAML
 // documents (every string quoted and escaped, so what is encoded decodes to the same
 // text), in length-prefixed frames.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -104,9 +105,12 @@ Result<Response> decode_response(std::string_view text) {
 }
 
 namespace {
+// On a socket without SIGPIPE: a peer that closed is an error to handle (lnetd refusing
+// a client answers and closes before reading its request), not a signal that kills.
 int write_all(int fd, const char* p, std::size_t n) {
   while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == ENOTSOCK) w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       return -errno;
