@@ -187,8 +187,10 @@ void SocketLnd::pause_listener(Listener& l) {
 
 void SocketLnd::resume_listeners(Clock::time_point now) {
   MutexLock g(nis_mutex_);
-  for (auto& l : listeners_)
-    if (l->paused && now >= l->resume && l->io.on_this_thread()) l->paused = l->io.modify(l->fd, l.get(), EPOLLIN) != 0;
+  for (auto& l : listeners_) {
+    if (!l->io.on_this_thread()) continue;  // a listener's pause is its I/O thread's
+    if (l->paused && now >= l->resume) l->paused = l->io.modify(l->fd, l.get(), EPOLLIN) != 0;
+  }
 }
 
 // ---------------------------------------------------------------- start and stop
