@@ -3,6 +3,8 @@
 // checker, and configuration changes at run time.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <array>
 #include <deque>
 #include <map>
@@ -36,9 +38,13 @@ constexpr unsigned kPortal = 8;
 class Routing : public ::testing::Test {
  protected:
   void SetUp() override { build({}); }
-  void build(NetTunables rt) {
+  // `buffers`: the router's buffer pools, when not the default ones.
+  void build(NetTunables rt, std::optional<BufferConfig> buffers = {}) {
     a = Instance::create(test::fabric_config({1}, 0), kPidLustre).value();
     r = Instance::create(two_nets(2, 3, rt), kPidLustre).value();
+    if (buffers) {
+      ASSERT_TRUE(r->control().set_buffers(*buffers));
+    }
     b = Instance::create(test::fabric_config({4}, 1), kPidLustre).value();
     for (auto* i : {&a, &r, &b}) (*i)->control().set_global("alive_router_check_interval", 0).or_throw();
     ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
@@ -230,21 +236,7 @@ TEST_F(Routing, RouterCreditsQueueForwardedMessages) {
 // corrupted when they come back.
 TEST_F(Routing, RouterBuffersRunningDryQueueAndLoseNothing) {
   TearDown();
-  a = Instance::create(test::fabric_config({1}, 0), kPidLustre).value();
-  r = Instance::create(two_nets(2, 3), kPidLustre).value();
-  ASSERT_TRUE(r->control().set_buffers(BufferConfig{1, 1, 1}));
-  b = Instance::create(test::fabric_config({4}, 1), kPidLustre).value();
-  for (auto* i : {&a, &r, &b}) (*i)->control().set_global("alive_router_check_interval", 0).or_throw();
-  ASSERT_TRUE(a->control().add_route(RouteConfig{gninet(1), gni(2), -1, 0}));
-  ASSERT_TRUE(b->control().add_route(RouteConfig{gninet(0), gni(3, 1), -1, 0}));
-  ASSERT_TRUE(r->control().set_routing(true));
-  auto me = b->me_attach(kPortal, ProcessId::any(), 0, ~0ULL, Unlink::Unlink, InsPos::After);
-  MdDesc d;
-  d.start = sink.data();
-  d.length = sink.size();
-  d.options = kMdOpPut | kMdManageRemote | kMdTruncate;
-  d.handler = blog.handler();
-  ASSERT_TRUE(b->md_attach(*me, d, Unlink::Retain));
+  build({}, BufferConfig{1, 1, 1});
   // 60 PUTs of every pool's size (tiny, a page, more), held on the wire then let go at once.
   constexpr int kPuts = 60;
   const std::size_t sizes[] = {16, 4000, 12000};

@@ -17,6 +17,7 @@
 #include <lnet/lnet.hpp>
 
 #include "lnd/socket/sock_wire.hpp"
+#include "support/event_log.hpp"
 
 namespace lnet {
 namespace {
@@ -91,6 +92,18 @@ inline void add_put(std::vector<std::uint8_t>& out, Nid from, Nid to, std::uint3
   put.msg.put.ptl_index = kPortal;
   encode_header(put, std::span<std::uint8_t, kHeaderSize>(frame + sock::kMsgHdrSize, kHeaderSize));
   out.insert(out.end(), frame, frame + sizeof frame);
+}
+
+// An ME on kPortal (retained) whose MD takes every PUT into `buf`, its events in `log`.
+inline void sink_all(Instance& a, test::EventLog& log, std::vector<char>& buf) {
+  auto me = a.me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
+  ASSERT_TRUE(me);
+  MdDesc d;
+  d.start = buf.data();
+  d.length = buf.size();
+  d.options = kMdOpPut | kMdTruncate;
+  d.handler = log.handler();
+  ASSERT_TRUE(a.md_attach(*me, d, Unlink::Retain));
 }
 
 }  // namespace

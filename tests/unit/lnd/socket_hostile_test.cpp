@@ -138,18 +138,6 @@ TEST(SocketPeers, APeerWithNothingLeftIsForgotten) {
   set_socket_params(SocketParams{});
 }
 
-// An ME on kPortal that takes every PUT into an 8-byte buffer.
-void sink_all(Instance& a, test::EventLog& log, std::vector<char>& buf) {
-  auto me = a.me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
-  ASSERT_TRUE(me);
-  MdDesc d;
-  d.start = buf.data();
-  d.length = buf.size();
-  d.options = kMdOpPut | kMdTruncate;
-  d.handler = log.handler();
-  ASSERT_TRUE(a.md_attach(*me, d, Unlink::Retain));
-}
-
 // Protocol V2 with checksums (ksocklnd's CRC32 over the ksock header, the LNet header and
 // the payload): a message whose checksum is right is taken; one whose checksum is wrong
 // fails with -EIO and its connection is closed.

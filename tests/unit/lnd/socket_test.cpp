@@ -284,15 +284,8 @@ TEST(SocketRx, ABurstOfMessagesInOneReadIsAllDelivered) {
   auto a = make(ip_a.c_str());
   ASSERT_TRUE(a);
   test::EventLog log;
-  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
-  ASSERT_TRUE(me);
   std::vector<char> buf(8);
-  MdDesc d;
-  d.start = buf.data();
-  d.length = buf.size();
-  d.options = kMdOpPut;
-  d.handler = log.handler();
-  ASSERT_TRUE(a->md_attach(*me, d, Unlink::Retain));
+  sink_all(*a, log, buf);
   constexpr std::size_t kBurst = 300;  // well past the messages taken per wake-up
   std::vector<std::uint8_t> out;
   int fd = raw_peer(ip_a, ip_c, out);
@@ -313,15 +306,8 @@ TEST(SocketRx, AnUnprivilegedPeerIsWhoItsConnectionSays) {
   auto a = make(ip_a.c_str());
   ASSERT_TRUE(a);
   test::EventLog log;
-  auto me = a->me_attach(kPortal, ProcessId::any(), 0, 0, Unlink::Retain, InsPos::After);
-  ASSERT_TRUE(me);
   std::vector<char> buf(8);
-  MdDesc d;
-  d.start = buf.data();
-  d.length = buf.size();
-  d.options = kMdOpPut;
-  d.handler = log.handler();
-  ASSERT_TRUE(a->md_attach(*me, d, Unlink::Retain));
+  sink_all(*a, log, buf);
   std::vector<std::uint8_t> out;
   int fd = raw_peer(ip_a, ip_c, out);
   ASSERT_GE(fd, 0);
