@@ -228,33 +228,55 @@ int join(const Args& args, selftest::Framework& fw, int rank) {
   return 0;
 }
 
+// Every rank's status, the worst of them (a collective on MPI_COMM_WORLD, which the
+// session has duplicated: this one is the tool's own).
+int worst_of(int rc) {
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+// --script on the other ranks: they serve until rank 0's script is done, which rank 0
+// says by starting a broadcast of its status (nonblocking: the ranks keep serving while
+// it waits). A script that fails before its session reaches a rank ends that rank too.
+void serve_until_script_done(int rank) {
+  int done = 0;
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Ibcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
+  for (int flag = 0; MPI_Test(&r, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag && !g_stop.load();)
+    std::this_thread::sleep_for(std::chrono::milliseconds(rank == 0 ? 1 : 50));
+}
+
 // The rank serves self-test (rank 0 of --script runs the script too); its exit status.
 int serve(const Args& args, mpi::Session& s) {
   int rank = s.rank();
   selftest::RpcNode rpc(s.lnet(), std::chrono::seconds(args.rpc_timeout ? args.rpc_timeout : 1u << 30));
   selftest::Framework fw(rpc, std::chrono::seconds(args.session_timeout));
   selftest::TestServices services(rpc);
-  int rc = start_serving(fw, services, rank);
-  if (rank == 0) {
+  // Every rank serves before any console speaks to it: a request that reaches a rank
+  // whose services are not up yet is dropped, and its session would never start there.
+  int rc = worst_of(start_serving(fw, services, rank));
+  if (rank == 0 && rc == 0) {
     std::string first = s.id(0).to_string(), last = s.id(s.size() - 1).to_string();
     std::printf("lst-node: %d ranks serve self-test, %s .. %s%s\n", s.size(), first.c_str(), last.c_str(),
                 s.proxies().empty() ? "" : " (and through the proxy)");
     std::fflush(stdout);
   }
-  std::unique_ptr<selftest::Console> console;
-  if (rc == 0 && rank == 0 && !args.script.empty()) {
-    console = std::make_unique<selftest::Console>(rpc, s.nid(0));
-    rc = run_console(args, *console, s);
+  if (rc != 0) return rc;
+  if (!args.script.empty()) {
+    if (rank == 0) {
+      selftest::Console console(rpc, s.nid(0));
+      rc = run_console(args, console, s);
+    }
+    serve_until_script_done(rank);
+    return rc;
   }
-  if (rc == 0 && !args.join.empty()) rc = join(args, fw, rank);
-  // Serve until a session has come and gone (or a signal), counted by the framework: a
-  // script that fails right after its first add_group ends the session within
-  // milliseconds. Rank 0 of a script is done once its script is.
-  while (rc == 0 && !g_stop.load() && !(rank == 0 && console)) {
+  if (!args.join.empty()) rc = join(args, fw, rank);
+  // Serve until a session has come and gone (or a signal), counted by the framework.
+  while (rc == 0 && !g_stop.load()) {
     if (fw.sessions_ended() > 0 && !fw.session()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  console.reset();
   return rc;
 }
 
@@ -273,10 +295,9 @@ int main(int argc, char** argv) {
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   int rc = serve(args, *s);
-  int worst = 0;
   // Collective: every rank keeps serving LNet until all arrive.
   s.reset();
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int worst = worst_of(rc);
   MPI_Finalize();
   return worst;
 }

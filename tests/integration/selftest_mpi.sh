@@ -100,4 +100,15 @@ timeout 120 "$MPIEXEC" -n 3 "$LST_NODE" --script "$DIR/bad.lst" >"$DIR/bad.log" 
 [ $rc != 0 ] || fail "a failed script line did not fail the job"
 grep -q "bad.lst:3 failed: lst add_group bad 1.2.3@mpi" "$DIR/bad.log" || fail "the failed line is not named"
 pgrep -f "^$LST_NODE" >/dev/null && fail "lst-node ranks left running"
+
+# A script whose session never reaches the other ranks (its first group is a node that
+# does not answer): they end with it (they used to serve until killed).
+log "a script that fails before its session reaches the other ranks"
+printf 'new_session never\nadd_group far 7@mpi\nend_session\n' >"$DIR/far.lst"
+rc=0
+timeout 60 "$MPIEXEC" -n 3 "$LST_NODE" --rpc-timeout 3 --script "$DIR/far.lst" >"$DIR/far.log" 2>&1 || rc=$?
+[ $rc != 124 ] || fail "the ranks served on after a script that never reached them"
+[ $rc != 0 ] || fail "a failed script line did not fail the job"
+grep -q "far.lst:2 failed: lst add_group far 7@mpi" "$DIR/far.log" || fail "the failed line is not named"
+pgrep -f "^$LST_NODE" >/dev/null && fail "lst-node ranks left running"
 log "PASS"
