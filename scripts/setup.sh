@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config linux-libc-dev   # toolchain
+  ccache                                                         # one compile per file for the builds that share flags
   googletest libgtest-dev libgmock-dev                           # unit tests
   libbenchmark-dev                                               # benchmarks
   libyaml-cpp-dev libboost-program-options-dev                   # lnetd, lnetctl
