@@ -142,11 +142,17 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
     return refuse(v.reject, v.why);
   }
   p.races = 0;
-  Conn* c = new_conn(p, false, v.granted);
-  if (!c) {
+  if (!accept_connect(p, e, v, done)) {
     v.reject.why = RejectReason::NoResources;
     return refuse(v.reject, "no memory for its receive buffers");
   }
+}
+
+// Answers an accepted request on a new connection of the peer's (its mutex held): false
+// when there is no memory for one, and the request is still to be refused.
+bool Net::accept_connect(Peer& p, const CmEvent& e, const Verdict& v, Done& done) {
+  Conn* c = new_conn(p, false, v.granted);
+  if (!c) return false;
   c->ep = e.ep;
   c->version = v.version;
   c->peer_stamp = v.peer_stamp;
@@ -156,15 +162,16 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
   if (post_rxs(*c)) {
     s = dev_->accept(e.ep, qp_attrs(v.granted, p_), {ack, n}, reinterpret_cast<std::uintptr_t>(c));
   } else {
-    v.reject.why = RejectReason::NoResources;
-    (void)dev_->reject(e.ep, pack_reject(v.reject));
+    Reject r = v.reject;
+    r.why = RejectReason::NoResources;
+    (void)dev_->reject(e.ep, pack_reject(r));
     c->posted = 0;  // never to complete: the endpoint goes with them
   }
   if (!s) {
     LNET_LOG(Warn, kLogLnd, "o2ib: accepting %s: %s", p.nid.to_string().c_str(), s.message().c_str());
     c->gone = true;  // no event comes for it; a failed accept flushed its receives
     close_conn(*c, s.code(), done);
-    return;
+    return true;
   }
   p.known = true;
   p.incarnation = v.peer_stamp;
@@ -173,9 +180,10 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
   // side keeps one of the two and closes the other), or its old connection is dead to it
   // (the disconnect is on its way). Ours carries on until it goes; the new one takes
   // over then (close_conn). One not yet up is replaced at once.
-  if (p.conn && p.conn->state == ConnState::Established) return;
+  if (p.conn && p.conn->state == ConnState::Established) return true;
   if (p.conn) close_conn(*p.conn, -ESTALE, done);
   p.conn = c;
+  return true;
 }
 
 void Net::on_established(Conn& c, const CmEvent& e, Done& done) {

@@ -204,6 +204,7 @@ class Net {
   // ---- connections (conn.cpp); the peer's mutex held but for on_cm_event, dial
   void on_cm_event(const CmEvent& e, Done& done);
   void on_connect_request(const CmEvent& e, Done& done);
+  bool accept_connect(Peer& p, const CmEvent& e, const Verdict& v, Done& done);
   void on_established(Conn& c, const CmEvent& e, Done& done);
   void on_rejected(Conn& c, const CmEvent& e, Done& done);
   void on_gone(Conn& c, int rc, Done& done);

@@ -103,6 +103,7 @@ class RdmaProvider final : public Provider {
   Status make_qp(Conn& c);
   static rdma_conn_param conn_param(const QpAttrs& attrs, std::span<const std::uint8_t> private_data);
   bool translate(rdma_cm_event* ev, CmEvent& out);  // false: handled here, nothing for the driver
+  void connect_request(rdma_cm_event* ev, CmEvent& out);
   Status bind_privileged(rdma_cm_id* id);
   // A connection that failed before it was up: every receive posted on it completes
   // Flushed (the queue pair to the error state, the early ones completed here).
@@ -315,11 +316,28 @@ void RdmaProvider::destroy(EndpointId ep) {
   conns_.erase(c);
 }
 
+namespace {
+// The private data an event carries (a CONNREQ, CONNACK or rejection), as much as fits.
+void copy_private_data(const rdma_cm_event* ev, CmEvent& out) {
+  out.private_len = std::min<std::size_t>(ev->param.conn.private_data_len, kMaxPrivateData);
+  if (out.private_len) std::memcpy(out.private_data.data(), ev->param.conn.private_data, out.private_len);
+}
+}  // namespace
+
+// A connection request: ev->id is the new connection's (its context the listener's).
+void RdmaProvider::connect_request(rdma_cm_event* ev, CmEvent& out) {
+  EndpointId ep = add(ev->id, 0);
+  ev->id->context = conn(ep);
+  out.kind = CmEventKind::ConnectRequest;
+  out.ep = ep;
+  const auto* peer = reinterpret_cast<const sockaddr_in*>(rdma_get_peer_addr(ev->id));
+  out.peer_ip = ntohl(peer->sin_addr.s_addr);
+  out.peer_port = ntohs(peer->sin_port);
+  copy_private_data(ev, out);
+}
+
 bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
-  auto data = [&] {
-    out.private_len = std::min<std::size_t>(ev->param.conn.private_data_len, kMaxPrivateData);
-    if (out.private_len) std::memcpy(out.private_data.data(), ev->param.conn.private_data, out.private_len);
-  };
+  auto data = [&] { copy_private_data(ev, out); };
   // A connection's id carries its Conn (the listener's and the anchor's carry nothing).
   Conn* c = static_cast<Conn*>(ev->id->context);
   out.ep = c ? id_of(c) : 0;
@@ -338,17 +356,7 @@ bool RdmaProvider::translate(rdma_cm_event* ev, CmEvent& out) {
       flush(*c);
       return true;
     }
-    case RDMA_CM_EVENT_CONNECT_REQUEST: {  // ev->id is the new connection's (its context the listener's)
-      EndpointId ep = add(ev->id, 0);
-      ev->id->context = conn(ep);
-      out.kind = CmEventKind::ConnectRequest;
-      out.ep = ep;
-      const auto* peer = reinterpret_cast<const sockaddr_in*>(rdma_get_peer_addr(ev->id));
-      out.peer_ip = ntohl(peer->sin_addr.s_addr);
-      out.peer_port = ntohs(peer->sin_port);
-      data();
-      return true;
-    }
+    case RDMA_CM_EVENT_CONNECT_REQUEST: connect_request(ev, out); return true;
     case RDMA_CM_EVENT_ESTABLISHED:
       out.kind = CmEventKind::Established;
       data();

@@ -111,25 +111,45 @@ struct BufferConfig {
   friend bool operator==(const BufferConfig&, const BufferConfig&) = default;
 };
 
-// The global tunables of `lnetctl set` / `global show`.
+// The global tunables, declared once. A row: the name (lnetctl's and the field's), the
+// default, the range, the variable a client process sets it with (as kernel LNet's
+// module parameter sets it) and what it does. The rows are in `global show`'s order
+// (lnd_timeout, derived, comes after router_sensitivity). GlobalTunables, the live copy
+// the core reads, the variables and `lnetctl set`'s range checks are all made from it.
+#define LNET_GLOBAL_TUNABLES(X)                                                                                     \
+  X(numa_range, 0, 0, 1 << 30, "LNET_NUMA_RANGE",                                                                   \
+    "NUMA distance within which local NIs count as equally near the sender's memory")                               \
+  X(max_interfaces, 4096, 16, 1 << 20, "LNET_MAX_INTERFACES", "NIs a peer's ping or push may list")                 \
+  X(discovery, 1, 0, 1, "LNET_DISCOVERY",                                                                           \
+    "dynamic discovery of peers: 1 on, 0 off (peers stay as first met or configured)")                              \
+  X(drop_asym_route, 0, 0, 1, "LNET_DROP_ASYM_ROUTE",                                                               \
+    "1: drop what a gateway routes to us from a net we would not route back to through it")                         \
+  X(retry_count, 2, 0, 1 << 20, "LNET_RETRY_COUNT",                                                                 \
+    "resends of a failed PUT or GET on another path (below LNET_TRANSACTION_TIMEOUT)")                              \
+  X(transaction_timeout, 150, 1, 1 << 20, "LNET_TRANSACTION_TIMEOUT",                                               \
+    "seconds: a message's deadline, and how long its ACK or REPLY is awaited")                                      \
+  X(health_sensitivity, 100, 0, 1000, "LNET_HEALTH_SENSITIVITY",                                                    \
+    "health an NI or peer NI loses per failure and gains per success (0..1000)")                                    \
+  X(recovery_interval, 1, 1, 1 << 20, "LNET_RECOVERY_INTERVAL", "seconds between looks at the recovery queues")     \
+  X(router_sensitivity, 100, 0, 100, "LNET_ROUTER_SENSITIVITY",                                                     \
+    "percent of maximum health a gateway NI needs to be used (0..100)")                                             \
+  X(response_tracking, 3, 0, 3, "LNET_RESPONSE_TRACKING",                                                           \
+    "ACKs and REPLYs awaited: 0 pings only, 1 GETs, 2 PUTs, 3 both")                                                \
+  X(recovery_limit, 0, 0, 1 << 20, "LNET_RECOVERY_LIMIT", "seconds a peer NI stays in recovery (0: until healthy)") \
+  X(max_recovery_ping_interval, 900, 1, 1 << 20, "LNET_MAX_RECOVERY_PING_INTERVAL",                                 \
+    "seconds: the longest back-off between recovery pings")                                                         \
+  X(alive_router_check_interval, 60, 0, 1 << 30, "LNET_ALIVE_ROUTER_CHECK_INTERVAL",                                \
+    "seconds between the discovery pings of each gateway (0: none)")                                                \
+  X(router_ping_timeout, 50, 1, 1 << 30, "LNET_ROUTER_PING_TIMEOUT",                                                \
+    "seconds a gateway has to answer its ping before its routes go down")
+
+// The global tunables of `lnetctl set` / `global show` (LNET_GLOBAL_TUNABLES).
 struct GlobalTunables {
-  int numa_range = 0;
-  int max_interfaces = 4096;      // NIs a peer's ping or push may list
-  int discovery = 1;              // dynamic discovery of peers (ping, push, merging)
-  int drop_asym_route = 0;        // drop what a gateway routes to us from a net we would not route back to through it
-  int retry_count = 2;            // resends of a failed PUT or GET on another path (0: none)
-  int transaction_timeout = 150;  // seconds: a message's deadline, and its ACK's or REPLY's
-  int health_sensitivity = 100;   // health lost per failure, and gained per success
-  int response_tracking = 3;      // responses awaited: 0 pings and pushes only, 1 +GETs, 2 +PUTs, 3 all
-  int recovery_interval = 1;      // seconds between looks at the recovery queues
-  int recovery_limit = 0;         // seconds a peer NI stays in recovery (0: until healthy)
-  int max_recovery_ping_interval = 900;  // seconds: the longest back-off between recovery pings
-  int alive_router_check_interval = 60;  // seconds between pings of each gateway (0: off)
-  int router_ping_timeout = 50;          // seconds a gateway has to answer one
-  int router_sensitivity = 100;          // percent of the maximum health a gateway NI needs to be used
-  // Sets one tunable by its lnetctl name; fails naming the name and the value's range,
-  // or (-EOPNOTSUPP) a tunable or a value of a feature this build does not have. As in
-  // LNet, health_sensitivity 0 also sets retry_count 0.
+#define LNET_GLOBAL_TUNABLE_FIELD(name, def, lo, hi, var, help) int name = def;
+  LNET_GLOBAL_TUNABLES(LNET_GLOBAL_TUNABLE_FIELD)
+#undef LNET_GLOBAL_TUNABLE_FIELD
+  // Sets one tunable by its lnetctl name; fails naming the name and the value's range.
+  // As in LNet, health_sensitivity 0 also sets retry_count 0.
   Status set(std::string_view name, long value);
   // The rules between tunables (LNet's): retry_count below transaction_timeout, and 0
   // while health_sensitivity is 0.

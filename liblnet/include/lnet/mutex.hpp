@@ -44,8 +44,6 @@ class LNET_CAPABILITY("mutex") Mutex {
   void lock() LNET_ACQUIRE() { m_.lock(); }
   void unlock() LNET_RELEASE() { m_.unlock(); }
   bool try_lock() LNET_TRY_ACQUIRE(true) { return m_.try_lock(); }
-  // Tells the analysis the lock is held where it cannot see it taken.
-  void assert_held() const LNET_TSA(assert_capability(this)) {}
   // For std::condition_variable (through MutexLock::native).
   std::mutex& native() LNET_RETURN_CAPABILITY(this) { return m_; }
 

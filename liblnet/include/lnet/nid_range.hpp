@@ -70,8 +70,6 @@ class NidPattern {
   const std::vector<NumberExpr>& address() const { return addr_; }
   // IPv6: the address (network order) and how many of its leading bits a NID must share.
   bool is_v6() const { return v6_prefix_ >= 0; }
-  const std::array<std::uint8_t, 16>& v6_address() const { return v6_addr_; }
-  int v6_prefix() const { return v6_prefix_; }
   bool matches(Nid nid) const;
   std::string to_string() const;
 

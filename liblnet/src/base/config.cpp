@@ -3,6 +3,7 @@
 #include <lnet/config.hpp>
 
 #include <algorithm>
+#include <array>
 
 #include <lnet/env.hpp>
 #include <lnet/log.hpp>
@@ -126,22 +127,9 @@ struct GlobalVar {
   const char* name;
 };
 const GlobalVar kGlobalVars[] = {
-    {{"LNET_TRANSACTION_TIMEOUT", "150", "seconds: a message's deadline, and how long its ACK or REPLY is awaited"},
-     "transaction_timeout"},
-    {{"LNET_RETRY_COUNT", "2", "resends of a failed PUT or GET on another path (below LNET_TRANSACTION_TIMEOUT)"},
-     "retry_count"},
-    {{"LNET_HEALTH_SENSITIVITY", "100", "health an NI or peer NI loses per failure and gains per success (0..1000)"},
-     "health_sensitivity"},
-    {{"LNET_RESPONSE_TRACKING", "3", "ACKs and REPLYs awaited: 0 pings only, 1 GETs, 2 PUTs, 3 both"},
-     "response_tracking"},
-    {{"LNET_DISCOVERY", "1", "dynamic discovery of peers: 1 on, 0 off (peers stay as first met or configured)"},
-     "discovery"},
-    {{"LNET_ALIVE_ROUTER_CHECK_INTERVAL", "60", "seconds between the discovery pings of each gateway (0: none)"},
-     "alive_router_check_interval"},
-    {{"LNET_ROUTER_PING_TIMEOUT", "50", "seconds a gateway has to answer its ping before its routes go down"},
-     "router_ping_timeout"},
-    {{"LNET_ROUTER_SENSITIVITY", "100", "percent of maximum health a gateway NI needs to be used (0..100)"},
-     "router_sensitivity"},
+#define LNET_GLOBAL_TUNABLE_VAR(name, def, lo, hi, var, help) {{var, #def, help}, #name},
+    LNET_GLOBAL_TUNABLES(LNET_GLOBAL_TUNABLE_VAR)
+#undef LNET_GLOBAL_TUNABLE_VAR
 };
 
 const EnvVar kFaultVar{"LNET_FAULT", "",
@@ -171,7 +159,7 @@ Result<Config> Config::from_env() {
   cfg.ncpts = static_cast<unsigned>(*ncpts);
   for (const GlobalVar& g : kGlobalVars) {
     if (!g.var.value()) continue;
-    auto v = g.var.number(0, 1 << 20);
+    auto v = g.var.number(0, 1 << 30);
     if (!v) return v.failure();
     if (Status s = cfg.globals.set(g.name, *v); !s)
       return Failure{s.code(), std::string(g.var.name()) + ": " + s.message()};
@@ -212,39 +200,22 @@ struct Tunable {
   int GlobalTunables::*field;
   long lo;
   long hi;
-  const char* fixed;  // non-null: only the default is supported; why
 };
 constexpr Tunable kTunables[] = {
-    {"numa_range", &GlobalTunables::numa_range, 0, 1 << 30, nullptr},
-    {"max_interfaces", &GlobalTunables::max_interfaces, 16, 1 << 20, nullptr},
-    {"discovery", &GlobalTunables::discovery, 0, 1, nullptr},
-    {"drop_asym_route", &GlobalTunables::drop_asym_route, 0, 1, nullptr},
-    {"retry_count", &GlobalTunables::retry_count, 0, 1 << 20, nullptr},
-    {"transaction_timeout", &GlobalTunables::transaction_timeout, 1, 1 << 20, nullptr},
-    {"health_sensitivity", &GlobalTunables::health_sensitivity, 0, 1000, nullptr},
-    {"response_tracking", &GlobalTunables::response_tracking, 0, 3, nullptr},
-    {"recovery_interval", &GlobalTunables::recovery_interval, 1, 1 << 20, nullptr},
-    {"recovery_limit", &GlobalTunables::recovery_limit, 0, 1 << 20, nullptr},
-    {"max_recovery_ping_interval", &GlobalTunables::max_recovery_ping_interval, 1, 1 << 20, nullptr},
-    {"alive_router_check_interval", &GlobalTunables::alive_router_check_interval, 0, 1 << 30, nullptr},
-    {"router_ping_timeout", &GlobalTunables::router_ping_timeout, 1, 1 << 30, nullptr},
-    {"router_sensitivity", &GlobalTunables::router_sensitivity, 0, 100, nullptr},
+#define LNET_GLOBAL_TUNABLE_ROW(name, def, lo, hi, var, help) {#name, &GlobalTunables::name, lo, hi},
+    LNET_GLOBAL_TUNABLES(LNET_GLOBAL_TUNABLE_ROW)
+#undef LNET_GLOBAL_TUNABLE_ROW
 };
-constexpr const char* kNames[] = {"numa_range",
-                                  "max_interfaces",
-                                  "discovery",
-                                  "drop_asym_route",
-                                  "retry_count",
-                                  "transaction_timeout",
-                                  "health_sensitivity",
-                                  "recovery_interval",
-                                  "router_sensitivity",
-                                  "lnd_timeout",
-                                  "response_tracking",
-                                  "recovery_limit",
-                                  "max_recovery_ping_interval",
-                                  "alive_router_check_interval",
-                                  "router_ping_timeout"};
+// `global show`'s names: the table's, with the derived lnd_timeout after router_sensitivity.
+constexpr auto kNames = [] {
+  std::array<const char*, std::size(kTunables) + 1> out{};
+  std::size_t n = 0;
+  for (const Tunable& t : kTunables) {
+    out[n++] = t.name;
+    if (std::string_view(t.name) == "router_sensitivity") out[n++] = "lnd_timeout";
+  }
+  return out;
+}();
 Failure unknown(std::string_view name) { return Failure{-EINVAL, "unknown tunable '" + std::string(name) + "'"}; }
 
 }  // namespace
@@ -280,10 +251,6 @@ Status GlobalTunables::set(std::string_view name, long value) {
       return Failure{-EINVAL, std::string(name) + " " + std::to_string(value) + " is outside " + std::to_string(t.lo) +
                                   ".." + std::to_string(t.hi)};
     }
-    GlobalTunables def;
-    if (t.fixed && value != def.*t.field)
-      return Failure{-EOPNOTSUPP, "not supported yet: " + std::string(name) + " " + std::to_string(value) + " (" +
-                                      t.fixed + "; only " + std::to_string(def.*t.field) + ")"};
     this->*t.field = static_cast<int>(value);
     if (name == "health_sensitivity" && value == 0) retry_count = 0;  // nothing is resent without health
     return {};

@@ -209,17 +209,16 @@ void LocalNets::stop() {
 
 Result<bool> LocalNets::set_globals(const GlobalTunables& next) {
   if (Status r = next.check(); !r) return r.failure();
-  // Each tunable is valid on its own (GlobalTunables::set): the ones of features this
-  // build does not have keep their one value.
+  // Each tunable is in its range (GlobalTunables::set), also when a program filled them.
   for (const char* name : GlobalTunables::names()) {
     if (GlobalTunables::read_only(name)) continue;
     GlobalTunables probe;
     if (Status r = probe.set(name, *next.get(name)); !r) return r.failure();
   }
   globals_ = next;
+  bool was_discovering = st_.tun.discovery.load() != 0;
   st_.tun.store(next);
-  st_.tun.router_check_interval.store(next.alive_router_check_interval, std::memory_order_relaxed);
-  return st_.tun.discovery.exchange(next.discovery != 0) != (next.discovery != 0);
+  return was_discovering != (next.discovery != 0);
 }
 
 std::vector<LndCounters> LocalNets::lnd_counters() {

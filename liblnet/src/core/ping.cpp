@@ -29,12 +29,7 @@ Result<std::vector<std::uint8_t>> ping_once(Core& core, ProcessId target, Nid so
                                             std::chrono::milliseconds timeout) {
   auto w = std::make_shared<PingWait>();
   w->buf.resize(size);
-  MdDesc d;
-  d.start = w->buf.data();
-  d.length = size;
-  d.threshold = 2;  // SEND + REPLY
-  d.options = kMdTruncate;
-  d.handler = [w](const Event& ev) {
+  MdDesc d = portals::ping_md(w->buf.data(), size, [w](const Event& ev) {
     MutexLock g(w->m);
     if (ev.type == EventType::Reply) {
       w->replied = ev.status == 0;
@@ -46,7 +41,7 @@ Result<std::vector<std::uint8_t>> ping_once(Core& core, ProcessId target, Nid so
     }
     if (ev.unlinked) w->done = true;
     w->cv.notify_all();
-  };
+  });
   auto md = core.md_bind(d, Unlink::Unlink);
   if (!md) return md.failure();
   if (int rc = core.get(source, *md, target, kReservedPortal, kPingMatchBits, 0)) {
@@ -82,7 +77,7 @@ Result<PingResult> ping(Core& core, ProcessId target, std::chrono::milliseconds 
   if (!source.is_any() && !st.find_ni(source))
     return Failure{-EINVAL, "cannot ping from " + source.to_string() + ": not one of our NIDs"};
   if (target.pid == kPidAny) target.pid = kPidLustre;
-  max_nids = std::clamp(max_nids, 1U, st.tun.max_interfaces.load());
+  max_nids = std::clamp(max_nids, 1U, static_cast<unsigned>(st.tun.max_interfaces.load()));
   std::size_t size = std::max(kPingInfoMinSize, kPingInfoHeaderSize + kNiStatusSize * (max_nids + 1));
   for (int attempt = 0;; ++attempt) {
     auto reply = ping_once(core, target, source, size, timeout);

@@ -78,7 +78,7 @@ void PingTarget::on_push(const Event& ev) {
   if (ev.type == EventType::Put && ev.status == 0) {
     if (ev.rlength > ev.mlength) {
       // More than the buffer holds: the next one (re-posted below) is big enough for it.
-      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * std::size_t{st_.tun.max_interfaces.load()};
+      std::size_t most = kPingInfoHeaderSize + kNiStatusSize * static_cast<std::size_t>(st_.tun.max_interfaces.load());
       push_target_bytes_.store(std::max(push_target_bytes_.load(), std::min<std::size_t>(ev.rlength, most)));
     }
     peer::Discovery::DcEvent e{peer::Discovery::DcEvent::PushReceived, nullptr, ev.source.nid, 0, ev.rlength, {}};

@@ -134,19 +134,28 @@ void Core::receive_matched(portals::DeliveryQueue& matched, portals::DeliveryQue
   while (portals::Delivery* d = dropped.pop_front()) drop_rx(as_message(d));
 }
 
+namespace {
+// What an incoming PUT or GET is matched by: its initiator and source, and the fields of
+// its header (the sink or payload length, the offset it asks for).
+portals::MatchInfo match_of(const Message& msg, unsigned op, unsigned portal, std::uint64_t bits, std::uint32_t rlength,
+                            std::uint32_t roffset) {
+  return portals::MatchInfo{.initiator = msg.ev.initiator,
+                            .source = msg.ev.source.nid,
+                            .op = op,
+                            .portal = portal,
+                            .match_bits = bits,
+                            .rlength = rlength,
+                            .roffset = roffset};
+}
+}  // namespace
+
 void Core::parse_put(Message* msg) {
   const Header::Put& put = msg->hdr.msg.put;
   msg->ev.type = EventType::Put;
   msg->ev.pt_index = put.ptl_index;
   msg->ev.match_bits = put.match_bits;
   msg->ev.hdr_data = put.hdr_data;
-  msg->match = portals::MatchInfo{.initiator = msg->ev.initiator,
-                                  .source = msg->ev.source.nid,
-                                  .op = kMdOpPut,
-                                  .portal = put.ptl_index,
-                                  .match_bits = put.match_bits,
-                                  .rlength = msg->hdr.payload_length,
-                                  .roffset = put.offset};
+  msg->match = match_of(*msg, kMdOpPut, put.ptl_index, put.match_bits, msg->hdr.payload_length, put.offset);
   switch (portals_.match_incoming(msg)) {
     case portals::RxMatch::Matched: {
       msg->ack_wanted = !put.ack_wmd.is_none() && !(msg->md->options & kMdAckDisable);
@@ -165,13 +174,7 @@ void Core::parse_get(Message* msg) {
   msg->ev.pt_index = get.ptl_index;
   msg->ev.match_bits = get.match_bits;
   msg->ev.rlength = get.sink_length;
-  msg->match = portals::MatchInfo{.initiator = msg->ev.initiator,
-                                  .source = msg->ev.source.nid,
-                                  .op = kMdOpGet,
-                                  .portal = get.ptl_index,
-                                  .match_bits = get.match_bits,
-                                  .rlength = get.sink_length,
-                                  .roffset = get.src_offset};
+  msg->match = match_of(*msg, kMdOpGet, get.ptl_index, get.match_bits, get.sink_length, get.src_offset);
   if (get.sink_length > kMaxPayload || portals_.match_incoming(msg) != portals::RxMatch::Matched) {
     drop_rx(msg);
     return;

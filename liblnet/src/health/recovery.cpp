@@ -140,12 +140,7 @@ void Health::ping(Nid src, Nid dst, RecoveryState* rs) {
   // The answer is not read (only that it came): a buffer of the smallest ping info,
   // truncated. It lives as long as the MD's handler.
   auto buf = std::make_shared<std::array<std::uint8_t, kPingInfoMinSize>>();
-  MdDesc d;
-  d.start = buf->data();
-  d.length = buf->size();
-  d.threshold = 2;  // SEND + REPLY
-  d.options = kMdTruncate;
-  d.handler = [this, buf, rs, dst](const Event& ev) {
+  MdDesc d = portals::ping_md(buf->data(), buf->size(), [this, buf, rs, dst](const Event& ev) {
     if (ev.type == EventType::Reply || (ev.type == EventType::Send && ev.status))
       LNET_LOG(Debug, kLogCore, "recovery ping of %s: %s %d", dst.to_string().c_str(), event_type_name(ev.type),
                ev.status);
@@ -160,7 +155,7 @@ void Health::ping(Nid src, Nid dst, RecoveryState* rs) {
       MutexLock g(mutex_);
       rs->pending = false;
     }
-  };
+  });
   auto md = host_.md_bind(d, Unlink::Unlink);
   if (md) {
     int rc = host_.send_recovery_ping(*md, src, dst);

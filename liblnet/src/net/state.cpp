@@ -5,19 +5,9 @@
 namespace lnet::net {
 
 void LiveTunables::store(const GlobalTunables& g) {
-  numa_range.store(g.numa_range, std::memory_order_relaxed);
-  health_sensitivity.store(g.health_sensitivity, std::memory_order_relaxed);
-  retry_count.store(g.retry_count, std::memory_order_relaxed);
-  transaction_timeout.store(g.transaction_timeout, std::memory_order_relaxed);
-  response_tracking.store(g.response_tracking, std::memory_order_relaxed);
-  recovery_interval.store(g.recovery_interval, std::memory_order_relaxed);
-  router_ping_timeout.store(g.router_ping_timeout, std::memory_order_relaxed);
-  recovery_limit.store(g.recovery_limit, std::memory_order_relaxed);
-  max_recovery_ping_interval.store(g.max_recovery_ping_interval, std::memory_order_relaxed);
-  max_interfaces.store(static_cast<std::uint32_t>(g.max_interfaces), std::memory_order_relaxed);
-  router_sensitivity.store(g.router_sensitivity, std::memory_order_relaxed);
-  drop_asym_route.store(g.drop_asym_route != 0, std::memory_order_relaxed);
-  // discovery and router_check_interval: their owners store them (a change there acts).
+#define LNET_GLOBAL_TUNABLE_STORE(name, def, lo, hi, var, help) name.store(g.name, std::memory_order_relaxed);
+  LNET_GLOBAL_TUNABLES(LNET_GLOBAL_TUNABLE_STORE)
+#undef LNET_GLOBAL_TUNABLE_STORE
 }
 
 int State::peer_credits_for(NetId net) const {

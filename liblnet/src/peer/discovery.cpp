@@ -383,12 +383,7 @@ void Discovery::complete_locked(Peer* peer, int rc, MsgQueue& resend, MsgQueue& 
 void Discovery::send_ping(Peer* peer, std::size_t bytes) {
   auto buf = std::make_shared<std::vector<std::uint8_t>>(bytes);
   auto fired = std::make_shared<std::atomic<bool>>(false);
-  MdDesc d;
-  d.start = buf->data();
-  d.length = buf->size();
-  d.threshold = 2;  // SEND + REPLY
-  d.options = kMdTruncate;
-  d.handler = [this, peer, buf, fired](const Event& ev) {
+  MdDesc d = portals::ping_md(buf->data(), buf->size(), [this, peer, buf, fired](const Event& ev) {
     bool failed_send = ev.type == EventType::Send && ev.status != 0;
     if (failed_send && !ev.unlinked) (void)host_.md_unlink(ev.md_handle);  // no REPLY will come
     // UNLINK: the REPLY did not come in time (response tracking unlinked the MD).
@@ -397,7 +392,7 @@ void Discovery::send_ping(Peer* peer, std::size_t bytes) {
     DcEvent e{DcEvent::PingDone, peer, {}, ev.type == EventType::Unlink ? -ETIMEDOUT : ev.status, 0, {}};
     if (ev.type == EventType::Reply && ev.status == 0) e.data.assign(buf->begin(), buf->begin() + ev.mlength);
     post(std::move(e));
-  };
+  });
   Nid target;
   {
     MutexLock g(mutex_);

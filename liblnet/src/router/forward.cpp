@@ -80,7 +80,7 @@ void Router::check_ni_liveness() {
   // would have kept it alive), so the gateways' users apply avoid_asym_router_failure;
   // an NI whose driver knows its link is alive (a proxy attached to the UP LND) is not.
   // The router itself still uses it (as LNet: the status is what peers are told).
-  int interval = st_.tun.router_check_interval.load(std::memory_order_relaxed);
+  int interval = st_.tun.alive_router_check_interval.load(std::memory_order_relaxed);
   if (interval <= 0) return;
   std::int64_t now = coarse_seconds(), limit = st_.tun.router_ping_timeout.load(std::memory_order_relaxed) + interval;
   bool changed = false;

@@ -146,7 +146,7 @@ void Router::switch_routing_locked(bool on) {
 // forwarded for one such interval and a second means they have all moved (a second
 // alone once every peer has ACKed the push: what they sent before is in); a peer still
 // sending after interval + router_ping_timeout does not follow RTE_DISABLED at all.
-int Router::drain_quiet() const { return std::max(0, st_.tun.router_check_interval.load()) + 1; }
+int Router::drain_quiet() const { return std::max(0, st_.tun.alive_router_check_interval.load()) + 1; }
 int Router::drain_most() const { return drain_quiet() + std::max(0, st_.tun.router_ping_timeout.load()); }
 
 void Router::drain_step() {
@@ -286,17 +286,17 @@ bool Router::asymmetric(Nid src, const PeerNi* from) const {
 void Router::checker_loop() {
   MutexLock lk(checker_mutex_);
   while (!st_.stopping.load()) {
-    int interval = st_.tun.router_check_interval.load(std::memory_order_relaxed);
+    int interval = st_.tun.alive_router_check_interval.load(std::memory_order_relaxed);
     if (interval <= 0) {  // off: until it is set
       checker_cv_.wait(lk.native(), [&] {
-        return st_.stopping.load() || st_.tun.router_check_interval.load(std::memory_order_relaxed) > 0;
+        return st_.stopping.load() || st_.tun.alive_router_check_interval.load(std::memory_order_relaxed) > 0;
       });
       continue;
     }
     // A new interval (set_global) ends the wait, which starts again with it: waiting
     // out an old 60 s would leave the gateways unchecked that long.
     if (checker_cv_.wait_for(lk.native(), std::chrono::seconds(interval), [&] {
-          return st_.stopping.load() || st_.tun.router_check_interval.load(std::memory_order_relaxed) != interval;
+          return st_.stopping.load() || st_.tun.alive_router_check_interval.load(std::memory_order_relaxed) != interval;
         })) {
       if (st_.stopping.load()) break;
       continue;

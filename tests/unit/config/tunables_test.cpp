@@ -2,6 +2,10 @@
 // ping may bring back; NI CPT lists name CPTs the instance has; LND tunables a driver does not take.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 #include <lnet/dlc.hpp>
 #include <lnet/lnet.hpp>
 
@@ -25,6 +29,39 @@ TEST(Tunables, MaxInterfacesBoundsWhatAPingBringsBack) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.message().find("18"), std::string::npos) << refused.message();
   EXPECT_EQ(a->control().set_global("max_interfaces", 15).code(), -EINVAL);
+}
+
+// Each global tunable is declared once (LNET_GLOBAL_TUNABLES): a client process sets
+// every one of them by its variable, as the kernel's module parameters, and a value out
+// of the tunable's range is refused naming the variable.
+TEST(Tunables, EveryGlobalTunableIsSetByItsVariable) {
+  struct Row {
+    const char* name;
+    const char* var;
+    long lo, hi;
+  };
+  const Row rows[] = {
+#define ROW(name, def, lo, hi, var, help) {#name, var, lo, hi},
+      LNET_GLOBAL_TUNABLES(ROW)
+#undef ROW
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.var);
+    long v = r.name == std::string("retry_count") ? 1 : std::min(r.hi, r.lo + 10);
+    setenv(r.var, std::to_string(v).c_str(), 1);
+    auto cfg = Config::from_env();
+    if (r.lo > 0) {  // below the range: refused, naming the variable
+      setenv(r.var, std::to_string(r.lo - 1).c_str(), 1);
+      auto bad = Config::from_env();
+      ASSERT_FALSE(bad);
+      EXPECT_NE(bad.message().find(r.var), std::string::npos) << bad.message();
+    }
+    unsetenv(r.var);
+    ASSERT_TRUE(cfg) << cfg.message();
+    EXPECT_EQ(*cfg->globals.get(r.name), v);
+  }
+  // Every name `global show` prints is a row, or the derived lnd_timeout.
+  EXPECT_EQ(GlobalTunables::names().size(), std::size(rows) + 1);
 }
 
 TEST(Tunables, CptListsNameCptsOfTheInstance) {

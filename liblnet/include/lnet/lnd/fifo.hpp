@@ -58,14 +58,6 @@ class Fifo {
     count_ += other.count_;
     other = Fifo();
   }
-  // Removes and returns, in order, every element for which pred(x) is true.
-  template <class Pred>
-  Fifo take_if(Pred&& pred) {
-    Fifo out, keep;
-    while (T* x = pop_front()) (pred(x) ? out : keep).push_back(x);
-    *this = keep;
-    return out;
-  }
 
  private:
   T* head_ = nullptr;

@@ -24,20 +24,9 @@ inline constexpr int kDefaultPeerCredits = 8;  // LNet's, for a driver that name
 // The global tunables the data path and the threads read (set under the configuration
 // mutex by the core's set_globals).
 struct LiveTunables {
-  std::atomic<int> numa_range{0};
-  std::atomic<int> health_sensitivity{GlobalTunables{}.health_sensitivity};
-  std::atomic<int> retry_count{GlobalTunables{}.retry_count};
-  std::atomic<int> transaction_timeout{GlobalTunables{}.transaction_timeout};
-  std::atomic<int> response_tracking{GlobalTunables{}.response_tracking};
-  std::atomic<int> recovery_interval{GlobalTunables{}.recovery_interval};
-  std::atomic<int> router_check_interval{GlobalTunables{}.alive_router_check_interval};
-  std::atomic<int> router_ping_timeout{GlobalTunables{}.router_ping_timeout};
-  std::atomic<int> recovery_limit{GlobalTunables{}.recovery_limit};
-  std::atomic<int> max_recovery_ping_interval{GlobalTunables{}.max_recovery_ping_interval};
-  std::atomic<std::uint32_t> max_interfaces{kDefaultMaxInterfaces};
-  std::atomic<int> router_sensitivity{GlobalTunables{}.router_sensitivity};
-  std::atomic<bool> drop_asym_route{false};
-  std::atomic<bool> discovery{true};
+#define LNET_GLOBAL_TUNABLE_LIVE(name, def, lo, hi, var, help) std::atomic<int> name{def};
+  LNET_GLOBAL_TUNABLES(LNET_GLOBAL_TUNABLE_LIVE)
+#undef LNET_GLOBAL_TUNABLE_LIVE
 
   void store(const GlobalTunables& g);
 };

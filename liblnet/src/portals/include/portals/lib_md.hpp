@@ -16,6 +16,18 @@
 
 namespace lnet::portals {
 
+// The MD a ping's answer lands in (discovery, recovery pings, lnetctl ping): `length`
+// bytes at `start`, for the GET's SEND and its REPLY, a longer answer truncated.
+inline MdDesc ping_md(void* start, std::size_t length, EventHandler handler) {
+  MdDesc d;
+  d.start = start;
+  d.length = length;
+  d.threshold = 2;  // SEND + REPLY
+  d.options = kMdTruncate;
+  d.handler = std::move(handler);
+  return d;
+}
+
 struct LibMe;
 struct Delivery;
 

@@ -25,25 +25,6 @@ class MatchTable {
   // First ME/MD that matches, in posting order; a hashed table looks only at the MEs
   // posted for `key`. A Drop result ends the search.
   MatchResult match(const MatchInfo& info, Nid key);
-  // Calls f(me) for every ME, in order, until f returns false.
-  template <class F>
-  void for_each(F&& f) {
-    if (!hashed_) {
-      for (LibMe* me = list_.head; me;) {
-        LibMe* next = me->next;
-        if (!f(me)) return;
-        me = next;
-      }
-      return;
-    }
-    for (LibMe* head : buckets_) {
-      for (LibMe* me = head; me;) {
-        LibMe* next = me->next;
-        if (!f(me)) return;
-        me = next;
-      }
-    }
-  }
 
  private:
   struct List {
