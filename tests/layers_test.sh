@@ -45,7 +45,7 @@ check() {
   cmd=$(command_for "$source" "$probe") || { echo "layers_test: $source is not in $db" >&2; fails=$((fails + 1)); return; }
   if (cd "$build" && eval "$cmd") >"$work/out" 2>&1; then
     got=allowed
-  elif grep -q "No such file or directory" "$work/out"; then
+  elif grep -qE "No such file or directory|file not found" "$work/out"; then  # gcc's words, clang's
     got=forbidden
   else
     got="broken (it failed for another reason)"

@@ -542,6 +542,8 @@ TEST_F(Recovery, HealthSetByHandGoesIntoRecoveryAndIsChecked) {
   EXPECT_EQ(a->control().set_ni_health(gni(11), 1001).code(), -EINVAL);
   EXPECT_EQ(a->control().set_ni_health(gni(99), 10).code(), -ENOENT);
   EXPECT_EQ(a->control().set_peer_ni_health(gni(99), 10).code(), -ENOENT);
+  // Each success gives back half the health: two recovery pings bring it back, not ten.
+  ASSERT_TRUE(a->control().set_global("health_sensitivity", 500));
   ASSERT_TRUE(a->control().set_ni_health(gni(11), 0));
   EXPECT_EQ(health(gni(11)), 0);
   EXPECT_EQ(queue(true), std::vector<Nid>{gni(11)});
