@@ -237,8 +237,8 @@ int worst_of(int rc) {
 }
 
 // --script on the other ranks: they serve until rank 0's script is done, which rank 0
-// says by starting a broadcast of its status (nonblocking: the ranks keep serving while
-// it waits). A script that fails before its session reaches a rank ends that rank too.
+// says by starting a broadcast (its value unused; nonblocking: the ranks keep serving
+// while it waits). A script that fails before its session reaches a rank ends it too.
 void serve_until_script_done(int rank) {
   int done = 0;
   MPI_Request r = MPI_REQUEST_NULL;
