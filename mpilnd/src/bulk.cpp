@@ -15,6 +15,8 @@ void MpiNi::put_bulk(Bulk* b) {
   b->tag = b->nchunks = b->done = 0;
   b->bytes = 0;
   b->rc = 0;
+  b->kept = nullptr;  // its requests' now (KeptChunk)
+  b->due = {};
   b->tx = nullptr;
   b->msg = nullptr;
   b->discard.reset();
@@ -113,7 +115,7 @@ bool MpiNi::post_chunk_locked(Bulk* b, ChunkSegments& seg) {
                       : MPI_Issend(buf, count, type, b->peer->rank, tag, comm_, &r);
   if (derived) check(MPI_Type_free(&type), "MPI_Type_free");  // MPI keeps it until the operation is done
   if (!check(rc, b->send ? (b->ready ? "MPI_Irsend" : "MPI_Issend") : "MPI_Irecv")) return false;
-  add_request(r, Owner::BulkChunk, b);
+  add_request(r, Owner::BulkChunk, b, b->due);
   stats_.chunks.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -40,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Peer;
 struct Bulk;
+struct Kept;
 struct ChunkSegments;
 
 // Bytes written before they are read: growing the vector does not zero them (a message
@@ -76,7 +77,7 @@ struct Tx {
   int pending = 0;               // MPI operations still running
   int rc = 0;
   HealthStatus health = HealthStatus::Ok;
-  Clock::time_point deadline{};  // while queued: when it fails for want of a handshake or credit
+  Clock::time_point deadline{};  // when it fails: for want of a handshake or credit, or of the transfer
   Fifo<Tx> members;              // PACKED: the Txs whose messages it carries (finalized with it)
 };
 
@@ -100,10 +101,23 @@ struct Bulk {
   std::uint64_t bytes = 0;  // received so far
   int rc = 0;
   bool cancelled = false;
+  Kept* kept = nullptr;                     // a receive that timed out: the memory its requests keep
+  Clock::time_point due{};                  // the deadline of its Tx ({}: none)
   Tx* tx = nullptr;                         // BULK send and GET sink: the short message's Tx
   LndMessage* msg = nullptr;                // a receive (or the target's REPLY) to finalize at the end
   std::unique_ptr<std::uint8_t[]> discard;  // receive: room for bytes nobody wants
   std::uint32_t discard_len = 0;
+};
+
+// The memory of a bulk receive that timed out, failed at once while MPI may still write
+// into it (a receive it matched cannot be cancelled): the host keeps the MD's (token; 0:
+// it has none, only a discard buffer), the discard buffer is kept here, until MPI has
+// completed each of the receive's cancelled requests.
+struct Kept {
+  std::uintptr_t token = 0;
+  std::unique_ptr<std::uint8_t[]> discard;
+  Nid from = Nid::any();  // the peer
+  unsigned requests = 0;  // cancelled requests MPI has not completed
 };
 
 // A message received into the pool, handed to the host as the driver's cookie. Pooled.
@@ -175,9 +189,11 @@ class MpiNi {
   struct Owner {
     // Held: a send that timed out, its message failed, left to MPI until it completes:
     // obj is a short send's buffer (a Bytes, freed then), or nullptr for a bulk send's
-    // chunk (whose memory is the MD's). Cancelled: a bulk receive chunk that timed out
-    // and was cancelled, which its transfer waits for (obj: the Bulk).
-    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk, Held, Cancelled } kind;
+    // chunk (whose memory is the MD's). KeptChunk: a bulk receive chunk that timed out and
+    // was cancelled, its transfer failed, its memory kept until it completes (obj: the
+    // Kept). Cancelled: the same when the host cannot keep the memory: the transfer
+    // waits for it (obj: the Bulk).
+    enum Kind : std::uint8_t { PoolRx, TxShort, BulkChunk, Held, KeptChunk, Cancelled } kind;
     void* obj;
   };
   // A send or bulk transfer request that completed.
@@ -215,6 +231,7 @@ class MpiNi {
     Fifo<Bulk> bulks;  // receives and GET sources: finalize bulk->msg with bulk->rc, then free
     // Peers to report down, or up again after that, in the order it happened (rare).
     std::vector<std::pair<Nid, bool>> health;
+    std::vector<std::uintptr_t> released;  // kept memory MPI is done with (LndHost::release_memory)
   };
 
   bool may_call_mpi() const;
@@ -232,7 +249,9 @@ class MpiNi {
   void free_tag(Peer& p, std::uint32_t tag);
   std::uint32_t chunk_for(const Peer& p) const;
   std::uint8_t take_owed(Peer& p);
-  void add_request(MPI_Request r, Owner::Kind kind, void* obj) LNET_REQUIRES(mu_);
+  // `due`: when the message it is part of fails (its Tx's deadline); {}: a timeout after
+  // the first scan that sees it running.
+  void add_request(MPI_Request r, Owner::Kind kind, void* obj, Clock::time_point due = {}) LNET_REQUIRES(mu_);
 
   // tx.cpp
   enum { kSendFailed, kSent, kSentDone };
@@ -290,8 +309,14 @@ class MpiNi {
   int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
   void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
   void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
-  // A cancelled receive MPI did not complete: left to it, its transfer finished.
+  // A cancelled receive MPI did not complete: left to it, its transfer finished (or its
+  // kept memory released).
   void abandon_locked(std::size_t r, Done& done) LNET_REQUIRES(mu_);
+  // A bulk receive chunk that timed out: cancelled; the transfer fails now with its
+  // memory kept (KeptChunk) when the host can keep it, else waits for it (Cancelled).
+  void give_up_receive_locked(std::size_t r, Bulk* b, Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
+  // One of a Kept's requests is done (completed, or left to MPI).
+  void kept_done_locked(Kept* k, Done& done) LNET_REQUIRES(mu_);
   // Gives up the requests running longer than the timeout (a peer that died in the
   // middle of a transfer: MPI never completes them); their messages fail.
   void expire_requests_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);

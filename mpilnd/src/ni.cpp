@@ -213,6 +213,10 @@ void MpiNi::abandon_requests_locked(Done& done) {
     Owner o = owners_[r];
     check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
     if (o.kind == Owner::Held) continue;  // MPI may still read it: it stays MPI's
+    if (o.kind == Owner::KeptChunk) {
+      kept_done_locked(static_cast<Kept*>(o.obj), done);  // the host has its memory back
+      continue;
+    }
     if (o.kind == Owner::TxShort) {
       // MPI may still read the message: its buffer is left to it for good.
       auto* tx = static_cast<Tx*>(o.obj);

@@ -64,10 +64,10 @@ std::uint8_t MpiNi::take_owed(Peer& p) {
   return static_cast<std::uint8_t>(c);
 }
 
-void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj) {
+void MpiNi::add_request(MPI_Request r, Owner::Kind kind, void* obj, Clock::time_point due) {
   reqs_.push_back(r);
   owners_.push_back(Owner{kind, obj});
-  seen_.emplace_back();
+  seen_.push_back(due == Clock::time_point{} ? due : due - std::chrono::seconds(timeout_));
   in_flight_.store(true, std::memory_order_relaxed);
 }
 

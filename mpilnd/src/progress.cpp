@@ -48,6 +48,8 @@ int MpiNi::reap_locked(Done& done) {
     } else if (c.owner.kind == Owner::Held) {
       delete static_cast<Bytes*>(c.owner.obj);  // MPI is done with it at last (nullptr: a bulk send's)
       stats_.held.fetch_sub(1, std::memory_order_relaxed);
+    } else if (c.owner.kind == Owner::KeptChunk) {
+      kept_done_locked(static_cast<Kept*>(c.owner.obj), done);
     } else {  // a bulk chunk, cancelled or not
       if (c.err != MPI_SUCCESS) check(c.err, "bulk transfer");
       bulk_chunk_done_locked(static_cast<Bulk*>(c.owner.obj), c.status, c.err, done);
@@ -152,16 +154,17 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
   }
 }
 
-// A request that made no progress for the timeout is given up on and its peer reported
-// down. A bulk transfer's receives are cancelled, and the transfer (whose memory is the
-// MD's or its discard buffer) is finished when MPI has completed each of them, cancelled
-// or not, so that MPI writes into no memory after it is given back. A receive MPI
-// matched already cannot be cancelled, and without fault tolerance MPI may never complete
-// one from a peer that died: after kAbandonAfter more timeouts it is left to MPI
-// (counted, logged), so that the transfer still fails instead of hanging. Sends fail at
-// once and their requests stay MPI's (Owner::Held): a short send's buffer is ours and
-// kept until MPI is done with it; a bulk send's is the MD's, which MPI may still read
-// (never write) after the message's event.
+// A request still running when its message's attempt is due (its Tx's deadline: the
+// timeout after send(); else the timeout after a scan first saw it) is given up on and
+// its peer reported down. A bulk transfer's receives are cancelled, and MPI writes into no memory after it
+// is given back: the transfer fails at once while the host keeps the MD's memory (and we
+// the discard buffer) until MPI has completed each of them, cancelled or not; a host that
+// cannot keep it has the transfer wait for them. A receive MPI matched already cannot be
+// cancelled, and without fault tolerance MPI may never complete one from a peer that
+// died: after kAbandonAfter more timeouts it is left to MPI (counted, logged), so that
+// nothing waits forever. Sends fail at once and their requests stay MPI's (Owner::Held):
+// a short send's buffer is ours and kept until MPI is done with it; a bulk send's is the
+// MD's, which MPI may still read (never write) after the message's event.
 void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
   const std::size_t depth = opts_.pool_depth;
   bool freed = false;  // requests left to MPI: the table is compacted after the scan
@@ -171,7 +174,7 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       seen_[r] = now;
       continue;
     }
-    if (owners_[r].kind == Owner::Cancelled) {
+    if (owners_[r].kind == Owner::Cancelled || owners_[r].kind == Owner::KeptChunk) {
       if (now - seen_[r] >= std::chrono::seconds(timeout_ * kAbandonAfter)) {
         abandon_locked(r, done);
         freed = true;
@@ -193,9 +196,7 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       peer = b->peer;
       if (!b->rc) b->rc = -ETIMEDOUT;
       if (!b->send) {
-        check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");  // completes now unless matched already
-        owners_[r].kind = Owner::Cancelled;
-        seen_[r] = now;
+        give_up_receive_locked(r, b, now, done);
       } else {
         // A send only reads its memory, and a peer that is gone may never let MPI complete
         // it: the transfer fails now (its chunk counted done), the request stays MPI's.
@@ -215,14 +216,42 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
   if (freed) compact_requests_locked();
 }
 
+void MpiNi::give_up_receive_locked(std::size_t r, Bulk* b, Clock::time_point now, Done& done) {
+  check(MPI_Cancel(&reqs_[r]), "MPI_Cancel");  // completes soon unless matched already
+  seen_[r] = now;
+  if (!b->kept) {
+    std::uintptr_t token = b->msg ? host_.keep_memory(*b->msg) : 0;
+    if (b->msg && !token) {
+      owners_[r].kind = Owner::Cancelled;
+      return;
+    }
+    b->kept = new Kept{token, std::move(b->discard), b->peer->nid, 0};
+  }
+  owners_[r] = Owner{Owner::KeptChunk, b->kept};
+  ++b->kept->requests;
+  if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
+}
+
+void MpiNi::kept_done_locked(Kept* k, Done& done) {
+  if (--k->requests > 0) return;
+  if (k->token) done.released.push_back(k->token);
+  delete k;
+}
+
 void MpiNi::abandon_locked(std::size_t r, Done& done) {
-  auto* b = static_cast<Bulk*>(owners_[r].obj);
+  Owner o = owners_[r];
+  Nid from = o.kind == Owner::KeptChunk ? static_cast<Kept*>(o.obj)->from : static_cast<Bulk*>(o.obj)->peer->nid;
   LNET_LOG(Error, kLogLnd,
-           "%s: a receive from %s that MPI matched did not complete in %d s after it was cancelled: its transfer "
-           "fails, and MPI may still write into its memory if that peer resumes",
-           ni_.nid.to_string().c_str(), b->peer ? b->peer->nid.to_string().c_str() : "?", timeout_ * kAbandonAfter);
+           "%s: a receive from %s that MPI matched did not complete in %d s after it was cancelled: its memory is "
+           "given back, and MPI may still write into it if that peer resumes",
+           ni_.nid.to_string().c_str(), from.to_string().c_str(), timeout_ * kAbandonAfter);
   check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");  // MPI finishes it on its own
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  if (o.kind == Owner::KeptChunk) {
+    kept_done_locked(static_cast<Kept*>(o.obj), done);
+    return;
+  }
+  auto* b = static_cast<Bulk*>(o.obj);
   if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
 }
 
@@ -247,6 +276,8 @@ void MpiNi::compact_requests_locked() {
 void MpiNi::complete(Done& done) {
   for (const auto& [nid, up] : done.health) host_.notify_peer(ni_, nid, up);
   done.health.clear();
+  for (std::uintptr_t token : done.released) host_.release_memory(token);
+  done.released.clear();
   for (unsigned i = 0; i < done.nsent; ++i) {
     done.sent[i].msg->health = done.sent[i].health;
     host_.finalize(done.sent[i].msg, done.sent[i].rc);

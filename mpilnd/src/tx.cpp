@@ -63,6 +63,7 @@ void MpiNi::put_tx(Tx* tx) {
   tx->pending = 0;
   tx->rc = 0;
   tx->health = HealthStatus::Ok;
+  tx->deadline = {};
   tx->members = {};
   Pool<Tx>::give(tx);  // its buffer keeps its capacity
 }
@@ -86,7 +87,7 @@ int MpiNi::isend_locked(Tx* tx) {
     check(trc, "MPI_Test");
     if (r == MPI_REQUEST_NULL) return kSendFailed;
   }
-  add_request(r, Owner::TxShort, tx);
+  add_request(r, Owner::TxShort, tx, tx->deadline);
   return kSent;
 }
 
@@ -113,11 +114,11 @@ int MpiNi::send(LndMessage& msg) {
 
 void MpiNi::enqueue_locked(Tx* tx, Done& done) {
   Peer& p = *tx->peer;
-  if (p.state != Peer::State::Ready || p.tx_credits <= 0 || !p.queue.empty()) {
-    // It will wait (for the handshake or a credit): from now on, for so long at most.
-    tx->deadline = coarse_now() + std::chrono::seconds(timeout_);
-    if (p.state == Peer::State::Ready) stats_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-  }
+  // One deadline from now, as ksocklnd gives a tx: for the handshake, a credit and the
+  // transfer together (an attempt ends within the LND's timeout).
+  tx->deadline = coarse_now() + std::chrono::seconds(timeout_);
+  if (p.state == Peer::State::Ready && (p.tx_credits <= 0 || !p.queue.empty()))
+    stats_.credit_waits.fetch_add(1, std::memory_order_relaxed);
   p.queue.push_back(tx);
   flush_locked(p, done);
 }
@@ -237,6 +238,7 @@ bool MpiNi::post_get_sink_locked(Tx* tx, std::uint32_t tag, Done& done) {
   b->own_tag = true;
   b->sink = true;
   b->msg = tx->reply;
+  b->due = tx->deadline;
   b->iov = m.iov;
   b->niov = m.niov;
   b->offset = m.offset;
@@ -263,6 +265,7 @@ void MpiNi::post_bulk_payload_locked(Tx* tx, std::uint32_t tag, Done& done) {
   bk->tag = tag;
   bk->own_tag = true;
   bk->tx = tx;
+  bk->due = tx->deadline;
   bk->iov = m.iov;
   bk->niov = m.niov;
   bk->offset = m.offset;

@@ -70,13 +70,18 @@ b_streamed_through() {
   log "B streamed through $1 with every byte checked and no failed round; its longest round took $stall ms (target: 2 heartbeat intervals, 2000 ms)"
   timing "B's longest round through $1: $stall ms"
 }
-# errors_in_time NAME: every failed round failed within LNet's deadline (10 s) and a
-# margin, and none hung.
+# errors_in_time NAME: every failed round failed in time, and none hung. LNet's deadline
+# (10 s) bounds when an attempt (a resend) may start; the last one ends within the MPI
+# LND's timeout (LNET_MPI_TIMEOUT=5, STREAM_ENV); 1 s for the LND's timeout scans and
+# the event's way to the application.
 errors_in_time() {
   no_hang "$1"
   local m
   m=$(max_fail_ms "$1")
-  [ "$m" -le 15000 ] || fail "job $1: a round failed only after $m ms (the deadline is 10 s)"
+  [ "$m" -le 16000 ] || {
+    grep -aE "failed: .* after $m ms" "$T_DIR/$1.log" | head -3 >&2
+    fail "job $1: a round failed only after $m ms (deadline 10 s + an attempt of 5 s)"
+  }
 }
 # grows NAME SECONDS: the job did more rounds, successful ones, in the next SECONDS.
 grows() {

@@ -3,7 +3,8 @@
 // GET back, every byte checked, on every rank at once, until --stop-file appears or
 // --seconds pass. It prints what a test needs to judge a failure from the outside:
 //   r<R> op N: PUT|GET ... failed: RC (text) after MS ms at EPOCH    a failed round (5 a second
-//                                                                     at most; the others are counted)
+//                                                                     at most; the others are counted;
+//                                                                     MS: until its failure came)
 //   r<R> t=EPOCH ops=N failed=N window_ops=N via: NID=+n ... gw: NID=HEALTH,up|down,pPINGS ...
 //                                                                     every second
 //   r<R> route NET via GW: up|down at EPOCH                           each change the rank sees
@@ -116,8 +117,11 @@ struct Waiter {
 };
 
 // One step (a PUT with ACK, or a GET): 0 or the failed event's status. -ETIME when
-// nothing came within LNet's deadline plus 30 s (a hang).
-int step(Instance& lnet, bool put, std::vector<char>& buf, ProcessId server, std::uint32_t offset, int patience) {
+// nothing came within LNet's deadline plus 30 s (a hang). `answered`: when the response
+// or the failure came (the MD's memory may come back later: a driver keeps it while its
+// network may still write into it).
+int step(Instance& lnet, bool put, std::vector<char>& buf, ProcessId server, std::uint32_t offset, int patience,
+         Clock::time_point& answered) {
   auto w = std::make_shared<Waiter>(put ? EventType::Ack : EventType::Reply);
   MdDesc d;
   d.start = buf.data();
@@ -140,6 +144,7 @@ int step(Instance& lnet, bool put, std::vector<char>& buf, ProcessId server, std
   std::unique_lock lk(w->m);
   if (!wait_with_progress(lk, w->cv, Clock::now() + std::chrono::seconds(patience), [&] { return w->done > 0; }))
     return -ETIME;
+  answered = Clock::now();
   // The MD ends with its last event; wait for it, so that its buffer is free again (a
   // failed SEND leaves it waiting for nothing: unlinked here).
   if (w->status && !w->unlinked) {
@@ -224,11 +229,12 @@ int stream(mpi::Session& s, const Options& o) {
       src[i] = static_cast<char>((i * 131 + n * 7 + static_cast<std::uint32_t>(rank)) & 0xFF);
     auto t0 = Clock::now();
     const char* what = "PUT";
-    int rc = step(lnet, true, src, server, offset, patience);
+    Clock::time_point answered{};
+    int rc = step(lnet, true, src, server, offset, patience, answered);
     if (!rc) {
       what = "GET";
       std::memset(sink.data(), 0x5a, sink.size());
-      rc = step(lnet, false, sink, server, offset, patience);
+      rc = step(lnet, false, sink, server, offset, patience, answered);
       if (!rc && std::memcmp(sink.data(), src.data(), o.size) != 0) {
         what = "GET data";
         rc = -EIO;
@@ -252,7 +258,9 @@ int stream(mpi::Session& s, const Options& o) {
       // A few lines a second; the per-second line counts the rest. (Thousands of lines
       // from rounds that fail at once would stall the job's output, and with it the job.)
       if (said_this_second++ < kFailureLines)
-        say("r%d op %u: %s failed: %d (%s) after %.0f ms at %.3f\n", rank, n, what, rc, std::strerror(-rc), ms, now);
+        say("r%d op %u: %s failed: %d (%s) after %.0f ms at %.3f\n", rank, n, what, rc, std::strerror(-rc),
+            answered == Clock::time_point{} ? ms : std::chrono::duration<double, std::milli>(answered - t0).count(),
+            now);
       // As an application would, it waits a little before trying again.
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } else {

@@ -246,6 +246,13 @@ bool Core::memory_alive(std::uint64_t memory) const {
   return memory == kHostMemory || (memory != 0 && portals_.md_alive(memory));
 }
 
+std::uintptr_t Core::keep_memory(LndMessage& lmsg) {
+  auto& msg = static_cast<Message&>(lmsg);
+  return msg.md ? portals_.md_keep(msg.md) : 0;
+}
+
+void Core::release_memory(std::uintptr_t token) { portals_.md_release(token, *this); }
+
 LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   auto& get = static_cast<Message&>(lget);
   Ni& ni = static_cast<Ni&>(nif);

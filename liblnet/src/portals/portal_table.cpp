@@ -293,6 +293,10 @@ void PortalTable::unlink_md_locked(Res& r, LibMd* md, Completer& c, const std::f
     if (before) before();
     return;
   }
+  retire_idle_locked(r, md, c, before);
+}
+
+void PortalTable::retire_idle_locked(Res& r, LibMd* md, Completer& c, const std::function<void()>& before) {
   if (!retire_locked(r, md)) {
     if (!md->delivering) free_md(r, md);
     r.lock.unlock();

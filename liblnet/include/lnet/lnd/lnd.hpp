@@ -146,6 +146,20 @@ class LndHost {
     (void)memory;
     return false;
   }
+  // Memory a network may still write after its message failed (a receive MPI matched
+  // cannot be cancelled): before finalizing such a message, a driver asks the host to
+  // keep the message's memory as it is. The message's event then goes out at once, but
+  // its MD is not unlinked (no event says so: the application does not have the memory
+  // back) until the driver calls release_memory(token), which it does once the network
+  // is done with it, or when it shuts the NI down. 0: the host cannot keep it; the driver
+  // then finalizes only when the network is done with the memory. keep_memory() takes
+  // only a lock of the host's own and calls nothing, so a driver may call it under its
+  // locks; release_memory() may deliver events and is called with none held.
+  virtual std::uintptr_t keep_memory(LndMessage& msg) {
+    (void)msg;
+    return 0;
+  }
+  virtual void release_memory(std::uintptr_t token) { (void)token; }
 
   // Optimised GET, initiator side: a driver that has the target move the REPLY payload
   // straight into the sink calls this while sending `get` (not forwarded: hdr.src_nid is

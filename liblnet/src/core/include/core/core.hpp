@@ -98,6 +98,8 @@ class Core final : public LndHost,
   int lnd_timeout() const override;
   bool large_nids() const override { return st_.large_nids.load(std::memory_order_relaxed); }
   bool memory_alive(std::uint64_t memory) const override;
+  std::uintptr_t keep_memory(LndMessage& msg) override;
+  void release_memory(std::uintptr_t token) override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
 

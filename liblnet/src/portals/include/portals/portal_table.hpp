@@ -81,6 +81,14 @@ class PortalTable {
   // is delivering this MD's events).
   void finalize_md(Delivery* msg, Completer& c);
 
+  // Keeps a committed MD (and its memory) past the end of the message using it, for a
+  // driver whose network may still write into it (LndHost::keep_memory): the MD is not
+  // retired before md_release(token). The token is never 0.
+  std::uintptr_t md_keep(LibMd* md);
+  // Gives a kept MD back: retired now if it was unlinked or exhausted meanwhile (its
+  // UNLINK event is delivered).
+  void md_release(std::uintptr_t token, Completer& c);
+
   int set_lazy(unsigned portal);
   // Stops queueing; waiting messages are returned to be dropped.
   int clear_lazy(unsigned portal, DeliveryQueue& dropped);
@@ -155,6 +163,9 @@ class PortalTable {
   // last in-flight message says unlinked (-ETIMEDOUT if it went well). `before` runs
   // once the lock is released, before any event goes out.
   void unlink_md_locked(Res& r, LibMd* md, Completer& c, const std::function<void()>& before = {}) LNET_RELEASE(r.lock);
+  // Retires an MD no message uses: its UNLINK event (if it has a sink) is delivered.
+  void retire_idle_locked(Res& r, LibMd* md, Completer& c, const std::function<void()>& before = {})
+      LNET_RELEASE(r.lock);
 
   const CptTable& cpts_;
   std::uint64_t iface_cookie_;
