@@ -7,11 +7,13 @@
   built while the tree has it; every repository path a row names in backticks exists.
 - No design document calls itself "being built" while the README calls its part done or
   working (a status line that stayed behind).
+- Every source file is named in its folder's README (the nearest README.md up the tree).
 
   docs_test.py SOURCE_DIR
 """
 import pathlib
 import re
+import subprocess
 import sys
 
 root = pathlib.Path(sys.argv[1]).resolve()
@@ -69,6 +71,25 @@ for n, part, state in rows:
     for p in PATH.findall(part + " " + state):
         if not (root / p).exists():
             fail(f"README.md:{n}", f"names {p}, which does not exist")
+
+# Every source file is named in the README of the folder it belongs to (the nearest one
+# up that has a README.md): by its name, its stem, or a folder of it below the README's
+# ("xfer/"). A file added without a word where a newcomer looks fails here.
+SOURCE = (".cpp", ".hpp", ".h", ".c", ".sh", ".py")
+tracked = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout.split()
+readme_dirs = {pathlib.PurePosixPath(f).parent for f in tracked if pathlib.PurePosixPath(f).name == "README.md"}
+for f in tracked:
+    p = pathlib.PurePosixPath(f)
+    if p.suffix not in SOURCE:
+        continue
+    owner = next((d for d in p.parents if d in readme_dirs), None)
+    if owner is None or owner == pathlib.PurePosixPath("."):
+        continue  # the top level and folders without a README of their own
+    text = (root / owner / "README.md").read_text()
+    rel = p.relative_to(owner)
+    names = [p.name, p.stem + ".", p.stem + "`", p.stem + ","] + [f"{d}/" for d in rel.parents if str(d) != "."]
+    if not any(n in text for n in names):
+        fail(f"{owner}/README.md", f"does not name {rel} (a row for it, or for its folder)")
 
 for md in sorted((root / "docs" / "design").glob("*.md")):
     head = "\n".join(md.read_text().splitlines()[:6])
