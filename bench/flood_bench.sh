@@ -14,7 +14,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
-export LNETD=$BUILD/lnetd/lnetd LNETCTL=$BUILD/liblnet/lnetctl LNET_XFER=$BUILD/liblnet/lnet-xfer
+export LNETD=$BUILD/lnetd/lnetd LNETCTL=$BUILD/tools/lnetctl LNET_XFER=$BUILD/tools/lnet-xfer
 export LNET_PROXY_BIN=$BUILD/proxy/lnet-proxy PROXY_DEMO=$BUILD/examples/proxy_demo
 PROBE=$BUILD/tests/bridge_probe
 command -v python3 >/dev/null || { echo "flood_bench: needs python3" >&2; exit 1; }

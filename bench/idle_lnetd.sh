@@ -8,7 +8,7 @@ set -euo pipefail
 BUILD="${1:-build/default}"
 SECS="${2:-60}"
 LNETD="$BUILD/lnetd/lnetd"
-LNETCTL="$BUILD/liblnet/lnetctl"
+LNETCTL="$BUILD/tools/lnetctl"
 PORT="${IDLE_PORT:-20988}"
 [ -x "$LNETD" ] || { echo "idle_lnetd: no $LNETD (build first)" >&2; exit 1; }
 DIR="$(mktemp -d /tmp/lnet-idle.XXXXXX)"

@@ -25,7 +25,7 @@ SERVER_IP="$1"
 CLIENT_IP="$2"
 BUILD="$(cd "${3:-$ROOT/build/default}" && pwd)"
 REPS="${REPS:-3}"
-XFER="$BUILD/liblnet/lnet-xfer"
+XFER="$BUILD/tools/lnet-xfer"
 [ -x "$XFER" ] || { echo "o2ib_bench: no $XFER (build first)" >&2; exit 1; }
 if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
   echo "SKIP: no RDMA device"

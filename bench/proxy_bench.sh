@@ -29,7 +29,7 @@ BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
 REPS="${2:-5}"
 IDLE="${3:-20}"
 STREAM="${STREAM:-1024}"
-export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/liblnet/lnetctl" LNET_XFER="$BUILD/liblnet/lnet-xfer"
+export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/tools/lnetctl" LNET_XFER="$BUILD/tools/lnet-xfer"
 export LNET_PROXY_BIN="$BUILD/proxy/lnet-proxy" PROXY_DEMO="$BUILD/examples/proxy_demo"
 BENCH="$BUILD/bench/bench_proxy"
 [ -x "$BENCH" ] || { echo "proxy_bench: no $BENCH (build first)" >&2; exit 1; }

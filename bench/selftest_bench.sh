@@ -27,7 +27,7 @@ ROUNDS="${2:-6}"
 CONC="${3:-4}"
 PLOT="${4:-}"
 REPS="${REPS:-3}"
-export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/liblnet/lnetctl" LNET_XFER="$BUILD/liblnet/lnet-xfer"
+export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/tools/lnetctl" LNET_XFER="$BUILD/tools/lnet-xfer"
 export LNET_PROXY_BIN="$BUILD/proxy/lnet-proxy" PROXY_DEMO="$BUILD/examples/proxy_demo"
 LST="$BUILD/selftest/lst" LST_NODE="$BUILD/selftest/lst-node"
 for b in "$LST" "$LST_NODE" "$BUILD/bench/bench_mpi" "$BUILD/bench/bench_socket" "$BUILD/bench/bench_proxy"; do

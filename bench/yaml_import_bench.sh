@@ -12,7 +12,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build/default}" && pwd)"
 ROUNDS="${2:-7}"
-export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/liblnet/lnetctl"
+export LNETD="$BUILD/lnetd/lnetd" LNETCTL="$BUILD/tools/lnetctl"
 T_NAME=yaml_import_bench
 . "$ROOT/tests/integration/lib.sh"
 setup

@@ -190,7 +190,7 @@ single_host_demo() {
   for _ in $(seq 100); do [ -S "$DIR/127.0.0.2.bridge" ] && [ -S "$DIR/127.0.0.3.bridge" ] && break; sleep 0.1; done
   step "routers up: 127.0.0.2 and 127.0.0.3, each 127.0.0.x@tcp + 127.0.0.x@mpi (UP LND), routing"
   local nranks=4
-  "$B/liblnet/lnet-xfer" serve --nid 127.0.0.1@tcp --route mpi@127.0.0.2@tcp --route mpi@127.0.0.3@tcp \
+  "$B/tools/lnet-xfer" serve --nid 127.0.0.1@tcp --route mpi@127.0.0.2@tcp --route mpi@127.0.0.3@tcp \
     --buffer $((nranks << 20)) >"$DIR/server.log" 2>&1 &
   PIDS+=($!)
   wait_for "$DIR/server.log" serving "the server did not come up"
@@ -211,7 +211,7 @@ single_host_demo() {
     --server 127.0.0.1@tcp "${args[@]}" || fail "the client job failed"
   echo
   for ip in 127.0.0.2 127.0.0.3; do
-    stats="$("$B/liblnet/lnetctl" --socket "$DIR/$ip.ctl" stats show)"
+    stats="$("$B/tools/lnetctl" --socket "$DIR/$ip.ctl" stats show)"
     echo "router $ip forwarded $(sed -n 's/^ *route_count: //p' <<<"$stats") messages, $(sed -n 's/^ *route_length: //p' <<<"$stats") payload bytes"
   done
   grep -E "application .* (rank|goodbye)" "$DIR/proxy.log" | sed 's/^[0-9.]* lnet info: /proxy log: /'

@@ -1,4 +1,4 @@
-// o2ib connections (o2ib_net.hpp): dialled by the progress thread with a CONNREQ in the
+// o2ib connections (o2ib_ni.hpp): dialled by the progress thread with a CONNREQ in the
 // CM's private data, accepted or rejected by the handshake's rules (handshake.hpp), up
 // once the CONNACK checks out, closed on error, timeout or shutdown, reaped once the
 // device has returned every posted work request.
@@ -6,7 +6,7 @@
 
 #include <lnet/log.hpp>
 
-#include "o2ib_net.hpp"
+#include "o2ib_ni.hpp"
 
 namespace lnet::o2ib {
 
@@ -21,7 +21,7 @@ QpAttrs qp_attrs(const ConnParams& params, const NetParams& p) {
 
 }  // namespace
 
-Conn* Net::new_conn(Peer& p, bool active, const ConnParams& params) {
+Conn* O2ibNi::new_conn(Peer& p, bool active, const ConnParams& params) {
   auto c = std::make_unique<Conn>();
   c->peer = &p;
   c->active = active;
@@ -47,7 +47,7 @@ Conn* Net::new_conn(Peer& p, bool active, const ConnParams& params) {
 
 // Receives go up before the connection can carry anything (the device keeps them until
 // its queue pair exists).
-bool Net::post_rxs(Conn& c) {
+bool O2ibNi::post_rxs(Conn& c) {
   for (Rx& rx : c.rxs) {
     Status s = dev_->post_recv(c.ep, Sge{reinterpret_cast<std::uint64_t>(rx.buf), kMsgSize, c.rx_mr.lkey},
                                reinterpret_cast<std::uint64_t>(&rx) | kWrRecv);
@@ -62,7 +62,7 @@ bool Net::post_rxs(Conn& c) {
   return true;
 }
 
-void Net::dial(Peer& p, Done& done) {
+void O2ibNi::dial(Peer& p, Done& done) {
   MutexLock g(p.mutex);
   p.dial_wanted = false;
   if (stopping_.load(std::memory_order_acquire) || p.dialing || p.conn || p.pending.empty()) return;
@@ -91,7 +91,7 @@ void Net::dial(Peer& p, Done& done) {
   }
 }
 
-void Net::on_cm_event(const CmEvent& e, Done& done) {
+void O2ibNi::on_cm_event(const CmEvent& e, Done& done) {
   if (e.kind == CmEventKind::ConnectRequest) return on_connect_request(e, done);
   auto* c = reinterpret_cast<Conn*>(e.context);
   if (!c) return;
@@ -111,7 +111,7 @@ void Net::on_cm_event(const CmEvent& e, Done& done) {
   reap(*c, done);
 }
 
-void Net::on_connect_request(const CmEvent& e, Done& done) {
+void O2ibNi::on_connect_request(const CmEvent& e, Done& done) {
   auto req = unpack(e.data());
   Peer* pp = nullptr;
   if (req && Nid(req->h.src_nid).net() == ni_.nid.net()) pp = peer_of(Nid(req->h.src_nid), true, e.peer_ip);
@@ -150,7 +150,7 @@ void Net::on_connect_request(const CmEvent& e, Done& done) {
 
 // Answers an accepted request on a new connection of the peer's (its mutex held): false
 // when there is no memory for one, and the request is still to be refused.
-bool Net::accept_connect(Peer& p, const CmEvent& e, const Verdict& v, Done& done) {
+bool O2ibNi::accept_connect(Peer& p, const CmEvent& e, const Verdict& v, Done& done) {
   Conn* c = new_conn(p, false, v.granted);
   if (!c) return false;
   c->ep = e.ep;
@@ -186,7 +186,7 @@ bool Net::accept_connect(Peer& p, const CmEvent& e, const Verdict& v, Done& done
   return true;
 }
 
-void Net::on_established(Conn& c, const CmEvent& e, Done& done) {
+void O2ibNi::on_established(Conn& c, const CmEvent& e, Done& done) {
   Peer& p = *c.peer;
   if (c.state == ConnState::Closing) {  // closed while it came up (rdma-core could not disconnect it then)
     if (!c.gone) dev_->disconnect(c.ep);
@@ -218,7 +218,7 @@ void Net::on_established(Conn& c, const CmEvent& e, Done& done) {
   conn_up(c, done);
 }
 
-void Net::conn_up(Conn& c, Done& done) {
+void O2ibNi::conn_up(Conn& c, Done& done) {
   Peer& p = *c.peer;
   unsigned depth = c.params.queue_depth;
   unsigned hiw = std::min(p_.hiw, depth > 1 ? depth - 1 : 1);
@@ -238,7 +238,7 @@ void Net::conn_up(Conn& c, Done& done) {
   schedule(c, done);
 }
 
-void Net::on_rejected(Conn& c, const CmEvent& e, Done& done) {
+void O2ibNi::on_rejected(Conn& c, const CmEvent& e, Done& done) {
   Peer& p = *c.peer;
   c.gone = true;
   if (p.dialing == &c) p.dialing = nullptr;
@@ -259,7 +259,7 @@ void Net::on_rejected(Conn& c, const CmEvent& e, Done& done) {
   fail_pending(p, -ECONNREFUSED, HealthStatus::RemoteDropped, done);
 }
 
-void Net::on_gone(Conn& c, int rc, Done& done) {
+void O2ibNi::on_gone(Conn& c, int rc, Done& done) {
   Peer& p = *c.peer;
   c.gone = true;
   bool dialing = p.dialing == &c;
@@ -277,7 +277,7 @@ void Net::on_gone(Conn& c, int rc, Done& done) {
   }
 }
 
-void Net::close_conn(Conn& c, int rc, Done& done) {
+void O2ibNi::close_conn(Conn& c, int rc, Done& done) {
   if (c.state == ConnState::Closing) return;
   Peer& p = *c.peer;
   bool was_up = c.state == ConnState::Established;
@@ -312,18 +312,18 @@ void Net::close_conn(Conn& c, int rc, Done& done) {
 }
 
 // Another connection of the peer that is up (one it made while ours was), to carry on.
-Conn* Net::next_conn(Peer& p, const Conn& closing) {
+Conn* O2ibNi::next_conn(Peer& p, const Conn& closing) {
   for (auto& o : p.conns)
     if (o.get() != &closing && o->state == ConnState::Established) return o.get();
   return nullptr;
 }
 
-void Net::fail_pending(Peer& p, int rc, HealthStatus h, Done& done) {
+void O2ibNi::fail_pending(Peer& p, int rc, HealthStatus h, Done& done) {
   while (Tx* tx = p.pending.pop_front()) tx_fail(tx, rc, h, done);
 }
 
 // Frees a closed connection once the device is done with it: true if it went.
-bool Net::reap(Conn& c, Done& done) {
+bool O2ibNi::reap(Conn& c, Done& done) {
   (void)done;
   if (c.state != ConnState::Closing || !c.gone || c.posted > 0 || c.held > 0) return false;
   Peer& p = *c.peer;

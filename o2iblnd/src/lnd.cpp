@@ -6,7 +6,7 @@
 #include <lnet/lnd/ifaddr.hpp>
 #include <lnet/log.hpp>
 
-#include "o2ib_net.hpp"
+#include "o2ib_ni.hpp"
 
 namespace lnet::o2ib {
 
@@ -15,7 +15,7 @@ namespace {
 constexpr unsigned kDefaultPeerCredits = 8;  // ko2iblnd's peer_credits
 constexpr unsigned kMaxPeerCredits = 255;    // a message returns at most 255 credits
 
-Net* net_of(const NetInterface& ni) { return static_cast<Net*>(ni.lnd_data); }
+O2ibNi* net_of(const NetInterface& ni) { return static_cast<O2ibNi*>(ni.lnd_data); }
 
 // ko2iblnd's module parameters, as variables (the kernel reads them at module load; we
 // when an NI comes up).
@@ -118,7 +118,7 @@ int O2ibLnd::startup(NetInterface& ni) {
   int timeout = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : params->timeout;
   params->timeout = timeout;
   ni.config.tunables.peer_credits = static_cast<int>(params->queue_depth);
-  auto n = std::make_unique<Net>(ni, std::move(*dev), ip, *params);
+  auto n = std::make_unique<O2ibNi>(ni, std::move(*dev), ip, *params);
   if (int rc = n->start(); rc < 0) return rc;
   ni.lnd_data = n.get();
   MutexLock g(mutex_);
@@ -127,7 +127,7 @@ int O2ibLnd::startup(NetInterface& ni) {
 }
 
 void O2ibLnd::shutdown(NetInterface& ni) {
-  Net* n = net_of(ni);
+  O2ibNi* n = net_of(ni);
   if (!n) return;
   n->stop();
   {
@@ -139,24 +139,24 @@ void O2ibLnd::shutdown(NetInterface& ni) {
 }
 
 int O2ibLnd::send(NetInterface& ni, LndMessage& msg) {
-  Net* n = net_of(ni);
+  O2ibNi* n = net_of(ni);
   return n ? n->send(msg) : -ESHUTDOWN;
 }
 
 int O2ibLnd::recv(NetInterface& ni, void* lnd_private, LndMessage* msg, bool delayed, const iovec* iov, unsigned niov,
                   std::uint32_t offset, std::uint32_t mlen, std::uint32_t rlen) {
   (void)delayed;
-  Net* n = net_of(ni);
+  O2ibNi* n = net_of(ni);
   return n ? n->recv(static_cast<Rx*>(lnd_private), msg, iov, niov, offset, mlen, rlen) : -ESHUTDOWN;
 }
 
 int O2ibLnd::timeout(const NetInterface& ni) const {
-  const Net* n = net_of(ni);
+  const O2ibNi* n = net_of(ni);
   return n ? n->timeout() : NetParams{}.timeout;
 }
 
 int O2ibLnd::set_timeout(NetInterface& ni, int seconds) {
-  Net* n = net_of(ni);
+  O2ibNi* n = net_of(ni);
   if (!n || seconds < 0) return -EINVAL;
   if (seconds == 0) seconds = ni.host && ni.host->lnd_timeout() > 0 ? ni.host->lnd_timeout() : NetParams{}.timeout;
   n->set_timeout(seconds);
@@ -164,7 +164,7 @@ int O2ibLnd::set_timeout(NetInterface& ni, int seconds) {
 }
 
 long O2ibLnd::tunable_in_effect(const NetInterface& ni, std::string_view name, long configured) const {
-  const Net* n = net_of(ni);
+  const O2ibNi* n = net_of(ni);
   if (!n) return configured;
   if (name == "peercredits_hiw") return n->params().hiw;
   if (name == "concurrent_sends") return n->params().concurrent;
@@ -175,7 +175,7 @@ long O2ibLnd::tunable_in_effect(const NetInterface& ni, std::string_view name, l
 std::vector<std::pair<std::string, std::uint64_t>> O2ibLnd::counters() const {
   MutexLock g(mutex_);
   std::vector<std::pair<std::string, std::uint64_t>> sum;
-  for (const Net* n : nets_) {
+  for (const O2ibNi* n : nets_) {
     auto c = counter_list(n->counters(), n->cache_stats());
     if (sum.empty()) {
       sum = std::move(c);

@@ -1,4 +1,4 @@
-// A Net's life and its progress thread (o2ib_net.hpp): the message buffers registered
+// A O2ibNi's life and its progress thread (o2ib_ni.hpp): the message buffers registered
 // once, the listener, one epoll on the device's event fd and the thread's own wake-up,
 // CM events and completions drained after each wake-up, a tick each second while
 // connections exist (timeouts, keepalives, reaping); asleep when idle.
@@ -11,7 +11,7 @@
 
 #include <lnet/log.hpp>
 
-#include "o2ib_net.hpp"
+#include "o2ib_ni.hpp"
 
 namespace lnet::o2ib {
 
@@ -28,7 +28,8 @@ std::uint64_t incarnation_now() {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n, const RegCache::Stats& cache) {
+std::vector<std::pair<std::string, std::uint64_t>> counter_list(const O2ibNi::Counters& n,
+                                                                const RegCache::Stats& cache) {
   auto v = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   return {{"conns_established", v(n.conns_established)},
           {"conns_closed", v(n.conns_closed)},
@@ -47,7 +48,7 @@ std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Count
           {"reg_cache_entries", cache.entries}};
 }
 
-Net::Net(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, const NetParams& p)
+O2ibNi::O2ibNi(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, const NetParams& p)
     : ni_(ni), host_(*ni.host), dev_(std::move(dev)), ip_(ip), p_(p), cache_(*dev_, p.reg_cache), timeout_(p.timeout) {
   me_.nid = ni.nid.value();
   me_.incarnation = incarnation_now();
@@ -55,12 +56,12 @@ Net::Net(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, cons
   me_.max_frags = kMaxFrags;
 }
 
-Net::~Net() {
+O2ibNi::~O2ibNi() {
   if (epfd_ >= 0) ::close(epfd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-int Net::start() {
+int O2ibNi::start() {
   std::string net = ni_.nid.to_string();
   tx_mem_ = std::make_unique<std::uint8_t[]>(std::size_t{p_.ntx} * kMsgSize);
   auto mr = dev_->reg(tx_mem_.get(), std::size_t{p_.ntx} * kMsgSize, false);
@@ -100,12 +101,12 @@ int Net::start() {
   return 0;
 }
 
-void Net::wake() {
+void O2ibNi::wake() {
   std::uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
 }
 
-void Net::stop() {
+void O2ibNi::stop() {
   stopping_.store(true, std::memory_order_release);
   wake();
   if (thread_.joinable()) thread_.join();
@@ -141,7 +142,7 @@ void Net::stop() {
   dev_.reset();
 }
 
-void Net::thread_main() {
+void O2ibNi::thread_main() {
   Done done;
   auto next_tick = Clock::now() + kTick;
   Clock::time_point stop_by{};
@@ -186,7 +187,7 @@ void Net::thread_main() {
   }
 }
 
-void Net::close_all(Done& done) {
+void O2ibNi::close_all(Done& done) {
   ReadLock g(peers_mutex_);
   for (auto& [nid, p] : peers_) {
     MutexLock pg(p->mutex);
@@ -195,7 +196,7 @@ void Net::close_all(Done& done) {
   }
 }
 
-void Net::request_dial(Peer& p) {
+void O2ibNi::request_dial(Peer& p) {
   if (p.dial_wanted) return;
   p.dial_wanted = true;
   {
@@ -205,7 +206,7 @@ void Net::request_dial(Peer& p) {
   wake();
 }
 
-void Net::on_completion(const Completion& c, Done& done) {
+void O2ibNi::on_completion(const Completion& c, Done& done) {
   std::uint64_t tag = c.wr_id & kWrTagMask;
   if (tag == kWrRecv)
     on_rx_completion(reinterpret_cast<Rx*>(c.wr_id & ~kWrTagMask), c, done);
@@ -213,7 +214,7 @@ void Net::on_completion(const Completion& c, Done& done) {
     on_tx_completion(reinterpret_cast<Tx*>(c.wr_id & ~kWrTagMask), tag == kWrWrite, c, done);
 }
 
-void Net::on_tx_completion(Tx* tx, bool write, const Completion& wc, Done& done) {
+void O2ibNi::on_tx_completion(Tx* tx, bool write, const Completion& wc, Done& done) {
   Peer& p = *tx->peer;
   MutexLock g(p.mutex);
   Conn& c = *tx->conn;
@@ -244,7 +245,7 @@ void Net::on_tx_completion(Tx* tx, bool write, const Completion& wc, Done& done)
   reap(c, done);
 }
 
-void Net::tick(Clock::time_point now, Done& done) {
+void O2ibNi::tick(Clock::time_point now, Done& done) {
   ReadLock g(peers_mutex_);
   for (auto& [nid, pp] : peers_) {
     Peer& p = *pp;
@@ -267,14 +268,14 @@ void Net::tick(Clock::time_point now, Done& done) {
 
 // Cached registrations of memory the host says is gone (an MD unlinked) are dropped: they
 // would pin pages the application may free (asked with no lock of ours held).
-void Net::sweep_registrations() {
+void O2ibNi::sweep_registrations() {
   for (std::uint64_t m : cache_.idle_memories())
     if (!host_.memory_alive(m)) cache_.drop_memory(m);
 }
 
 // An established connection at a tick: a message past its deadline closes it; a silent
 // one gets a NOOP (keepalive).
-void Net::check_conn(Conn& c, Clock::time_point now, Done& done) {
+void O2ibNi::check_conn(Conn& c, Clock::time_point now, Done& done) {
   auto overdue = [now](Tx* tx) { return tx->deadline <= now; };
   bool late = false;
   for (Tx* tx : c.waiting) late = late || overdue(tx);
@@ -292,7 +293,7 @@ void Net::check_conn(Conn& c, Clock::time_point now, Done& done) {
 }
 
 // Finalizations and notices, with no lock held.
-void Net::deliver(Done& done) {
+void O2ibNi::deliver(Done& done) {
   for (const auto& [nid, up] : done.notices) host_.notify_peer(ni_, nid, up);
   done.notices.clear();
   while (Tx* tx = done.txs.pop_front()) {

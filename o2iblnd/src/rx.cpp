@@ -1,4 +1,4 @@
-// o2ib messages coming in (o2ib_net.hpp): each receive decoded with the connection's
+// o2ib messages coming in (o2ib_ni.hpp): each receive decoded with the connection's
 // fragment limit and checked against the connection (the peer's NID and incarnation,
 // ours, its version, the credits it returns); a bad one closes the connection, counted,
 // the NI and other peers unaffected. IMMEDIATE, PUT_REQ and GET_REQ go to LNet; replies
@@ -9,7 +9,7 @@
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
 
-#include "o2ib_net.hpp"
+#include "o2ib_ni.hpp"
 
 namespace lnet::o2ib {
 
@@ -30,7 +30,7 @@ std::string check_msg(const Msg& m, const Conn& c, const LocalNi& me) {
 
 }  // namespace
 
-void Net::on_rx_completion(Rx* rx, const Completion& wc, Done& done, bool replay) {
+void O2ibNi::on_rx_completion(Rx* rx, const Completion& wc, Done& done, bool replay) {
   Conn& c = *rx->conn;
   Peer& p = *c.peer;
   MutexLock g(p.mutex);
@@ -91,7 +91,7 @@ void Net::on_rx_completion(Rx* rx, const Completion& wc, Done& done, bool replay
 }
 
 // A reply or completion: it ends (or moves on) the Tx waiting for it.
-void Net::on_reply(Conn& c, Rx* rx, Done& done) {
+void O2ibNi::on_reply(Conn& c, Rx* rx, Done& done) {
   const Msg& m = rx->msg;
   MsgType type = m.h.type;
   std::uint64_t cookie = type == MsgType::PutAck ? m.src_cookie : m.cookie;
@@ -125,7 +125,7 @@ void Net::on_reply(Conn& c, Rx* rx, Done& done) {
 
 // The sink's descriptor for our PUT: a PUT_DONE carries the message on, behind the RDMA
 // writes of its payload (or its failure).
-void Net::put_ack(Conn& c, Tx* req, const Msg& m) {
+void O2ibNi::put_ack(Conn& c, Tx* req, const Msg& m) {
   LndMessage* msg = std::exchange(req->msg, nullptr);
   std::uint32_t nob = 0;
   for (std::uint32_t i = 0; i < m.rd_nfrags; ++i) nob += m.frag(i).nob;
@@ -153,7 +153,7 @@ void Net::put_ack(Conn& c, Tx* req, const Msg& m) {
   enqueue(c, tx);
 }
 
-void Net::sink_filled(Tx* tx, std::int32_t status) {
+void O2ibNi::sink_filled(Tx* tx, std::int32_t status) {
   if (status < 0) {
     tx->reply_rc = status;
     if (status != -ENODATA) tx->health = HealthStatus::RemoteError;
@@ -176,7 +176,7 @@ void Net::sink_filled(Tx* tx, std::int32_t status) {
   tx->reply_len = n;
 }
 
-void Net::repost(Rx* rx, Repost r, Done& done) {
+void O2ibNi::repost(Rx* rx, Repost r, Done& done) {
   Conn& c = *rx->conn;
   if (c.state != ConnState::Established) return;
   c.credits.on_repost(r);
@@ -194,8 +194,8 @@ void Net::repost(Rx* rx, Repost r, Done& done) {
 // The host's answer to a message we parsed: its payload delivered (IMMEDIATE), its sink
 // offered (PUT_REQ: PUT_ACK, or PUT_NAK for nothing), its REPLY written (GET_REQ:
 // GET_DONE, -ENODATA for nothing).
-int Net::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
-              std::uint32_t rlen) {
+int O2ibNi::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset, std::uint32_t mlen,
+                 std::uint32_t rlen) {
   (void)rlen;
   Conn& c = *rx->conn;
   Peer& p = *c.peer;
@@ -241,8 +241,8 @@ int Net::recv(Rx* rx, LndMessage* msg, const iovec* iov, unsigned niov, std::uin
 
 // PUT_REQ: a PUT_ACK naming the sink, or a PUT_NAK when nothing is to land (the message,
 // if any, then done).
-Tx* Net::sink_for_put(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
-                      std::uint32_t mlen, int& rc) {
+Tx* O2ibNi::sink_for_put(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
+                         std::uint32_t mlen, int& rc) {
   if (!msg || mlen == 0) return completion_tx(*c.peer, MsgType::PutNak, m.cookie, 0);
   Tx* tx = get_tx();
   if (!tx) return nullptr;
@@ -265,8 +265,8 @@ Tx* Net::sink_for_put(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, 
 
 // GET_REQ: the REPLY's payload RDMA-written into the sink it names, then GET_DONE with
 // the bytes; -ENODATA when the GET matched nothing.
-Tx* Net::reply_for_get(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
-                       std::uint32_t mlen) {
+Tx* O2ibNi::reply_for_get(Conn& c, const Msg& m, LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
+                          std::uint32_t mlen) {
   if (!msg) return completion_tx(*c.peer, MsgType::GetDone, m.cookie, -ENODATA);
   Tx* tx = get_tx();
   if (!tx) return nullptr;

@@ -1,4 +1,4 @@
-// o2ib messages on their way out (o2ib_net.hpp): an LNet message becomes an IMMEDIATE
+// o2ib messages on their way out (o2ib_ni.hpp): an LNet message becomes an IMMEDIATE
 // (header and payload in one 4 KiB buffer), a PUT_REQ (its payload RDMA-written once the
 // sink's PUT_ACK names where) or a GET_REQ (naming the sink the target writes the REPLY
 // into); queued on the peer until a connection is up, on the connection until credits
@@ -12,11 +12,11 @@
 #include <lnet/lnd/fragments.hpp>
 #include <lnet/log.hpp>
 
-#include "o2ib_net.hpp"
+#include "o2ib_ni.hpp"
 
 namespace lnet::o2ib {
 
-Tx* Net::get_tx() {
+Tx* O2ibNi::get_tx() {
   MutexLock g(tx_mutex_);
   Tx* tx = free_tx_;
   if (!tx) return nullptr;
@@ -49,7 +49,7 @@ Tx* Net::get_tx() {
   return tx;
 }
 
-void Net::put_tx(Tx* tx) {
+void O2ibNi::put_tx(Tx* tx) {
   for (const MemoryRegion& mr : tx->mrs) dev_->dereg(mr);
   tx->mrs.clear();
   for (RegCache::Entry* e : tx->cached) cache_.put(e);
@@ -61,7 +61,7 @@ void Net::put_tx(Tx* tx) {
   free_tx_ = tx;
 }
 
-Bounce* Net::get_bounce() {
+Bounce* O2ibNi::get_bounce() {
   MutexLock g(tx_mutex_);
   if (Bounce* b = free_bounce_) {
     free_bounce_ = b->next;
@@ -77,13 +77,13 @@ Bounce* Net::get_bounce() {
   return bounces_.back().get();
 }
 
-void Net::put_bounce(Bounce* b) {
+void O2ibNi::put_bounce(Bounce* b) {
   MutexLock g(tx_mutex_);
   b->next = free_bounce_;
   free_bounce_ = b;
 }
 
-Peer* Net::peer_of(Nid nid, bool create, std::uint32_t ip) {
+Peer* O2ibNi::peer_of(Nid nid, bool create, std::uint32_t ip) {
   {
     ReadLock g(peers_mutex_);
     auto it = peers_.find(nid.value());
@@ -100,7 +100,7 @@ Peer* Net::peer_of(Nid nid, bool create, std::uint32_t ip) {
   return p.get();
 }
 
-int Net::send(LndMessage& msg) {
+int O2ibNi::send(LndMessage& msg) {
   if (stopping_.load(std::memory_order_acquire)) return -ESHUTDOWN;
   if (msg.next_hop.net() != ni_.nid.net() || msg.next_hop.is_large()) return -EHOSTUNREACH;
   Tx* tx = get_tx();
@@ -136,7 +136,7 @@ int Net::send(LndMessage& msg) {
 
 // The message in tx's buffer: an optimised GET (GET_REQ) when the REPLY's sink is too big
 // for an IMMEDIATE, a PUT_REQ when the payload is, else an IMMEDIATE.
-Status Net::build(Tx* tx, LndMessage& msg) {
+Status O2ibNi::build(Tx* tx, LndMessage& msg) {
   const Header& h = msg.hdr;
   std::span<std::uint8_t> buf(tx->buf, kMsgSize);
   bool own_get = h.type == lnet::MsgType::Get && h.src_nid == ni_.nid && msg.next_hop == msg.target.nid;
@@ -167,7 +167,7 @@ Status Net::build(Tx* tx, LndMessage& msg) {
   return {};
 }
 
-void Net::enqueue(Conn& c, Tx* tx) {
+void O2ibNi::enqueue(Conn& c, Tx* tx) {
   tx->conn = &c;
   if (tx->type == MsgType::PutReq || tx->type == MsgType::GetReq)
     c.rsrvd.push_back(tx);  // a reserved credit first (a buffer of ours for its reply)
@@ -180,7 +180,7 @@ void Net::enqueue(Conn& c, Tx* tx) {
 // Posts what may go: replies first, then requests in order. A request whose reply has no
 // reserved buffer yet waits aside, so that it holds up neither the messages behind it
 // nor the NOOPs returning credits.
-void Net::schedule(Conn& c, Done& done) {
+void O2ibNi::schedule(Conn& c, Done& done) {
   while (Tx* tx = c.nocred.front()) {
     if (c.state != ConnState::Established || !c.credits.can_send(tx->type)) break;
     c.nocred.pop_front();
@@ -201,7 +201,7 @@ void Net::schedule(Conn& c, Done& done) {
 }
 
 // A NOOP when credits owed (or the keepalive) need one and nothing queued carries them.
-void Net::maybe_noop(Conn& c, bool keepalive_due, Done& done) {
+void O2ibNi::maybe_noop(Conn& c, bool keepalive_due, Done& done) {
   if (c.state != ConnState::Established) return;
   if (!c.credits.need_noop(!c.nocred.empty(), !c.queue.empty(), keepalive_due)) return;
   if (!c.credits.can_send(MsgType::Noop)) return;
@@ -215,7 +215,7 @@ void Net::maybe_noop(Conn& c, bool keepalive_due, Done& done) {
   (void)post_tx(c, tx, done);
 }
 
-bool Net::post_tx(Conn& c, Tx* tx, Done& done) {
+bool O2ibNi::post_tx(Conn& c, Tx* tx, Done& done) {
   Peer& p = *c.peer;
   tx->conn = &c;
   MsgHeader h;
@@ -257,14 +257,14 @@ bool Net::post_tx(Conn& c, Tx* tx, Done& done) {
   return true;
 }
 
-void Net::tx_finish(Tx* tx, Done& done) {
+void O2ibNi::tx_finish(Tx* tx, Done& done) {
   assert(!tx->finished);
   if (tx->finished) return;  // never twice: its message would be finalized twice
   tx->finished = true;
   done.txs.push_back(tx);
 }
 
-void Net::tx_fail(Tx* tx, int rc, HealthStatus h, Done& done) {
+void O2ibNi::tx_fail(Tx* tx, int rc, HealthStatus h, Done& done) {
   if (tx->status >= 0) {
     tx->status = rc;
     tx->health = h;
@@ -273,7 +273,7 @@ void Net::tx_fail(Tx* tx, int rc, HealthStatus h, Done& done) {
   tx_finish(tx, done);
 }
 
-Tx* Net::take_waiting(Conn& c, std::uint64_t cookie) {
+Tx* O2ibNi::take_waiting(Conn& c, std::uint64_t cookie) {
   for (auto it = c.waiting.begin(); it != c.waiting.end(); ++it) {
     if ((*it)->cookie != cookie) continue;
     Tx* tx = *it;
@@ -288,8 +288,8 @@ Tx* Net::take_waiting(Conn& c, std::uint64_t cookie) {
 // the cached one of its whole fragment (local access only). Anything else, sinks above
 // all, is registered for this transfer over exactly its bytes: the key a peer gets lets
 // it write there and nowhere else, and is gone once the transfer ends.
-Result<MemoryRegion> Net::reg_for(Tx* tx, std::uint64_t memory, const iovec& frag, void* at, std::size_t len,
-                                  bool remote_write) {
+Result<MemoryRegion> O2ibNi::reg_for(Tx* tx, std::uint64_t memory, const iovec& frag, void* at, std::size_t len,
+                                     bool remote_write) {
   if (!remote_write && memory != 0 && cache_.takes(frag.iov_len)) {
     auto e = cache_.get(memory, frag);
     if (e) {
@@ -310,8 +310,8 @@ Result<MemoryRegion> Net::reg_for(Tx* tx, std::uint64_t memory, const iovec& fra
 
 // Where the peer writes `len` bytes for this message: the fragment itself when one holds
 // them (registered for remote writes), else a bounce buffer copied out on arrival.
-Status Net::make_sink(Tx* tx, const LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
-                      std::uint32_t len, std::uint32_t& key, RdmaFrag& frag) {
+Status O2ibNi::make_sink(Tx* tx, const LndMessage* msg, const iovec* iov, unsigned niov, std::uint32_t offset,
+                         std::uint32_t len, std::uint32_t& key, RdmaFrag& frag) {
   tx->sink_iov = iov;
   tx->sink_niov = niov;
   tx->sink_offset = offset;
@@ -337,8 +337,8 @@ Status Net::make_sink(Tx* tx, const LndMessage* msg, const iovec* iov, unsigned 
 
 // The RDMA writes that move `len` bytes of the fragments from `offset` into the peer's
 // descriptor (tx->rd_key, `rd`): one per piece where a local fragment meets a remote one.
-Status Net::add_writes(Tx* tx, const LndMessage* msg, const Msg& rd, const iovec* iov, unsigned niov,
-                       std::uint32_t offset, std::uint32_t len) {
+Status O2ibNi::add_writes(Tx* tx, const LndMessage* msg, const Msg& rd, const iovec* iov, unsigned niov,
+                          std::uint32_t offset, std::uint32_t len) {
   tx->rd_key = rd.rd_key;
   std::uint32_t ri = 0, roff = 0;
   unsigned i = 0;
@@ -367,7 +367,7 @@ Status Net::add_writes(Tx* tx, const LndMessage* msg, const Msg& rd, const iovec
 }
 
 // A completion (PUT_NAK, PUT_DONE, GET_DONE) naming the peer's `cookie`.
-Tx* Net::completion_tx(Peer& p, MsgType type, std::uint64_t cookie, std::int32_t status) {
+Tx* O2ibNi::completion_tx(Peer& p, MsgType type, std::uint64_t cookie, std::int32_t status) {
   Tx* tx = get_tx();
   if (!tx) return nullptr;
   tx->peer = &p;

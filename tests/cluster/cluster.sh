@@ -124,7 +124,7 @@ addr_of() {
 # The programs a node finds on its PATH: the build's, as if installed on every node.
 node_path() {
   local b=$1
-  echo "$b/lnetd:$b/liblnet:$b/proxy:$b/selftest:$b/examples:$b/tests:$b/bench:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+  echo "$b/lnetd:$b/tools:$b/proxy:$b/selftest:$b/examples:$b/tests:$b/bench:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 }
 
 # node_env NODE [pass-LNET-vars]: the environment a command on NODE starts with, as a

@@ -1,4 +1,4 @@
-// Fuzz target: lnet-xfer's command line (liblnet/tools/xfer/args.cpp). The input is the
+// Fuzz target: lnet-xfer's command line (tools/xfer/args.cpp). The input is the
 // arguments, one per line. Bad arguments fail with a message, never a crash or an exit;
 // what parses is within the bounds the modes rely on.
 #include <cstdlib>

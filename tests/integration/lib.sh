@@ -198,7 +198,7 @@ plug() {
   ip -n "$4" link set "$port" up
 }
 
-# The stream of lnet-xfer (its log is $S; see liblnet/tools/xfer).
+# The stream of lnet-xfer (its log is $S; see tools/xfer).
 # until_line PATTERN SECONDS [FROM_LINE]: until a line of the stream's matches.
 until_line() {
   local pattern="$1" secs="$2" from="${3:-1}"

@@ -1,8 +1,8 @@
-// The o2ib driver's objects (docs/design/o2iblnd.md §2.5): a Net per NI with its device,
+// The o2ib driver's objects (docs/design/o2iblnd.md §2.5): an O2ibNi per NI with its device,
 // progress thread and message buffers; a Peer per peer NID with its connection; the
 // Tx (a message buffer of ours and what it carries) and Rx (a receive buffer).
 //
-// Threads and locks: LNet's threads call send() and recv(); the Net's progress thread
+// Threads and locks: LNet's threads call send() and recv(); the O2ibNi's progress thread
 // handles the device's CM events and completions, dials, timeouts and keepalives. A
 // peer's mutex guards the peer, its connections and their Txs and Rxs; the peer map has
 // its own (shared) mutex; the free Txs theirs. The host is never called with one held.
@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Conn;
 struct Peer;
-class Net;
+class O2ibNi;
 
 // What a NI runs with (its tunables, checked).
 struct NetParams {
@@ -71,8 +71,8 @@ inline constexpr unsigned kMaxWritesPerTx = 2 * kMaxFrags;
 
 struct Tx {
   Tx* next = nullptr;
-  Net* net = nullptr;
-  std::uint8_t* buf = nullptr;  // kMsgSize bytes of the Net's registered slab
+  O2ibNi* net = nullptr;
+  std::uint8_t* buf = nullptr;  // kMsgSize bytes of the O2ibNi's registered slab
   bool busy = false;            // taken from the free list
   bool finished = false;        // handed to Done (once)
   Peer* peer = nullptr;
@@ -165,10 +165,10 @@ struct Done {
   std::vector<std::pair<Nid, bool>> notices;
 };
 
-class Net {
+class O2ibNi {
  public:
-  Net(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, const NetParams& p);
-  ~Net();
+  O2ibNi(NetInterface& ni, std::unique_ptr<Provider> dev, std::uint32_t ip, const NetParams& p);
+  ~O2ibNi();
   int start();
   void stop();
 
@@ -282,7 +282,8 @@ class Net {
 };
 
 // The counters in `lnetctl stats show`'s order.
-std::vector<std::pair<std::string, std::uint64_t>> counter_list(const Net::Counters& n, const RegCache::Stats& cache);
+std::vector<std::pair<std::string, std::uint64_t>> counter_list(const O2ibNi::Counters& n,
+                                                                const RegCache::Stats& cache);
 
 // The driver: an Lnd whose NIs are Nets.
 class O2ibLnd final : public Lnd {
@@ -304,13 +305,13 @@ class O2ibLnd final : public Lnd {
  private:
   ProviderFactory open_;
   mutable Mutex mutex_;
-  std::vector<Net*> nets_ LNET_GUARDED_BY(mutex_);
+  std::vector<O2ibNi*> nets_ LNET_GUARDED_BY(mutex_);
 };
 
 // The health status of a transfer failed with `rc` (or a work completion's status).
 HealthStatus health_of(int rc, WcStatus wc);
 
-// The tunables of `config` as a Net runs with them (check_config's rules).
+// The tunables of `config` as an O2ibNi runs with them (check_config's rules).
 Result<NetParams> net_params(const NetConfig& config);
 
 }  // namespace lnet::o2ib
