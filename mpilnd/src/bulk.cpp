@@ -10,7 +10,7 @@ namespace lnet::mpi {
 Bulk* MpiNi::get_bulk() { return Pool<Bulk>::take(); }
 
 void MpiNi::put_bulk(Bulk* b) {
-  b->send = b->ready = b->sink = b->own_tag = b->cancelled = false;
+  b->send = b->ready = b->sink = b->own_tag = b->cancelled = b->left = false;
   b->peer = nullptr;
   b->tag = b->nchunks = b->done = 0;
   b->bytes = 0;

@@ -132,6 +132,7 @@ std::vector<std::pair<std::string, std::uint64_t>> MpiLnd::counters() const {
           {"timeouts", s.timeouts},
           {"held_buffers", s.held},
           {"abandoned_receives", s.abandoned},
+          {"receives_left_kept", s.left_kept},
           {"mpi_errors", s.mpi_errors}};
 }
 

@@ -102,6 +102,7 @@ struct Bulk {
   int rc = 0;
   bool cancelled = false;
   Kept* kept = nullptr;                     // a receive that timed out: the memory its requests keep
+  bool left = false;                        // a receive left to MPI at shutdown: its memory kept for good
   Clock::time_point due{};                  // the deadline of its Tx ({}: none)
   Tx* tx = nullptr;                         // BULK send and GET sink: the short message's Tx
   LndMessage* msg = nullptr;                // a receive (or the target's REPLY) to finalize at the end
@@ -309,14 +310,19 @@ class MpiNi {
   int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
   void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
   void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
-  // A cancelled receive MPI did not complete: left to it, its transfer finished (or its
-  // kept memory released).
+  // A cancelled receive MPI did not complete whose host could not keep its memory: left
+  // to MPI, its transfer finished. A kept one (KeptChunk) is only reported (stuck).
   void abandon_locked(std::size_t r, Done& done) LNET_REQUIRES(mu_);
+  void stuck_locked(std::size_t r) LNET_REQUIRES(mu_);
   // A bulk receive chunk that timed out: cancelled; the transfer fails now with its
   // memory kept (KeptChunk) when the host can keep it, else waits for it (Cancelled).
   void give_up_receive_locked(std::size_t r, Bulk* b, Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
   // One of a Kept's requests is done (completed, or left to MPI).
   void kept_done_locked(Kept* k, Done& done) LNET_REQUIRES(mu_);
+  // Shutdown: a kept receive's request (or a receive's, not kept yet) is left to MPI,
+  // which may write its memory as long as the process lives: it is never given back.
+  void leave_kept_locked(Kept* k) LNET_REQUIRES(mu_);
+  void leave_receive_locked(Bulk* b) LNET_REQUIRES(mu_);
   // Gives up the requests running longer than the timeout (a peer that died in the
   // middle of a transfer: MPI never completes them); their messages fail.
   void expire_requests_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
@@ -380,7 +386,7 @@ class MpiNi {
 
   struct Counters {
     std::atomic<std::uint64_t> handshakes{0}, immediate{0}, packed{0}, bulk{0}, chunks{0}, rdma_gets{0}, noops{0},
-        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0}, held{0}, abandoned{0};
+        credit_waits{0}, bad_messages{0}, timeouts{0}, mpi_errors{0}, held{0}, abandoned{0}, left_kept{0};
   } stats_;
 };
 

@@ -139,6 +139,7 @@ Stats MpiNi::stats() const {
   s.timeouts = stats_.timeouts.load();
   s.held = stats_.held.load();
   s.abandoned = stats_.abandoned.load();
+  s.left_kept = stats_.left_kept.load();
   s.mpi_errors = stats_.mpi_errors.load();
   return s;
 }
@@ -205,7 +206,9 @@ void MpiNi::cancel_receives_locked() {
 }
 
 // The requests still running after the grace period: freed (MPI finishes them on its
-// own) and their messages failed.
+// own) and their messages failed. MPI may write into a receive's memory for as long as
+// this process lives: it is never given back (the host keeps it, and the discard buffer
+// is MPI's for good).
 void MpiNi::abandon_requests_locked(Done& done) {
   LNET_LOG(Warn, kLogLnd, "%s: %zu MPI requests still running at shutdown; left to MPI", ni_.nid.to_string().c_str(),
            reqs_.size() - opts_.pool_depth);
@@ -214,7 +217,7 @@ void MpiNi::abandon_requests_locked(Done& done) {
     check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");
     if (o.kind == Owner::Held) continue;  // MPI may still read it: it stays MPI's
     if (o.kind == Owner::KeptChunk) {
-      kept_done_locked(static_cast<Kept*>(o.obj), done);  // the host has its memory back
+      leave_kept_locked(static_cast<Kept*>(o.obj));
       continue;
     }
     if (o.kind == Owner::TxShort) {
@@ -225,12 +228,35 @@ void MpiNi::abandon_requests_locked(Done& done) {
     } else {
       auto* b = static_cast<Bulk*>(o.obj);
       if (!b->rc) b->rc = -ESHUTDOWN;
+      if (!b->send) leave_receive_locked(b);
       if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
     }
   }
   reqs_.resize(opts_.pool_depth);
   owners_.resize(opts_.pool_depth);
   seen_.resize(opts_.pool_depth);
+}
+
+void MpiNi::leave_kept_locked(Kept* k) {
+  if (--k->requests > 0) return;
+  (void)k->discard.release();  // MPI's for good; the host's memory (token) is never released
+  stats_.left_kept.fetch_add(1, std::memory_order_relaxed);
+  delete k;
+}
+
+void MpiNi::leave_receive_locked(Bulk* b) {
+  if (b->kept || b->left) return;  // kept already (its KeptChunks are left), or done
+  b->left = true;
+  stats_.left_kept.fetch_add(1, std::memory_order_relaxed);
+  if (!b->msg) {
+    (void)b->discard.release();
+    return;
+  }
+  if (!host_.keep_memory(*b->msg))
+    LNET_LOG(Error, kLogLnd,
+             "%s: a receive from %s left to MPI at shutdown: the host cannot keep its memory, which MPI may still "
+             "write",
+             ni_.nid.to_string().c_str(), b->peer ? b->peer->nid.to_string().c_str() : "?");
 }
 
 }  // namespace lnet::mpi

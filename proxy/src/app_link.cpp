@@ -96,6 +96,7 @@ int AppLink::parse(NetInterface&, const Header& hdr, Nid from, void* lnd_private
     *static_cast<LndMessage*>(m) = LndMessage{};
     m->is_send = false;
     m->inline_parse = true;
+    m->kept = false;
     m->hdr = hdr;
     m->from = from;
     m->frag = iovec{m->data, hdr.payload_length};
@@ -136,6 +137,7 @@ void AppLink::on_recv(const up::Recv& r) {
   *static_cast<LndMessage*>(m) = LndMessage{};
   m->is_send = false;
   m->inline_parse = false;
+  m->kept = false;
   m->desc = r.desc;
   m->frag = iovec{at, r.mlen};
   m->iov = &m->frag;
@@ -167,6 +169,7 @@ void AppLink::on_send(const up::Send& s) {
   *static_cast<LndMessage*>(m) = LndMessage{};
   m->is_send = true;
   m->inline_parse = false;
+  m->kept = false;
   m->desc = s.desc;
   m->hdr = s.hdr;
   m->target = s.target;
@@ -194,14 +197,28 @@ void AppLink::finalize(LndMessage* msg, int status) {
     Pool<LinkMsg>::give(m);
     return;
   }
-  done(m->desc, m->is_send, status, status ? m->health : HealthStatus::Ok);
+  done(m->desc, m->is_send, status, status ? m->health : HealthStatus::Ok, m->kept && status < 0 ? up::kDoneKept : 0u);
   Pool<LinkMsg>::give(m);
 }
 
-void AppLink::done(const up::DescRef& d, bool is_send, int status, HealthStatus h) {
+void AppLink::done(const up::DescRef& d, bool is_send, int status, HealthStatus h, std::uint32_t flags) {
   auto health = static_cast<std::uint32_t>(h);
-  Status s = is_send ? bridge_.send(up::SendDone{d, status, health}) : bridge_.send(up::RecvDone{d, status, health});
+  Status s =
+      is_send ? bridge_.send(up::SendDone{d, status, health}) : bridge_.send(up::RecvDone{d, status, health, flags});
   if (!s) LNET_LOG(Warn, kLogLnd, "proxy: %s", s.message().c_str());
+}
+
+// The token names lnetd's descriptor (its generation is never 0).
+std::uintptr_t AppLink::keep_memory(LndMessage& msg) {
+  auto& m = static_cast<LinkMsg&>(msg);
+  if (m.is_send || m.inline_parse || m.len) return 0;  // only a RECV's target is written
+  m.kept = true;
+  return (std::uintptr_t{m.desc.index} << 32) | m.desc.gen;
+}
+
+void AppLink::release_memory(std::uintptr_t token) {
+  up::DescRef d{static_cast<std::uint32_t>(token >> 32), static_cast<std::uint32_t>(token)};
+  if (Status s = bridge_.send(up::MemRelease{d}); !s) LNET_LOG(Warn, kLogLnd, "proxy: %s", s.message().c_str());
 }
 
 // lnetd takes news of the application's ranks only (the proxies' NIDs are its own peers').

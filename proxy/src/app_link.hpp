@@ -24,6 +24,7 @@ struct LinkMsg : LndMessage {
   LinkMsg* next = nullptr;
   bool is_send = false;
   bool inline_parse = false;  // a small payload received here, then PARSEd with it
+  bool kept = false;          // failed while MPI may still write its region bytes (keep_memory)
   up::DescRef desc;           // lnetd's descriptor, echoed in the *_DONE
   iovec frag{};               // the region bytes (or `data`)
   Nid from;                   // inline_parse: the peer NI it came from
@@ -66,6 +67,11 @@ class AppLink final : public LndHost {
   void finalize(LndMessage* msg, int status) override;
   void notify_peer(NetInterface& ni, Nid peer, bool alive) override;
   LndMessage* create_reply(NetInterface& ni, LndMessage& get) override;
+  // A receive into the region failed while MPI may still write it: lnetd is told so with
+  // the RECV_DONE (kDoneKept) and lends the bytes to no one until release_memory() sends
+  // MEM_RELEASE, or until this process has exited.
+  std::uintptr_t keep_memory(LndMessage& msg) override;
+  void release_memory(std::uintptr_t token) override;
   void set_reply_length(LndMessage& reply, std::uint32_t len) override;
 
  private:
@@ -79,7 +85,7 @@ class AppLink final : public LndHost {
   };
   std::uint64_t park(void* priv);
   void* unpark(std::uint64_t cookie);
-  void done(const up::DescRef& d, bool is_send, int status, HealthStatus h);
+  void done(const up::DescRef& d, bool is_send, int status, HealthStatus h, std::uint32_t flags = 0);
   void stop_locked() LNET_REQUIRES(life_);
 
   up::BridgeClient& bridge_;

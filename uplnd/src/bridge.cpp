@@ -22,10 +22,11 @@ constexpr std::size_t kPidReleaseSize = 16;
 constexpr std::size_t kPidReplySize = 24;
 constexpr std::size_t kParseSize = 24 + kHeaderSize;
 constexpr std::size_t kRecvSize = 40 + kHeaderSize;
-constexpr std::size_t kDoneSize = 16;
+constexpr std::size_t kDoneSize = 24;
 constexpr std::size_t kSendSize = 56 + kHeaderSize;
 constexpr std::size_t kNotifySize = 16;
 constexpr std::size_t kErrorSize = 8;
+constexpr std::size_t kMemReleaseSize = 8;
 static_assert(kFrameHdrSize + kErrorSize + kMaxErrorText <= kMaxFrame);
 static_assert(kFrameHdrSize + kSendSize <= kMaxFrame);
 static_assert(kFrameHdrSize + kParseSize + kMaxInline <= kMaxFrame);
@@ -50,6 +51,7 @@ std::size_t body_size(Type t) {
     case Type::SendDone: return kDoneSize;
     case Type::Notify: return kNotifySize;
     case Type::Error: return kErrorSize;
+    case Type::MemRelease: return kMemReleaseSize;
   }
   return 0;
 }
@@ -219,20 +221,30 @@ Result<Message> read_recv(Reader& r, Type t) {
 // RECV_DONE and SEND_DONE.
 template <class B>
 void put_done(Writer& w, const B& b) {
-  w.desc(b.desc).i32(b.status).u32(b.health);
+  w.desc(b.desc).i32(b.status).u32(b.health).u32(b.flags).pad(4);
 }
 void put(Writer& w, const RecvDone& b) { put_done(w, b); }
 void put(Writer& w, const SendDone& b) { put_done(w, b); }
 Result<Message> read_done(Reader& r, Type t) {
   DescRef d;
   std::int32_t status;
-  std::uint32_t health;
-  r.desc(d).i32(status).u32(health);
+  std::uint32_t health, flags;
+  r.desc(d).i32(status).u32(health).u32(flags).pad(4);
   if (status > 0) return bad(t, "positive status " + std::to_string(status));
   if (health > static_cast<std::uint32_t>(HealthStatus::NetworkTimeout))
     return bad(t, "health status " + std::to_string(health) + " unknown");
-  if (t == Type::RecvDone) return Message{RecvDone{d, status, health}};
-  return Message{SendDone{d, status, health}};
+  std::uint32_t known = t == Type::RecvDone ? kDoneKept : 0;
+  if (flags & ~known) return bad(t, "unknown flags " + std::to_string(flags));
+  if ((flags & kDoneKept) && status == 0) return bad(t, "kept memory with status 0 (kept is for failures only)");
+  if (t == Type::RecvDone) return Message{RecvDone{d, status, health, flags}};
+  return Message{SendDone{d, status, health, flags}};
+}
+
+void put(Writer& w, const MemRelease& b) { w.desc(b.desc); }
+Result<Message> read_mem_release(Reader& r) {
+  MemRelease b;
+  r.desc(b.desc);
+  return Message{b};
 }
 
 void put(Writer& w, const Send& b) {
@@ -290,6 +302,7 @@ Result<Message> read_body(Type t, Reader& r, std::size_t body_len) {
     case Type::Send: return read_send(r, t);
     case Type::Notify: return read_notify(r, t);
     case Type::Error: return read_error(r, t, body_len);
+    case Type::MemRelease: return read_mem_release(r);
   }
   return bad(t, "unknown type");
 }
@@ -311,6 +324,7 @@ const char* type_name(Type t) {
     case Type::SendDone: return "SEND_DONE";
     case Type::Notify: return "NOTIFY";
     case Type::Error: return "ERROR";
+    case Type::MemRelease: return "MEM_RELEASE";
   }
   return "?";
 }
@@ -377,8 +391,9 @@ Result<Message> decode(std::span<const std::uint8_t> in) {
   std::uint32_t len = hdr.u32(), reserved = hdr.u32();
   if (magic != kBridgeMagic) return Failure{-EPROTO, "bad bridge message: magic " + std::to_string(magic)};
   if (version != kBridgeVersion)
-    return Failure{-EPROTO, "bad bridge message: version " + std::to_string(version) + " (this side speaks 1)"};
-  if (type < static_cast<std::uint16_t>(Type::Hello) || type > static_cast<std::uint16_t>(Type::Error))
+    return Failure{-EPROTO, "bad bridge message: version " + std::to_string(version) + " (this side speaks " +
+                                std::to_string(kBridgeVersion) + ")"};
+  if (type < static_cast<std::uint16_t>(Type::Hello) || type > static_cast<std::uint16_t>(Type::MemRelease))
     return Failure{-EPROTO, "bad bridge message: unknown type " + std::to_string(type)};
   Type t = static_cast<Type>(type);
   if (len != in.size())

@@ -57,7 +57,9 @@ std::vector<std::pair<std::string, std::uint64_t>> UpLnd::counters() const {
           {"failed_messages", s.failed},
           {"dropped_messages", s.dropped},
           {"connections_over_limit", s.over_limit},
-          {"hello_timeouts", s.hello_timeouts}};
+          {"hello_timeouts", s.hello_timeouts},
+          {"kept_receives", s.kept},
+          {"kept_receives_now", s.kept_now}};
 }
 
 namespace {

@@ -64,12 +64,13 @@ bool UpNi::handle(Conn& c, const Message& m) {
     case Type::Parse: return on_parse(c, std::get<Parse>(m));
     case Type::RecvDone: {
       const RecvDone& d = std::get<RecvDone>(m);
-      return on_done(c, d.desc, false, d.status, d.health);
+      return on_done(c, d.desc, false, d.status, d.health, d.flags);
     }
     case Type::SendDone: {
       const SendDone& d = std::get<SendDone>(m);
-      return on_done(c, d.desc, true, d.status, d.health);
+      return on_done(c, d.desc, true, d.status, d.health, d.flags);
     }
+    case Type::MemRelease: return on_mem_release(c, std::get<MemRelease>(m).desc);
     case Type::Notify: return on_notify(c, std::get<Notify>(m));
     case Type::Error: {
       const Error& e = std::get<Error>(m);
@@ -291,31 +292,59 @@ bool UpNi::on_notify(Conn& c, const Notify& n) {
   return true;
 }
 
-bool UpNi::on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health) {
+bool UpNi::on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health, std::uint32_t flags) {
   LndMessage* msg = nullptr;
+  bool kept = false;
   {
     MutexLock g(mu_);
     Desc* d = find_desc_locked(ref, is_send ? Desc::Kind::Send : Desc::Kind::Recv, c);
-    if (d) {
+    if (d && (flags & kDoneKept) && (d->flags & kRecvSource)) {
+      d = nullptr;  // a source's bytes are only read: nothing to keep
+    } else if (d) {
       msg = d->msg;
       if (d->bounce && !is_send && !(d->flags & kRecvSource) && status == 0 && d->mlen) {
         copy_to_fragments(d->iov, d->niov, d->iov_offset, d->bounce->data, d->mlen);
         ++stats_.copies;
       }
       bool bounced = d->bounce != nullptr;
-      free_desc_locked(d);  // gives its bounce back
-      if (bounced) {        // what waited for one may go now, to any proxy
-        for (auto& [fd, other] : conns_) flush_locked(*other);
-      } else {
-        flush_locked(c);
+      // The proxy's MPI may still write its bytes: they stay out of use until its
+      // MEM_RELEASE (a bounce stays the descriptor's; memory in place, the host's).
+      kept = (flags & kDoneKept) && d->msg && d->mlen && keep_locked(*d);
+      if (!kept) {
+        free_desc_locked(d);  // gives its bounce back
+        if (bounced) {        // what waited for one may go now, to any proxy
+          for (auto& [fd, other] : conns_) flush_locked(*other);
+        } else {
+          flush_locked(c);
+        }
       }
     }
   }
   if (!msg)
     return refuse(c, std::string(is_send ? "SEND_DONE" : "RECV_DONE") + " for descriptor " + std::to_string(ref.index) +
-                         "/" + std::to_string(ref.gen) + ", not one of this proxy's active ones");
+                         "/" + std::to_string(ref.gen) + ", not one of this proxy's active ones" +
+                         ((flags & kDoneKept) ? " that it could write" : ""));
   msg->health = static_cast<HealthStatus>(health);
   host_.finalize(msg, status);
+  return true;
+}
+
+bool UpNi::on_mem_release(Conn& c, DescRef ref) {
+  DoneList done;
+  bool found = false;
+  {
+    MutexLock g(mu_);
+    Desc* d = ref.index < descs_.size() ? &descs_[ref.index] : nullptr;
+    found = d && d->gen == ref.gen && d->kind == Desc::Kind::Recv && d->state == Desc::State::Kept && d->conn == &c;
+    if (found) {
+      unkeep_locked(*d, done);
+      for (auto& [fd, other] : conns_) flush_locked(*other);  // a bounce may have come back
+    }
+  }
+  if (!found)
+    return refuse(c, "MEM_RELEASE for descriptor " + std::to_string(ref.index) + "/" + std::to_string(ref.gen) +
+                         ", not one whose memory this proxy keeps");
+  finalize_all(done);
   return true;
 }
 

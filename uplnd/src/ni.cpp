@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -21,6 +22,10 @@ namespace lnet::up {
 namespace {
 
 constexpr unsigned kMaxBad = 16;  // refused messages before a proxy's connection is closed
+
+// A descriptor that becomes readable when the process exits (Linux 5.3); glibc 2.36's
+// declaration is not usable from C++, so the system call is made directly.
+int pidfd_of(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 }  // namespace
 
@@ -80,6 +85,13 @@ void UpNi::stop() {
     for (auto& [fd, c] : conns_) all.push_back(c.get());
   }
   for (Conn* c : all) close_conn(*c, "lnetd stops");
+  // Nothing of the driver's is used once it stops: what proxies' processes held goes back.
+  std::vector<Grave*> graves;
+  {
+    MutexLock g(mu_);
+    for (auto& gr : graves_) graves.push_back(gr.get());
+  }
+  for (Grave* gr : graves) bury(gr);
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
     ::unlink(opts_.bridge.c_str());
@@ -104,6 +116,10 @@ void UpNi::run() {
       if (p == &stop_fd_) return;
       if (!p) {
         accept_ready();
+        continue;
+      }
+      if (Grave* g = grave_of(p)) {
+        bury(g);  // its process has exited
         continue;
       }
       Conn& c = *static_cast<Conn*>(p);
@@ -221,52 +237,110 @@ void UpNi::accept_ready() {
       ::close(fd);
       continue;
     }
-    c->name = "proxy (pid " + std::to_string(c->os_pid) + ")";
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.ptr = c.get();
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      LNET_LOG(Warn, kLogLnd, "%s: epoll_ctl for a proxy: %s", ni_.nid.to_string().c_str(),
-               errno_string(errno).c_str());
-      ::close(fd);
-      continue;
-    }
-    {
-      MutexLock g(mu_);
-      ++stats_.connections;
-      conns_.emplace(fd, std::move(c));
-    }
-    host_.link_up(ni_);  // a proxy is the NI's link: a router reports it up now
+    adopt(std::move(c));
   }
+}
+
+void UpNi::adopt(std::unique_ptr<Conn> c) {
+  c->name = "proxy (pid " + std::to_string(c->os_pid) + ")";
+  // To know when its process has exited, should it leave while its MPI may still write
+  // into the region (Grave).
+  c->pidfd = pidfd_of(c->os_pid);
+  if (c->pidfd < 0)
+    LNET_LOG(Warn, kLogLnd, "%s: pidfd_open(%d) for %s: %s: receives it leaves behind are freed when it goes",
+             ni_.nid.to_string().c_str(), static_cast<int>(c->os_pid), c->name.c_str(), errno_string(errno).c_str());
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.ptr = c.get();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+    LNET_LOG(Warn, kLogLnd, "%s: epoll_ctl for a proxy: %s", ni_.nid.to_string().c_str(), errno_string(errno).c_str());
+    ::close(c->fd);
+    if (c->pidfd >= 0) ::close(c->pidfd);
+    return;
+  }
+  {
+    MutexLock g(mu_);
+    ++stats_.connections;
+    int fd = c->fd;
+    conns_.emplace(fd, std::move(c));
+  }
+  host_.link_up(ni_);  // a proxy is the NI's link: a router reports it up now
 }
 
 void UpNi::close_conn(Conn& c, const char* why) {
   DoneList done;
   std::vector<Pid> pids;
+  auto grave = std::make_unique<Grave>();
+  grave->pidfd = c.pidfd;
+  grave->name = c.name;
   {
     MutexLock g(mu_);
     pids.assign(c.pids.begin(), c.pids.end());
-    fail_descs_locked(c, 0, done);
-    stats_.failed += done.size();
+    fail_descs_locked(c, 0, done, c.pidfd >= 0 ? grave.get() : nullptr);
+    for (const Done& d : done) stats_.failed += d.msg ? 1 : 0;
   }
   (void)epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  std::size_t failed =
+      static_cast<std::size_t>(std::count_if(done.begin(), done.end(), [](const Done& d) { return d.msg; }));
   std::string list;
   for (Pid p : pids) list += (list.empty() ? "" : ",") + std::to_string(p & ~kPidUserFlag);
-  LNET_LOG(Info, kLogLnd, "%s: %s left the bridge (%s): %zu messages failed, pids [%s] released",
-           ni_.nid.to_string().c_str(), c.name.c_str(), why, done.size(), list.c_str());
+  std::string held = grave->descs.empty() ? std::string()
+                                          : ", " + std::to_string(grave->descs.size()) +
+                                                " buffers its MPI may still write held until its process exits";
+  LNET_LOG(Info, kLogLnd, "%s: %s left the bridge (%s): %zu messages failed, pids [%s] released%s",
+           ni_.nid.to_string().c_str(), c.name.c_str(), why, failed, list.c_str(), held.c_str());
   {
     MutexLock g(mu_);
     int fd = c.fd;
     ::close(fd);
     conns_.erase(fd);  // c is gone
+    if (!grave->descs.empty()) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.ptr = grave.get();
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, grave->pidfd, &ev) == 0) {
+        graves_.push_back(std::move(grave));
+      } else {  // not watched: given back now, as without a pidfd
+        for (Desc* d : grave->descs) unkeep_locked(*d, done);
+        for (auto& [f, other] : conns_) flush_locked(*other);
+      }
+    }
+  }
+  if (grave && grave->pidfd >= 0) ::close(grave->pidfd);
+  finalize_all(done);
+}
+
+Grave* UpNi::grave_of(void* p) {
+  MutexLock g(mu_);
+  for (auto& gr : graves_)
+    if (gr.get() == p) return gr.get();
+  return nullptr;
+}
+
+void UpNi::bury(Grave* gr) {
+  DoneList done;
+  std::size_t n;
+  {
+    MutexLock g(mu_);
+    n = gr->descs.size();
+    for (Desc* d : gr->descs) unkeep_locked(*d, done);
+    for (auto& [fd, other] : conns_) flush_locked(*other);  // bounces came back
+    if (epoll_fd_ >= 0) (void)epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, gr->pidfd, nullptr);
+    ::close(gr->pidfd);
+    LNET_LOG(Info, kLogLnd, "%s: the process of %s has exited: %zu buffers it held are free",
+             ni_.nid.to_string().c_str(), gr->name.c_str(), n);
+    std::erase_if(graves_, [gr](const std::unique_ptr<Grave>& x) { return x.get() == gr; });
   }
   finalize_all(done);
 }
 
 void UpNi::finalize_all(DoneList& done) {
   for (Done& d : done) {
-    d.msg->health = d.health;
-    host_.finalize(d.msg, d.status);
+    if (d.msg) {
+      d.msg->health = d.health;
+      host_.finalize(d.msg, d.status);
+    }
+    if (d.token) host_.release_memory(d.token);
   }
   done.clear();
 }

@@ -306,13 +306,59 @@ void UpNi::give_bounce_locked(Bounce* b) {
 
 // ---------------------------------------------------------------- failures
 
-void UpNi::fail_descs_locked(Conn& c, Pid pid, DoneList& done) {
+namespace {
+
+// Whether the proxy may write d's bytes: a RECV it has, with a payload to take.
+bool proxy_writes(const Desc& d) {
+  return d.kind == Desc::Kind::Recv && d.state == Desc::State::Active && d.msg && d.status == 0 && d.mlen > 0 &&
+         !(d.flags & kRecvSource);
+}
+
+}  // namespace
+
+bool UpNi::keep_locked(Desc& d) {
+  if (!d.bounce) {
+    d.token = d.msg ? host_.keep_memory(*d.msg) : 0;
+    if (!d.token) {
+      LNET_LOG(Warn, kLogLnd,
+               "%s: the host cannot keep the memory of a failed receive from %s that the proxy may still write",
+               ni_.nid.to_string().c_str(), d.conn ? d.conn->name.c_str() : "a gone proxy");
+      return false;
+    }
+  }
+  d.state = Desc::State::Kept;
+  d.msg = nullptr;
+  ++stats_.kept;
+  ++stats_.kept_now;
+  return true;
+}
+
+void UpNi::unkeep_locked(Desc& d, DoneList& done) {
+  if (d.token) done.push_back(Done{nullptr, 0, HealthStatus::Ok, d.token});
+  d.token = 0;
+  --stats_.kept_now;
+  free_desc_locked(&d);
+}
+
+void UpNi::fail_descs_locked(Conn& c, Pid pid, DoneList& done, Grave* grave) {
   for (Pid p : c.pids) {
     if (pid && p != pid) continue;
     apps_[p].pending = Fifo<Desc>();
   }
   for (Desc& d : descs_) {
-    if (d.kind == Desc::Kind::Free || d.conn != &c || (pid && d.pid != pid)) continue;
+    if (d.kind == Desc::Kind::Free || d.conn != &c) continue;
+    if (d.state == Desc::State::Kept) {  // the connection's, not an application's
+      if (pid) continue;
+      if (!grave) {
+        unkeep_locked(d, done);
+        continue;
+      }
+      uncount_locked(d);
+      d.conn = nullptr;
+      grave->descs.push_back(&d);
+      continue;
+    }
+    if (pid && d.pid != pid) continue;
     if (d.state == Desc::State::Parsed) {
       uncount_locked(d);
       d.conn = nullptr;  // the host still calls recv() for it, which fails
@@ -321,6 +367,12 @@ void UpNi::fail_descs_locked(Conn& c, Pid pid, DoneList& done) {
     if (d.msg && d.status == 0)
       done.push_back(Done{d.msg, -ECONNRESET,
                           d.kind == Desc::Kind::Send ? HealthStatus::RemoteDropped : HealthStatus::LocalError});
+    if (grave && proxy_writes(d) && keep_locked(d)) {
+      uncount_locked(d);
+      d.conn = nullptr;
+      grave->descs.push_back(&d);
+      continue;
+    }
     free_desc_locked(&d);
   }
   if (pid) {

@@ -43,10 +43,14 @@ struct Bounce {
 // descriptor is made when a PARSE arrives and waits (Parsed) for the host's recv(); a
 // send descriptor is made by send(). Either is Pending until its RECV or SEND is written
 // to the proxy (waiting for a bounce buffer or room in the socket), then Active until
-// the proxy's RECV_DONE or SEND_DONE.
+// the proxy's RECV_DONE or SEND_DONE. A receive whose bytes the proxy's MPI may still
+// write after its message failed (a RECV_DONE with kDoneKept, or a RECV in hand when its
+// proxy went away) is Kept: its message is finalized, its bytes (a bounce buffer, or the
+// host's memory kept with LndHost::keep_memory) are lent to no one until the proxy's
+// MEM_RELEASE, or until the proxy's process has exited (a Grave).
 struct Desc : FifoLink {
   enum class Kind : std::uint8_t { Free, Recv, Send };
-  enum class State : std::uint8_t { Parsed, Pending, Active };
+  enum class State : std::uint8_t { Parsed, Pending, Active, Kept };
   std::uint32_t index = 0;
   std::uint32_t gen = 1;
   Kind kind = Kind::Free;
@@ -64,7 +68,8 @@ struct Desc : FifoLink {
   std::uint32_t mlen = 0;
   std::uint32_t rlen = 0;
   Bounce* bounce = nullptr;
-  bool filled = false;  // the bounce holds the outgoing payload already
+  std::uintptr_t token = 0;  // Kept in place: the host's memory (LndHost::keep_memory)
+  bool filled = false;       // the bounce holds the outgoing payload already
   // A receive through a bounce buffer: where the payload goes once it arrived.
   const iovec* iov = nullptr;
   unsigned niov = 0;
@@ -84,6 +89,7 @@ struct App {
 
 struct Conn {
   int fd = -1;
+  int pidfd = -1;  // the proxy's process (pidfd_open), to know when it has exited; -1: unknown
   uid_t uid = 0;
   pid_t os_pid = 0;
   std::uint32_t rank = 0;
@@ -96,6 +102,14 @@ struct Conn {
   std::set<Pid> pids;
   std::deque<std::vector<std::uint8_t>> backlog;  // replies that did not fit the socket
   std::string name;                               // "proxy rank R (pid P)" for logs
+};
+
+// The Kept descriptors of a proxy that went away, held until its process exits (its
+// pidfd becomes readable): until then its MPI may still write their bytes.
+struct Grave {
+  int pidfd = -1;
+  std::string name;  // the proxy's, for logs
+  std::vector<Desc*> descs;
 };
 
 class UpNi {
@@ -116,15 +130,19 @@ class UpNi {
   void set_nets(std::vector<NetId> nets);
 
  private:
+  // A message to finalize, and/or the host's memory to release (LndHost::release_memory).
   struct Done {
     LndMessage* msg;
     int status;
     HealthStatus health;
+    std::uintptr_t token = 0;
   };
   using DoneList = std::vector<Done>;
 
   void run();
   void accept_ready();
+  // A permitted connection joins: watched, counted, the NI's link up.
+  void adopt(std::unique_ptr<Conn> c);
   // Closes the connections whose HELLO is overdue and listens again after a pause; the
   // milliseconds until the next of those is due (-1: nothing is).
   int timers();
@@ -146,7 +164,18 @@ class UpNi {
   // A PARSE lnetd cannot hold (over the proxy's credits or its descriptors): the proxy
   // discards the payload.
   void drop_parse_locked(Conn& c, const Parse& p) LNET_REQUIRES(mu_);
-  bool on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health);
+  bool on_done(Conn& c, DescRef ref, bool is_send, int status, std::uint32_t health, std::uint32_t flags);
+  bool on_mem_release(Conn& c, DescRef ref);
+  // d failed while its proxy's MPI may still write its bytes: they stay out of use (the
+  // host keeps its memory in place) and d becomes Kept. False when the host cannot keep
+  // its memory (d is then freed like any other).
+  bool keep_locked(Desc& d) LNET_REQUIRES(mu_);
+  // A Kept descriptor's bytes are free: its token goes to `done`, d is freed.
+  void unkeep_locked(Desc& d, DoneList& done) LNET_REQUIRES(mu_);
+  // The proxy's process of `g` has exited: its Kept descriptors are freed (the NI's thread).
+  void bury(Grave* g);
+  // The grave an epoll event's pointer names, or nullptr (a connection's).
+  Grave* grave_of(void* p);
   bool refuse(Conn& c, const std::string& why);
   void close_conn(Conn& c, const char* why);
   void finalize_all(DoneList& done);
@@ -175,8 +204,10 @@ class UpNi {
   Bounce* take_bounce_locked(std::uint32_t len) LNET_REQUIRES(mu_);
   void give_bounce_locked(Bounce* b) LNET_REQUIRES(mu_);
   // Fails the descriptors of `c` (of its application `pid` only, when not 0) and releases
-  // its pids (that one); the host's messages go to `done`.
-  void fail_descs_locked(Conn& c, Pid pid, DoneList& done) LNET_REQUIRES(mu_);
+  // its pids (that one); the host's messages go to `done`. With `grave` (c closes, its
+  // process may live on), the descriptors whose bytes its MPI may still write go there,
+  // Kept; without, they are freed.
+  void fail_descs_locked(Conn& c, Pid pid, DoneList& done, Grave* grave = nullptr) LNET_REQUIRES(mu_);
 
   NetInterface& ni_;
   LndHost& host_;
@@ -204,6 +235,7 @@ class UpNi {
   unsigned small_made_ LNET_GUARDED_BY(mu_) = 0;
   unsigned large_made_ LNET_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<Bounce>> bounces_ LNET_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Grave>> graves_ LNET_GUARDED_BY(mu_);
   std::vector<NetId> nets_ LNET_GUARDED_BY(mu_);
   UpStats stats_ LNET_GUARDED_BY(mu_);                   // the counters (proxies and pids are counted when asked)
   LogLimiter drop_log_{std::chrono::seconds(10)};        // dropped PARSEs: one line per 10 s

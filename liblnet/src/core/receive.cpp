@@ -248,10 +248,16 @@ bool Core::memory_alive(std::uint64_t memory) const {
 
 std::uintptr_t Core::keep_memory(LndMessage& lmsg) {
   auto& msg = static_cast<Message&>(lmsg);
-  return msg.md ? portals_.md_keep(msg.md) : 0;
+  if (msg.md) return portals_.md_keep(msg.md);
+  return router_.keep_buffer(&msg);  // a router buffer, or nothing to keep
 }
 
-void Core::release_memory(std::uintptr_t token) { portals_.md_release(token, *this); }
+void Core::release_memory(std::uintptr_t token) {
+  if (token & router::Router::kBufferToken)
+    router_.release_buffer(token);
+  else
+    portals_.md_release(token, *this);
+}
 
 LndMessage* Core::create_reply(NetInterface& nif, LndMessage& lget) {
   auto& get = static_cast<Message&>(lget);

@@ -192,6 +192,22 @@ void Router::no_route_onward(const Message& msg) {
            msg.hdr.dest_nid.net().to_string().c_str(), msg.from.to_string().c_str(), also.c_str());
 }
 
+std::uintptr_t Router::keep_buffer(Message* msg) {
+  MutexLock g(st_.locks[msg->rtr_cpt]);
+  net::RtrBuffer* b = msg->rtrbuf;
+  if (!b || msg->rtr_pool < 0) return 0;
+  msg->rtrbuf = nullptr;
+  b->kept_cpt = msg->rtr_cpt;
+  b->kept_kind = msg->rtr_pool;
+  return reinterpret_cast<std::uintptr_t>(b) | kBufferToken;
+}
+
+void Router::release_buffer(std::uintptr_t token) {
+  auto* b = reinterpret_cast<net::RtrBuffer*>(token & ~kBufferToken);
+  MutexLock g(st_.locks[b->kept_cpt]);
+  buffers_.give(buffers_.pool(b->kept_cpt, b->kept_kind), b);
+}
+
 void Router::release_resources(Message* msg) {
   MsgQueue ready;
   {

@@ -83,7 +83,8 @@ struct Stats {
   std::uint64_t bad_messages = 0;  // malformed messages dropped
   std::uint64_t timeouts = 0;      // sends failed for want of a handshake or credit, transfers given up
   std::uint64_t held = 0;          // buffers of timed-out sends kept now until MPI lets them go
-  std::uint64_t abandoned = 0;     // cancelled receives MPI did not complete in 4 timeouts: left to it
+  std::uint64_t abandoned = 0;     // cancelled receives MPI did not complete in 4 more timeouts
+  std::uint64_t left_kept = 0;     // receives left to MPI at shutdown: their memory never given back
   std::uint64_t mpi_errors = 0;    // MPI calls that returned an error
 };
 

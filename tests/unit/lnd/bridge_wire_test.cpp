@@ -43,7 +43,7 @@ TEST(BridgeWire, FrameHeaderIsLittleEndianMagicVersionTypeLength) {
   Frame f = frame(PidNew{0x0102030405060708ULL, 0x0a0b0c0d});
   ASSERT_EQ(f.size(), kFrameHdrSize + 16);
   const std::uint8_t want[] = {0x4c, 0x4e, 0x55, 0x42,              // "LNUB"
-                               2,    0,                             // version
+                               3,    0,                             // version
                                3,    0,                             // PID_NEW
                                32,   0,    0,    0,                 // whole frame
                                0,    0,    0,    0,                 // reserved
@@ -92,10 +92,12 @@ TEST(BridgeWire, EveryTypeRoundTrips) {
                          r,
                          plain,
                          RecvDone{{7, 3}, -EIO, static_cast<std::uint32_t>(HealthStatus::LocalError)},
+                         RecvDone{{7, 4}, -ETIMEDOUT, static_cast<std::uint32_t>(HealthStatus::LocalError), kDoneKept},
                          s,
                          SendDone{{1, 2}, 0, 0},
                          Notify{kPidUserFlag | 9, *Nid::parse("5@mpi"), true},
-                         Error{-EPROTO, "bad thing"}};
+                         Error{-EPROTO, "bad thing"},
+                         MemRelease{{9, 2}}};
   for (const Message& m : all) {
     Frame f = frame(m);
     auto back = decode(f);
@@ -189,6 +191,13 @@ TEST(BridgeWire, RefusesBadFieldsOfEachType) {
   Frame st = done;
   wire::put_le32(st.data() + kFrameHdrSize + 8, 5);
   EXPECT_NE(refused(st).find("positive status 5"), std::string::npos);
+
+  Frame fl = done;
+  wire::put_le32(fl.data() + kFrameHdrSize + 16, kDoneKept);  // kept is a RECV_DONE's flag
+  EXPECT_NE(refused(fl).find("unknown flags 1"), std::string::npos);
+  Frame ok = frame(RecvDone{{1, 1}, 0, 0, 0});
+  wire::put_le32(ok.data() + kFrameHdrSize + 16, kDoneKept);  // kept with status 0
+  EXPECT_NE(refused(ok).find("kept memory with status 0"), std::string::npos);
 
   Frame n = frame(Notify{1, Nid::lo(), true});
   wire::put_le32(n.data() + kFrameHdrSize + 4, 2);

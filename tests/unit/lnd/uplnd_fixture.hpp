@@ -79,6 +79,23 @@ class UpLndTest : public ::testing::Test {
     up->set_nets({NetId::make(kGniLnd, 0)});
     client = BridgeClient::connect(opts.bridge, 0, 5s).value();
   }
+  // lnetd routes between mpi (this test as the proxy) and a server on gni (address 4).
+  void start_router() {
+    Fabric::install();
+    start(true);
+    server = Instance::create(test::fabric_config({4}), kPidLustre).value();
+    for (Instance* i : {lnetd.get(), server.get()})
+      i->control().set_global("alive_router_check_interval", 0).or_throw();
+    ASSERT_TRUE(server->control().add_route(RouteConfig{kMpi, gni(3), -1, 0}));
+    ASSERT_TRUE(lnetd->control().set_routing(true));
+  }
+  // A routed PUT of `len` bytes from the application: its RECV (a router buffer in place).
+  std::optional<Recv> routed_recv(Pid pid, std::uint64_t cookie, std::uint32_t len) {
+    client->send(Parse{cookie, pid, 0, kRank0, put_header(gni(4), kPidLustre, pid, len)}).or_throw();
+    auto m = next(Type::Recv);
+    if (!m) return std::nullopt;
+    return std::get<Recv>(*m);
+  }
   std::optional<Message> next(Type want) {
     auto m = client->receive(5000);
     EXPECT_TRUE(m) << "waiting for " << type_name(want) << ": " << m.message();

@@ -406,6 +406,114 @@ TEST_F(UpLndTest, RoutedPayloadsCrossTheBridgeWithoutACopy) {
   EXPECT_EQ(st.copies, 0u);
 }
 
+// A receive the proxy's MPI matched and could not cancel fails with kDoneKept: lnetd
+// fails the message at once but lends its router buffer to no one until MEM_RELEASE
+// (before, the buffer went to the next message while MPI could still write into it).
+TEST_F(UpLndTest, AReceiveItsProxyKeepsIsLentToNoOneUntilReleased) {
+  start_router();
+  Pid pid = new_pid();
+  auto r = routed_recv(pid, 1, 300000);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 0);
+  client->send(RecvDone{r->desc, -ETIMEDOUT, static_cast<std::uint32_t>(HealthStatus::LocalError), kDoneKept})
+      .or_throw();
+  for (int i = 0; i < 500 && up->stats().kept_now != 1; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(up->stats().kept_now, 1u);
+  // The next routed PUT gets another buffer, and reaches the server whole.
+  std::vector<char> buf(1 << 20, 0);
+  EventLog slog;
+  MdHandle smd = sink(*server, buf, slog);
+  auto r2 = routed_recv(pid, 2, 300000);
+  ASSERT_TRUE(r2);
+  EXPECT_NE(r2->offset, r->offset) << "a kept buffer was lent to another message";
+  auto data = pattern(300000, 'k');
+  std::memcpy(client->region().at(r2->offset, r2->mlen), data.data(), data.size());
+  client->send(RecvDone{r2->desc, 0, 0}).or_throw();
+  ASSERT_TRUE(slog.wait_unlinked(smd));
+  EXPECT_EQ(std::memcmp(buf.data(), data.data(), data.size()), 0);
+  // Kept is only for a failure into memory the proxy writes.
+  client->send(MemRelease{r2->desc}).or_throw();
+  EXPECT_NE(std::get<Error>(*next(Type::Error)).text.find("not one whose memory this proxy keeps"), std::string::npos);
+  client->send(MemRelease{r->desc}).or_throw();
+  for (int i = 0; i < 500 && up->stats().kept_now != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(up->stats().kept_now, 0u);
+  EXPECT_EQ(up->stats().kept, 1u);
+  // The buffer is back: one of the next two routed PUTs gets it.
+  auto r3 = routed_recv(pid, 3, 300000);
+  auto r4 = routed_recv(pid, 4, 300000);
+  ASSERT_TRUE(r3 && r4);
+  EXPECT_TRUE(r3->offset == r->offset || r4->offset == r->offset);
+  // Released once: a second MEM_RELEASE is refused.
+  client->send(MemRelease{r->desc}).or_throw();
+  EXPECT_TRUE(next(Type::Error));
+}
+
+// A proxy that leaves the bridge while its MPI may still write a RECV's bytes (its
+// process lives on, in MPI_Finalize or serving others) does not get them reused: they
+// are held until its process has exited.
+TEST_F(UpLndTest, TheBuffersOfAProxyThatLeftAreHeldUntilItsProcessExits) {
+  start_router();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(from_child), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a proxy: its own pid, a routed PUT, then it closes the bridge and lives on
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, opts.bridge.c_str(), sizeof a.sun_path - 1);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    std::uint8_t f[kMaxFrame];
+    auto say = [&](const Message& m) {
+      std::size_t n = encode(m, std::span<std::uint8_t, kMaxFrame>(f, kMaxFrame));
+      return ::send(fd, f, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+    };
+    auto hear = [&]() -> std::optional<Message> {
+      ssize_t n = ::recv(fd, f, sizeof f, 0);
+      if (n <= 0) return std::nullopt;
+      auto m = decode(std::span<const std::uint8_t>(f, static_cast<std::size_t>(n)));
+      if (!m) return std::nullopt;
+      return *m;
+    };
+    if (!say(Hello{}) || !hear() || !say(PidNew{1, 4})) _exit(4);
+    auto reply = hear();
+    if (!reply || type_of(*reply) != Type::PidReply) _exit(5);
+    Pid pid = std::get<PidReply>(*reply).pid;
+    if (!say(Parse{9, pid, 0, kRank0, put_header(gni(4), kPidLustre, pid, 300000)})) _exit(6);
+    auto recv = hear();
+    if (!recv || type_of(*recv) != Type::Recv) _exit(7);
+    std::uint64_t offset = std::get<Recv>(*recv).offset;
+    ::close(fd);
+    if (write(from_child[1], &offset, sizeof offset) != sizeof offset) _exit(8);
+    char c;
+    (void)!read(to_child[0], &c, 1);  // lives until the test lets it go
+    _exit(0);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  std::uint64_t offset = 0;
+  ASSERT_EQ(read(from_child[0], &offset, sizeof offset), static_cast<ssize_t>(sizeof offset));
+  for (int i = 0; i < 500 && up->stats().proxies != 1; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(up->stats().proxies, 1u);  // this test's own
+  EXPECT_EQ(up->stats().kept_now, 1u);
+  Pid pid = new_pid();
+  auto r = routed_recv(pid, 1, 300000);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->offset, offset) << "the buffer of a proxy whose process lives was lent to another message";
+  ::close(to_child[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (int i = 0; i < 500 && up->stats().kept_now != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(up->stats().kept_now, 0u);
+  ::close(from_child[0]);
+  client->send(RecvDone{r->desc, 0, 0}).or_throw();
+}
+
 // A router reports an NI that heard nothing for router_ping_timeout + the check interval
 // down. The UP NI's link is its proxies: with one attached it stays up however quiet its
 // applications are; with none it goes down, and comes up as soon as one attaches.

@@ -15,6 +15,8 @@
 //   RECV_DONE      that payload moved       SEND          an LNet message to transmit
 //   SEND_DONE      that message went        ERROR         a refused message, with why
 //   NOTIFY         a peer NI down / up
+//   MEM_RELEASE    the memory of a RECV_DONE
+//                  marked kept is free again
 #pragma once
 
 #include <cstddef>
@@ -31,7 +33,8 @@ namespace lnet::up {
 
 inline constexpr std::uint32_t kBridgeMagic = 0x42554e4c;  // "LNUB"
 // 2: PID_NEW and PID_REGISTER carry the application's number of ranks.
-inline constexpr std::uint16_t kBridgeVersion = 2;
+// 3: RECV_DONE and SEND_DONE carry flags (kDoneKept); MEM_RELEASE.
+inline constexpr std::uint16_t kBridgeVersion = 3;
 inline constexpr std::size_t kFrameHdrSize = 16;
 inline constexpr std::size_t kMaxNets = 16;           // nets a WELCOME lists
 inline constexpr std::size_t kMaxErrorText = 240;     // bytes of an ERROR's text
@@ -53,6 +56,7 @@ enum class Type : std::uint16_t {
   SendDone = 11,
   Notify = 12,
   Error = 13,
+  MemRelease = 14,
 };
 const char* type_name(Type t);
 
@@ -134,10 +138,16 @@ struct Recv {
   Header hdr;  // kRecvSource: the REPLY's header
 };
 
+// A failed RECV whose region bytes MPI may still write (a receive it matched and could
+// not cancel): lnetd fails the message but lends the bytes to no one until the proxy's
+// MEM_RELEASE for the descriptor, or until the proxy's process has exited.
+inline constexpr std::uint32_t kDoneKept = 1;
+
 struct RecvDone {
   DescRef desc;
   std::int32_t status = 0;   // 0 or a negative errno
   std::uint32_t health = 0;  // lnet::HealthStatus of a failure
+  std::uint32_t flags = 0;   // kDoneKept (with a failure only)
 };
 
 // An LNet message for application `pid`: `hdr` to `next_hop`, its payload `len` bytes of
@@ -156,6 +166,12 @@ struct SendDone {
   DescRef desc;
   std::int32_t status = 0;
   std::uint32_t health = 0;
+  std::uint32_t flags = 0;  // none defined: 0
+};
+
+// The region bytes of a descriptor whose RECV_DONE said kDoneKept: MPI is done with them.
+struct MemRelease {
+  DescRef desc;
 };
 
 struct Notify {
@@ -170,7 +186,7 @@ struct Error {
 };
 
 using Message = std::variant<Hello, Welcome, PidNew, PidRegister, PidRelease, PidReply, Parse, Recv, RecvDone, Send,
-                             SendDone, Notify, Error>;
+                             SendDone, Notify, Error, MemRelease>;
 
 Type type_of(const Message& m);
 // The message's frame: the 16-byte header and its body. Returns the bytes written (at

@@ -55,6 +55,8 @@ struct UpStats {
   std::uint64_t dropped = 0;         // PARSEs dropped: the proxy's credits or lnetd's descriptors ran out
   std::uint64_t over_limit = 0;      // connections closed at once: max_proxies were connected
   std::uint64_t hello_timeouts = 0;  // connections closed for want of a HELLO
+  std::uint64_t kept = 0;            // failed receives whose bytes were held while a proxy's MPI could write them
+  std::uint64_t kept_now = 0;        // of those, held now (until MEM_RELEASE or the proxy's process exits)
 };
 
 class UpNi;

@@ -60,6 +60,9 @@ struct RtrBuffer {
   RtrBuffer* next = nullptr;
   std::unique_ptr<char[]> owned;  // null when a driver's memory holds it
   iovec iov{};
+  // Kept out of use for a driver (Router::keep_buffer): the pool it goes back to.
+  unsigned kept_cpt = 0;
+  int kept_kind = 0;
 };
 
 enum RtrPoolKind { kTinyPool = 0, kSmallPool = 1, kLargePool = 2, kNumPools = 3 };

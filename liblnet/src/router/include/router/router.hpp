@@ -90,6 +90,13 @@ class Router {
   void forward_received(Message* msg);
   // It is finalized: its router credit and buffer go back (to a message waiting for them).
   void release_resources(Message* msg);
+  // A driver's network may still write into the message's buffer after it fails
+  // (LndHost::keep_memory): the buffer leaves the message (its credit does not) and is
+  // lent to no one until release_buffer(token). 0: the message holds no buffer.
+  std::uintptr_t keep_buffer(Message* msg);
+  void release_buffer(std::uintptr_t token);
+  // Tokens of keep_buffer() have this bit set (an MD's never do: they are aligned).
+  static constexpr std::uintptr_t kBufferToken = 1;
   // The messages waiting for router buffers (shutdown fails them). Under every net lock
   // (the caller's name for them is not ours, so the analysis cannot check it).
   void drain_waiting(Fifo<FifoLink>& to) LNET_NO_THREAD_SAFETY_ANALYSIS;
