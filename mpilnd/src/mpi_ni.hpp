@@ -310,10 +310,9 @@ class MpiNi {
   int reap_locked(Done& done) LNET_REQUIRES(mu_, progress_mu_);
   void test_pool_locked(Done& done, bool* worked) LNET_REQUIRES(mu_, progress_mu_);
   void check_timeouts_locked(Clock::time_point now, Done& done) LNET_REQUIRES(mu_);
-  // A cancelled receive MPI did not complete whose host could not keep its memory: left
-  // to MPI, its transfer finished. A kept one (KeptChunk) is only reported (stuck).
+  // A cancelled receive MPI did not complete: left to it, its transfer finished (or its
+  // kept memory released).
   void abandon_locked(std::size_t r, Done& done) LNET_REQUIRES(mu_);
-  void stuck_locked(std::size_t r) LNET_REQUIRES(mu_);
   // A bulk receive chunk that timed out: cancelled; the transfer fails now with its
   // memory kept (KeptChunk) when the host can keep it, else waits for it (Cancelled).
   void give_up_receive_locked(std::size_t r, Bulk* b, Clock::time_point now, Done& done) LNET_REQUIRES(mu_);

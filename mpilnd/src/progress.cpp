@@ -156,18 +156,15 @@ void MpiNi::check_timeouts_locked(Clock::time_point now, Done& done) {
 
 // A request still running when its message's attempt is due (its Tx's deadline: the
 // timeout after send(); else the timeout after a scan first saw it) is given up on and
-// its peer reported down. A bulk transfer's receives are cancelled, and MPI writes into
-// no memory after it is given back: the transfer fails at once while the host keeps the
-// MD's memory (and we the discard buffer) until MPI has completed each of them, cancelled
-// or not, however long that takes. A receive MPI matched already cannot be cancelled, and
-// without fault tolerance MPI may never complete one from a peer that died: such a
-// receive is counted and logged after kAbandonAfter more timeouts, its memory still kept.
-// A host that cannot keep the memory has the transfer wait for the cancelled receives;
-// after kAbandonAfter more timeouts it is left to MPI (its memory given back, logged), so
-// that nothing waits forever. Sends fail at once and their requests stay MPI's
-// (Owner::Held): a short send's buffer is ours and kept until MPI is done with it; a
-// bulk send's is the MD's, which MPI may still read (never write) after the message's
-// event.
+// its peer reported down. A bulk transfer's receives are cancelled, and MPI writes into no memory after it
+// is given back: the transfer fails at once while the host keeps the MD's memory (and we
+// the discard buffer) until MPI has completed each of them, cancelled or not; a host that
+// cannot keep it has the transfer wait for them. A receive MPI matched already cannot be
+// cancelled, and without fault tolerance MPI may never complete one from a peer that
+// died: after kAbandonAfter more timeouts it is left to MPI (counted, logged), so that
+// nothing waits forever. Sends fail at once and their requests stay MPI's (Owner::Held):
+// a short send's buffer is ours and kept until MPI is done with it; a bulk send's is the
+// MD's, which MPI may still read (never write) after the message's event.
 void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
   const std::size_t depth = opts_.pool_depth;
   bool freed = false;  // requests left to MPI: the table is compacted after the scan
@@ -178,10 +175,7 @@ void MpiNi::expire_requests_locked(Clock::time_point now, Done& done) {
       continue;
     }
     if (owners_[r].kind == Owner::Cancelled || owners_[r].kind == Owner::KeptChunk) {
-      if (now - seen_[r] < std::chrono::seconds(timeout_ * kAbandonAfter)) continue;
-      if (owners_[r].kind == Owner::KeptChunk) {
-        stuck_locked(r);
-      } else {
+      if (now - seen_[r] >= std::chrono::seconds(timeout_ * kAbandonAfter)) {
         abandon_locked(r, done);
         freed = true;
       }
@@ -244,24 +238,20 @@ void MpiNi::kept_done_locked(Kept* k, Done& done) {
   delete k;
 }
 
-void MpiNi::stuck_locked(std::size_t r) {
-  seen_[r] = kGivenUp;  // said once; the request stays, and its memory kept, until MPI completes it
-  stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
-  LNET_LOG(Error, kLogLnd,
-           "%s: a receive from %s that MPI matched did not complete in %d s after it was cancelled: its memory "
-           "stays kept until MPI completes it",
-           ni_.nid.to_string().c_str(), static_cast<Kept*>(owners_[r].obj)->from.to_string().c_str(),
-           timeout_ * kAbandonAfter);
-}
-
 void MpiNi::abandon_locked(std::size_t r, Done& done) {
-  auto* b = static_cast<Bulk*>(owners_[r].obj);
+  Owner o = owners_[r];
+  Nid from = o.kind == Owner::KeptChunk ? static_cast<Kept*>(o.obj)->from : static_cast<Bulk*>(o.obj)->peer->nid;
   LNET_LOG(Error, kLogLnd,
            "%s: a receive from %s that MPI matched did not complete in %d s after it was cancelled: its memory is "
-           "given back (its host cannot keep it), and MPI may still write into it if that peer resumes",
-           ni_.nid.to_string().c_str(), b->peer->nid.to_string().c_str(), timeout_ * kAbandonAfter);
+           "given back, and MPI may still write into it if that peer resumes",
+           ni_.nid.to_string().c_str(), from.to_string().c_str(), timeout_ * kAbandonAfter);
   check(MPI_Request_free(&reqs_[r]), "MPI_Request_free");  // MPI finishes it on its own
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  if (o.kind == Owner::KeptChunk) {
+    kept_done_locked(static_cast<Kept*>(o.obj), done);
+    return;
+  }
+  auto* b = static_cast<Bulk*>(o.obj);
   if (++b->done >= b->nchunks) bulk_finished_locked(b, done);
 }
 

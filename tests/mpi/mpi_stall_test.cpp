@@ -46,9 +46,9 @@ bool drive(mpi::Session& s, Pred pred, std::chrono::seconds limit) {
 }
 
 // Rank 1 stalls mid-transfer until rank 0 says go. `resume`: rank 0 says it once the
-// transfer failed (the receive cancelled, still waited for); else only once the receive
-// was reported stuck after 4 more timeouts: the MD stays kept all that time, as MPI may
-// write into it whenever the peer goes on.
+// transfer failed (the receive cancelled, still waited for); else only once the MD was
+// given back, the receive left to MPI after 4 more timeouts (a peer that never comes
+// back must not keep the application's memory for ever).
 void stall(bool resume) {
   const int rank = test::world_rank();
   bool nothing_stalled = false;  // the MPI moved the payload without the sender
@@ -143,24 +143,16 @@ void stall(bool resume) {
       }
       buf.reset();  // the application's memory again: MPI is done with it
     } else {
-      // The peer stays stalled past 4 more timeouts: the receive is reported stuck, and
-      // its MD is still not given back (MPI could write into it whenever the peer goes
-      // on); once the peer goes on and MPI completes the receive, it is.
-      bool stuck = false;
-      for (auto until = std::chrono::steady_clock::now() + 60s;
-           !nothing_stalled && !stuck && std::chrono::steady_clock::now() < until;) {
-        stuck = (*s)->stats().abandoned >= 1;
-        if (!stuck) std::this_thread::sleep_for(50ms);
-      }
-      bool early = !nothing_stalled && ev.wait_unlinked(target, 0ms);
+      // The peer never comes back (until the end): the MD is given back all the same,
+      // after 4 more timeouts, its receive left to MPI.
+      bool given_back = ev.wait_unlinked(target, 60000ms);
       say_go();
+      EXPECT_TRUE(given_back) << "the MD of a receive whose peer never came back is never given back";
       if (!nothing_stalled) {
-        EXPECT_TRUE(stuck) << "a receive MPI never completed was not reported";
-        EXPECT_FALSE(early) << "the MD was given back while MPI could still write into it";
         EXPECT_EQ((*s)->stats().abandoned, 1u);
       }
-      EXPECT_TRUE(ev.wait_unlinked(target, 60000ms)) << "the MD was never given back after the peer went on";
-      buf.reset();
+      // MPI may still write into the buffer when rank 1 goes on: it stays until the job ends.
+      (void)buf.release();
     }
   }
   // Both ranks drive progress to the end (rank 0's thread does its own).
@@ -179,7 +171,7 @@ void stall(bool resume) {
 
 TEST(MpiStall, ATransferFailsInTimeButItsMdIsKeptWhileMpiMayWriteIntoIt) { stall(true); }
 
-TEST(MpiStall, AReceiveStuckInMpiKeepsItsMdUntilMpiCompletesIt) { stall(false); }
+TEST(MpiStall, AReceiveFromAPeerThatNeverComesBackIsLeftToMpi) { stall(false); }
 
 }  // namespace
 }  // namespace lnet
