@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -78,6 +80,16 @@ class UpLndTest : public ::testing::Test {
     lnetd = Instance::create(c, kPidLustre, {up}).value();
     up->set_nets({NetId::make(kGniLnd, 0)});
     client = BridgeClient::connect(opts.bridge, 0, 5s).value();
+  }
+  // A raw connection to the bridge, for a forked child acting as a proxy (no allocation,
+  // no locks); -1 when it cannot connect.
+  int dial_bridge() const {
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, opts.bridge.c_str(), sizeof a.sun_path - 1);
+    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+    return fd;
   }
   // lnetd routes between mpi (this test as the proxy) and a server on gni (address 4).
   void start_router() {

@@ -341,11 +341,8 @@ TEST_F(UpLndTest, AUidThatIsNeitherRootNorInTheGroupIsRefused) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, opts.bridge.c_str(), sizeof a.sun_path - 1);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    int fd = dial_bridge();
+    if (fd < 0) _exit(3);
     std::uint8_t hello[kMaxFrame];
     std::size_t n = encode(Hello{}, std::span<std::uint8_t, kMaxFrame>(hello, kMaxFrame));
     (void)!::send(fd, hello, n, MSG_NOSIGNAL);
@@ -461,11 +458,8 @@ TEST_F(UpLndTest, TheBuffersOfAProxyThatLeftAreHeldUntilItsProcessExits) {
   if (child == 0) {  // a proxy: its own pid, a routed PUT, then it closes the bridge and lives on
     ::close(to_child[1]);
     ::close(from_child[0]);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, opts.bridge.c_str(), sizeof a.sun_path - 1);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    int fd = dial_bridge();
+    if (fd < 0) _exit(3);
     std::uint8_t f[kMaxFrame];
     auto say = [&](const Message& m) {
       std::size_t n = encode(m, std::span<std::uint8_t, kMaxFrame>(f, kMaxFrame));
