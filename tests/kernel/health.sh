@@ -56,7 +56,7 @@ ubrw u1 "$U1" "$K1" --loop 8 --concurrency 2 brw write size=1M check=full
 log "k1 resumed: u1's health of $K1 back to 1000 after $((SECONDS - t0)) s, a new brw write 1M check=full passes"
 
 # ---- u1's lnetd killed under k1's stream ----
-undo "cl pids u1 | grep -q ' lnetd ' || cl reboot u1"
+undo "lnetd_runs u1 || cl reboot u1"
 klst k1 new_session --force --timeout 300 kill >/dev/null || fail "lst new_session on k1"
 undo "klst k1 end_session"
 klst k1 add_group from "$K1" >/dev/null && klst k1 add_group to "$U1" >/dev/null || fail "add_group on k1"

@@ -33,6 +33,8 @@ on() {
   return $rc
 }
 cl() { "$CLUSTER_SH" --cluster "$LNET_CLUSTER" "$@"; }
+# lnetd_runs NODE: NODE's lnetd is running (cl pids prints "PID STATE /path/to/lnetd ARGS").
+lnetd_runs() { cl pids "$1" | awk '$3 ~ /(^|\/)lnetd$/ {f = 1} END {exit !f}'; }
 # klst NODE ARGS...: the kernel's lst on NODE, in the case's session.
 klst() {
   local node=$1

@@ -10,12 +10,11 @@
 kn_case kernel.router_restart
 
 notice() { on k1 'dmesg | grep -c "10.97.1.32@tcp is being used as a gateway but routing feature is not turned on"' || true; }
-lnetd_running() { cl pids u2 | grep -q ' lnetd '; }
-undo "lnetd_running || cl reboot u2"
+undo "lnetd_runs u2 || cl reboot u2"
 wait_until 30 "k1's route to tcp1 through u2 up" route_is k1 tcp1 "$U2" up
 
 on u2 'kill -TERM $(cat /run/lnet/lnetd.pid)' || fail "cannot signal u2's lnetd"
-wait_until 30 "u2's lnetd ends its drain and exits" eval '! lnetd_running'
+wait_until 30 "u2's lnetd ends its drain and exits" eval '! lnetd_runs u2'
 wait_until 30 "k1 takes its route through u2 down" route_is k1 tcp1 "$U2" down
 drained=$(notice)
 log "u2 drained and stopped: k1 took the route down ($drained RTE_DISABLED notices)"
