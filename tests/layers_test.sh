@@ -92,9 +92,9 @@ check "socket driver" liblnet/src/lnd/socket/sock_lnd.cpp base/cpt.hpp forbidden
 check "socket driver" liblnet/src/lnd/socket/sock_lnd.cpp core/core.hpp forbidden
 check "loopback driver" liblnet/src/lnd/lo/lo_lnd.cpp base/text.hpp forbidden
 check "C API" liblnet/src/capi/lnet_c.cpp core/core.hpp forbidden
-check config liblnet/src/config/apply.cpp base/text.hpp allowed
-check config liblnet/src/config/apply.cpp core/core.hpp forbidden
-check config liblnet/src/config/apply.cpp net/ni.hpp forbidden
+check dlc liblnet/src/dlc/apply.cpp base/text.hpp allowed
+check dlc liblnet/src/dlc/apply.cpp core/core.hpp forbidden
+check dlc liblnet/src/dlc/apply.cpp net/ni.hpp forbidden
 if grep -q mpilnd/src/ni.cpp "$db"; then
   check "MPI driver" mpilnd/src/ni.cpp lnet/lnd/fifo.hpp allowed
   check "MPI driver" mpilnd/src/ni.cpp base/cpt.hpp forbidden
