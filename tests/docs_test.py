@@ -8,6 +8,8 @@
 - No design document calls itself "being built" while the README calls its part done or
   working (a status line that stayed behind).
 - Every source file is named in its folder's README (the nearest README.md up the tree).
+- Every driver (a top-level `*lnd/` folder, a folder of `liblnet/src/lnd/`) is in the
+  architecture map, docs/design/overview.md.
 
   docs_test.py SOURCE_DIR
 """
@@ -90,6 +92,15 @@ for f in tracked:
     names = [p.name, p.stem + ".", p.stem + "`", p.stem + ","] + [f"{d}/" for d in rel.parents if str(d) != "."]
     if not any(n in text for n in names):
         fail(f"{owner}/README.md", f"does not name {rel} (a row for it, or for its folder)")
+
+# Every driver is on the map: a newcomer reads overview.md first.
+overview = (root / "docs" / "design" / "overview.md").read_text()
+drivers = sorted({pathlib.PurePosixPath(f).parts[0] + "/" for f in tracked if pathlib.PurePosixPath(f).parts[0].endswith("lnd")})
+drivers += sorted({"src/lnd/" + pathlib.PurePosixPath(f).parts[3] for f in tracked
+                   if f.startswith("liblnet/src/lnd/") and len(pathlib.PurePosixPath(f).parts) > 4})
+for d in drivers:
+    if d not in overview:
+        fail("docs/design/overview.md", f"does not name the driver {d} (the map and the drivers' table)")
 
 for md in sorted((root / "docs" / "design").glob("*.md")):
     head = "\n".join(md.read_text().splitlines()[:6])
