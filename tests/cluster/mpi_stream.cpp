@@ -4,7 +4,8 @@
 // --seconds pass. It prints what a test needs to judge a failure from the outside:
 //   r<R> op N: PUT|GET ... failed: RC (text) after MS ms at EPOCH    a failed round (5 a second
 //                                                                     at most; the others are counted;
-//                                                                     MS: until its failure came)
+//                                                                     MS and EPOCH: until and when its
+//                                                                     failure came)
 //   r<R> t=EPOCH ops=N failed=N window_ops=N via: NID=+n ... gw: NID=HEALTH,up|down,pPINGS ...
 //                                                                     every second
 //   r<R> route NET via GW: up|down at EPOCH                           each change the rank sees
@@ -253,14 +254,20 @@ int stream(mpi::Session& s, const Options& o) {
     }
     if (rc) {
       ++failed;
-      if (!first_failure) first_failure = now;
-      last_failure = now;
+      // When the failure came, not when the MD's memory came back: a driver may keep that
+      // while its network can still write into it (the MPI LND, for a receive MPI matched
+      // from a peer that then died: four more of its timeouts), and the rank waits for it.
+      double at = answered == Clock::time_point{}
+                      ? now
+                      : now - std::chrono::duration<double>(Clock::now() - answered).count();
+      if (!first_failure) first_failure = at;
+      last_failure = at;
       // A few lines a second; the per-second line counts the rest. (Thousands of lines
       // from rounds that fail at once would stall the job's output, and with it the job.)
       if (said_this_second++ < kFailureLines)
         say("r%d op %u: %s failed: %d (%s) after %.0f ms at %.3f\n", rank, n, what, rc, std::strerror(-rc),
             answered == Clock::time_point{} ? ms : std::chrono::duration<double, std::milli>(answered - t0).count(),
-            now);
+            at);
       // As an application would, it waits a little before trying again.
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } else {
