@@ -257,9 +257,8 @@ int stream(mpi::Session& s, const Options& o) {
       // When the failure came, not when the MD's memory came back: a driver may keep that
       // while its network can still write into it (the MPI LND, for a receive MPI matched
       // from a peer that then died: four more of its timeouts), and the rank waits for it.
-      double at = answered == Clock::time_point{}
-                      ? now
-                      : now - std::chrono::duration<double>(Clock::now() - answered).count();
+      double at =
+          answered == Clock::time_point{} ? now : now - std::chrono::duration<double>(Clock::now() - answered).count();
       if (!first_failure) first_failure = at;
       last_failure = at;
       // A few lines a second; the per-second line counts the rest. (Thousands of lines
